@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages shardkv builds, tests and benchmarks against.
+# Idempotent: only missing packages are installed, and `apt-get update` runs at most once.
+set -euo pipefail
+
+PKGS=(
+  build-essential cmake pkg-config ccache clang libclang-rt-14-dev clang-format
+  librocksdb-dev libasio-dev capnproto libcapnp-dev catch2
+  libxxhash-dev libcli11-dev libspdlog-dev libfmt-dev libbenchmark-dev libssl-dev
+  libmemcached-dev redis-server redis-tools libhiredis-dev
+)
+
+missing=()
+for p in "${PKGS[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if ((${#missing[@]} == 0)); then
+  echo "install-deps: all ${#PKGS[@]} packages present"
+  exit 0
+fi
+
+SUDO=""
+if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+# redis-server's package starts a system daemon on 6379; tests start their own on port 0-style
+# free ports, so stop the system one to keep the machine quiet (ignore if no init system).
+if [[ " ${missing[*]} " == *" redis-server "* ]]; then
+  ($SUDO service redis-server stop || true) >/dev/null 2>&1
+fi
+echo "install-deps: done"
