@@ -70,14 +70,14 @@ StatusOr<Algorithm> ParseAlgorithm(std::string_view name);
 std::string_view AlgorithmName(Algorithm algorithm);
 
 struct PlacementOptions {
-  int vnodes = 160;  // ring: vnodes per unit of weight
+  int vnodes = 160;                             // ring: vnodes per unit of weight
   hash::HashKind hash = hash::HashKind::kXxh3;  // key (and vnode) hash; ketama always uses md5
-  uint32_t maglev_table_size = 65537;  // prime, >= 100 * nodes
+  uint32_t maglev_table_size = 65537;           // prime, >= 100 * nodes
 };
 
 // Builds any algorithm by name; what the placement lab and tests use to treat them uniformly.
 StatusOr<std::unique_ptr<Placement>> MakePlacement(Algorithm algorithm,
-                                                    const std::vector<NodeSpec>& nodes,
-                                                    const PlacementOptions& options = {});
+                                                   const std::vector<NodeSpec>& nodes,
+                                                   const PlacementOptions& options = {});
 
 }  // namespace shardkv

@@ -8,9 +8,11 @@
 // replica count and primary count is within +-1 of its ideal.
 //
 // Movement: WithNodeAdded moves replicas only *to* the new node, and WithNodeRemoved moves only
-// the leaving node's replicas, each in the minimum number the balance targets allow. A change
-// of primary alone moves no data, so primaries are re-chosen freely among each shard's replicas
-// (keeping the old primary where the balance allows).
+// the leaving node's replicas, each in the minimum number the balance targets allow. After a
+// long history of changes, shard sets can overlap so much that this cannot reach +-1 balance;
+// then a few extra replicas move between other nodes (balance wins over strict minimality). A
+// change of primary alone moves no data, so primaries are re-chosen freely among each shard's
+// replicas (keeping the old primary where the balance allows).
 //
 // Worked example: S = 4, R = 2, nodes {a, b} of weight 1: every shard is {a, b} or {b, a}, two
 // primaries each. Adding c (ideal 8/3 = 2.67 replicas) moves 2 or 3 replicas to c, taken from
@@ -72,6 +74,11 @@ class ShardMap {
  private:
   ShardMap(std::vector<NodeSpec> nodes, int32_t shards, int replicas)
       : nodes_(std::move(nodes)), shards_(shards), replicas_(replicas) {}
+  // Reorders each row so its primary comes first, balancing primaries by weight and keeping
+  // `previous`'s primary (matched by name) where the balance allows.
+  void ChoosePrimaries(const ShardMap* previous);
+  // Moves replicas between nodes until every count is within +-1 of its ideal (see .cc).
+  void RepairBalance();
 
   std::vector<NodeSpec> nodes_;
   int32_t shards_;

@@ -4,20 +4,34 @@ namespace shardkv {
 
 std::string_view Status::CodeName(Code code) {
   switch (code) {
-    case Code::kOk: return "OK";
-    case Code::kNotFound: return "not found";
-    case Code::kInvalidArgument: return "invalid argument";
-    case Code::kAlreadyExists: return "already exists";
-    case Code::kFailedPrecondition: return "failed precondition";
-    case Code::kCorruption: return "corruption";
-    case Code::kIOError: return "I/O error";
-    case Code::kUnavailable: return "unavailable";
-    case Code::kTimeout: return "timeout";
-    case Code::kStaleEpoch: return "stale epoch";
-    case Code::kResourceExhausted: return "resource exhausted";
-    case Code::kAborted: return "aborted";
-    case Code::kNotSupported: return "not supported";
-    case Code::kInternal: return "internal error";
+    case Code::kOk:
+      return "OK";
+    case Code::kNotFound:
+      return "not found";
+    case Code::kInvalidArgument:
+      return "invalid argument";
+    case Code::kAlreadyExists:
+      return "already exists";
+    case Code::kFailedPrecondition:
+      return "failed precondition";
+    case Code::kCorruption:
+      return "corruption";
+    case Code::kIOError:
+      return "I/O error";
+    case Code::kUnavailable:
+      return "unavailable";
+    case Code::kTimeout:
+      return "timeout";
+    case Code::kStaleEpoch:
+      return "stale epoch";
+    case Code::kResourceExhausted:
+      return "resource exhausted";
+    case Code::kAborted:
+      return "aborted";
+    case Code::kNotSupported:
+      return "not supported";
+    case Code::kInternal:
+      return "internal error";
   }
   return "unknown";
 }

@@ -129,12 +129,18 @@ StatusOr<HashKind> ParseHashKind(std::string_view name) {
 
 std::string_view HashKindName(HashKind kind) {
   switch (kind) {
-    case HashKind::kXxh3: return "xxh3";
-    case HashKind::kCrc32: return "crc32";
-    case HashKind::kCrc32Fmix32: return "crc32-fmix32";
-    case HashKind::kFnv1a32: return "fnv1a";
-    case HashKind::kFnv1a64: return "fnv1a64";
-    case HashKind::kMd5: return "md5";
+    case HashKind::kXxh3:
+      return "xxh3";
+    case HashKind::kCrc32:
+      return "crc32";
+    case HashKind::kCrc32Fmix32:
+      return "crc32-fmix32";
+    case HashKind::kFnv1a32:
+      return "fnv1a";
+    case HashKind::kFnv1a64:
+      return "fnv1a64";
+    case HashKind::kMd5:
+      return "md5";
   }
   return "?";
 }

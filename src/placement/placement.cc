@@ -42,12 +42,18 @@ StatusOr<Algorithm> ParseAlgorithm(std::string_view name) {
 
 std::string_view AlgorithmName(Algorithm algorithm) {
   switch (algorithm) {
-    case Algorithm::kRing: return "ring";
-    case Algorithm::kJump: return "jump";
-    case Algorithm::kMaglev: return "maglev";
-    case Algorithm::kRendezvous: return "rendezvous";
-    case Algorithm::kKetama: return "ketama";
-    case Algorithm::kModulo: return "modulo";
+    case Algorithm::kRing:
+      return "ring";
+    case Algorithm::kJump:
+      return "jump";
+    case Algorithm::kMaglev:
+      return "maglev";
+    case Algorithm::kRendezvous:
+      return "rendezvous";
+    case Algorithm::kKetama:
+      return "ketama";
+    case Algorithm::kModulo:
+      return "modulo";
   }
   return "?";
 }

@@ -20,8 +20,8 @@ StatusOr<std::unique_ptr<Placement>> Upcast(StatusOr<std::unique_ptr<T>> built) 
 }  // namespace
 
 StatusOr<std::unique_ptr<Placement>> MakePlacement(Algorithm algorithm,
-                                                    const std::vector<NodeSpec>& nodes,
-                                                    const PlacementOptions& options) {
+                                                   const std::vector<NodeSpec>& nodes,
+                                                   const PlacementOptions& options) {
   switch (algorithm) {
     case Algorithm::kRing:
       return Upcast(HashRing::Build(nodes, options.vnodes, options.hash));
