@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Installs missing dependencies, then builds and runs the whole test suite twice:
+#   1. a Release build (-Werror) running every test, including the slow multi-process drills;
+#   2. an ASan+UBSan build running the unit and in-process tests (label "multiprocess" and
+#      "bench" excluded: those spawn real node processes and run in the release build only).
+# Prints the time of each stage and exits non-zero on the first failure.
+#
+# Environment:
+#   SHARDKV_SKIP_ASAN=1   skip the sanitizer stage (local quick runs; CI never sets it)
+#   SHARDKV_JOBS=N        build parallelism (default: nproc)
+#   SHARDKV_TEST_KEYS=N   key count for the heavy integration tests (default small)
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+JOBS=${SHARDKV_JOBS:-$(nproc)}
+START=$(date +%s)
+
+stage() {
+  local name=$1
+  shift
+  local t0
+  t0=$(date +%s)
+  echo "==> ${name}"
+  if ! "$@"; then
+    echo "==> ${name}: FAILED after $(($(date +%s) - t0)) s" >&2
+    exit 1
+  fi
+  echo "==> ${name}: ok in $(($(date +%s) - t0)) s"
+}
+
+configure() {
+  local dir=$1
+  shift
+  cmake -S "$ROOT" -B "$dir" -DSHARDKV_WERROR=ON "$@" >"$dir.configure.log" 2>&1 ||
+    { cat "$dir.configure.log"; return 1; }
+}
+
+build() { cmake --build "$1" -j "$JOBS"; }
+
+run_tests() {
+  local dir=$1
+  shift
+  ctest --test-dir "$dir" --output-on-failure -j "$JOBS" --timeout 900 "$@"
+}
+
+stage "install dependencies" "$ROOT/tools/install-deps.sh"
+
+mkdir -p "$ROOT/build-release" "$ROOT/build-asan"
+stage "configure release" configure "$ROOT/build-release" -DCMAKE_BUILD_TYPE=Release
+stage "build release" build "$ROOT/build-release"
+stage "test release (all tests)" run_tests "$ROOT/build-release"
+
+consume_installed() {
+  local prefix="$ROOT/build-release/_install" consumer="$ROOT/build-release/_consumer"
+  rm -rf "$prefix" "$consumer"
+  cmake --install "$ROOT/build-release" --prefix "$prefix" >/dev/null &&
+    cmake -S "$ROOT/tests/consumer" -B "$consumer" -DCMAKE_PREFIX_PATH="$prefix" >/dev/null &&
+    cmake --build "$consumer" >/dev/null && "$consumer/consumer"
+}
+stage "install + find_package(shardkv) from an application" consume_installed
+
+if [[ "${SHARDKV_SKIP_ASAN:-0}" != 1 ]]; then
+  # -O1 keeps the sanitizer build fast enough to compile and run on 2 cores.
+  stage "configure asan+ubsan" configure "$ROOT/build-asan" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DSHARDKV_SANITIZE=ON -DSHARDKV_BUILD_BENCH=OFF -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g"
+  stage "build asan+ubsan" build "$ROOT/build-asan"
+  stage "test asan+ubsan (unit + in-process)" env ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    ctest --test-dir "$ROOT/build-asan" --output-on-failure -j "$JOBS" --timeout 900 \
+    -LE 'multiprocess|bench'
+fi
+
+echo "==> all stages passed in $(($(date +%s) - START)) s"
