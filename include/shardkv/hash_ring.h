@@ -21,15 +21,9 @@
 #include <vector>
 
 #include "shardkv/placement.h"
+#include "shardkv/token_range.h"
 
 namespace shardkv {
-
-// An inclusive token range [first, last]; inclusive so UINT64_MAX needs no special case.
-struct TokenRange {
-  uint64_t first = 0;
-  uint64_t last = 0;
-  friend bool operator==(const TokenRange&, const TokenRange&) = default;
-};
 
 class HashRing final : public Placement {
  public:

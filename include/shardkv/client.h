@@ -1,0 +1,87 @@
+// Client: talks to a shardkv cluster. It fetches the cluster map from a seed node and routes each
+// key to its coordinator (the first live replica under the current map), so most requests take
+// one network hop. When a node answers with a newer map the client switches to it transparently.
+//
+// Errors come back as Status naming the node address and the cause. A request that fails with a
+// transient error (unreachable node, timeout, stale map) is retried at most
+// ClientOptions::max_retries times, on the next replica where that helps, and never past
+// ClientOptions::timeout_ms: an error reaches the caller instead of being retried forever.
+//
+// Semantics: last-write-wins by hybrid-logical-clock timestamp. Every request carries the newest
+// timestamp this client has seen, so a client's later write always wins over its earlier one.
+// Concurrent writes to one key from different clients keep the newer timestamp; the other is
+// lost. Keys are hash-partitioned: there are no ordered range scans.
+//
+// Thread-safety: all methods are thread-safe. Async callbacks run on the client's network
+// threads: they must not block and must not call the client's synchronous methods.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "shardkv/cluster_map.h"
+#include "shardkv/options.h"
+#include "shardkv/status.h"
+
+namespace shardkv {
+
+struct NodeStatsSnapshot {
+  std::string address;
+  std::map<std::string, int64_t> counters;
+  std::map<std::string, double> gauges;
+};
+
+class Client {
+ public:
+  using ValueCallback = std::function<void(StatusOr<std::string>)>;
+  using WriteCallback = std::function<void(StatusOr<uint64_t>)>;
+
+  // Connects to the first reachable seed and fetches the cluster map. Unavailable (naming every
+  // seed tried) if none answers.
+  static StatusOr<std::unique_ptr<Client>> Connect(ClientOptions options);
+  ~Client();
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+  // NotFound if the key is absent or deleted.
+  StatusOr<std::string> Get(std::string_view key, Consistency c = Consistency::kDefault);
+  // Returns the write's timestamp.
+  StatusOr<uint64_t> Put(std::string_view key, std::string_view value,
+                         Consistency c = Consistency::kDefault);
+  StatusOr<uint64_t> Delete(std::string_view key, Consistency c = Consistency::kDefault);
+
+  void GetAsync(std::string key, ValueCallback done, Consistency c = Consistency::kDefault);
+  void PutAsync(std::string key, std::string value, WriteCallback done,
+                Consistency c = Consistency::kDefault);
+  void DeleteAsync(std::string key, WriteCallback done, Consistency c = Consistency::kDefault);
+
+  // Batches, split per coordinator and sent in parallel. Result i is for input i.
+  std::vector<StatusOr<std::string>> MultiGet(const std::vector<std::string>& keys,
+                                              Consistency c = Consistency::kDefault);
+  std::vector<StatusOr<uint64_t>> MultiPut(
+      const std::vector<std::pair<std::string, std::string>>& items,
+      Consistency c = Consistency::kDefault);
+
+  // One node's counters (uptime, ops, errors, keys, latency percentiles).
+  StatusOr<NodeStatsSnapshot> NodeStats(const std::string& address);
+  // The map the client currently routes by.
+  std::shared_ptr<const ClusterMap> map() const;
+  // Fetches the newest map from the cluster now.
+  Status RefreshMap();
+  // The newest HLC timestamp this client has seen.
+  uint64_t max_seen_timestamp() const;
+
+  class Core;
+
+ private:
+  explicit Client(std::shared_ptr<Core> core);
+  std::shared_ptr<Core> core_;
+};
+
+}  // namespace shardkv

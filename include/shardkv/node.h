@@ -1,0 +1,45 @@
+// Node: one shardkv server, embeddable in an application. shardkv-node is a thin main over it.
+//
+// A Node owns its RocksDB store (NodeOptions::data_dir), listens for clients and peers, and
+// serves the shardkv protocol. Start() returns once the node is listening.
+//
+// Thread-safety: all methods are thread-safe. Stop() may be called from any thread (a signal
+// handling thread included) and is idempotent.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "shardkv/options.h"
+#include "shardkv/status.h"
+
+namespace shardkv {
+
+class Node {
+ public:
+  // Opens (or creates) the store and starts listening. Errors: bad options, a data directory
+  // of an unknown format version, an address that cannot be bound.
+  static StatusOr<std::unique_ptr<Node>> Start(NodeOptions options);
+
+  ~Node();  // Stop()s the node.
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
+
+  uint32_t id() const;
+  uint16_t port() const;
+  std::string address() const;  // host:port actually bound
+
+  // Graceful shutdown: stop accepting, finish in-flight requests, flush, close the store.
+  void Stop();
+  // Blocks until Stop() has completed (from any thread).
+  void Wait();
+
+  class Impl;
+
+ private:
+  explicit Node(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace shardkv

@@ -1,0 +1,218 @@
+#include "shardkv/client.h"
+
+#include <future>
+#include <map>
+
+#include "client/client_core.h"
+
+namespace shardkv {
+namespace {
+
+template <typename T>
+StatusOr<T> Wait(std::future<StatusOr<T>> f) {
+  return f.get();
+}
+
+// The op's result, or the error the response carries (naming the node).
+template <typename Body>
+StatusOr<Body*> Expect(StatusOr<net::Response>& reply) {
+  if (!reply.ok()) return reply.status();
+  if (Status s = reply->status(); !s.ok()) return s;
+  Body* body = std::get_if<Body>(&reply->body);
+  if (body == nullptr) return Status::Corruption("unexpected response type");
+  return body;
+}
+
+}  // namespace
+
+Client::Client(std::shared_ptr<Core> core) : core_(std::move(core)) {}
+
+Client::~Client() { core_->Close(); }
+
+StatusOr<std::unique_ptr<Client>> Client::Connect(ClientOptions options) {
+  if (options.seeds.empty()) return Status::InvalidArgument("no seed addresses given");
+  if (options.max_retries < 0) return Status::InvalidArgument("max_retries must be >= 0");
+  auto core = std::make_shared<Core>(std::move(options));
+  Status s = core->RefreshMap();
+  if (!s.ok()) {
+    core->Close();
+    return s;
+  }
+  return std::unique_ptr<Client>(new Client(std::move(core)));
+}
+
+std::shared_ptr<const ClusterMap> Client::map() const { return core_->map(); }
+Status Client::RefreshMap() { return core_->RefreshMap(); }
+uint64_t Client::max_seen_timestamp() const { return core_->max_seen_ts(); }
+
+void Client::GetAsync(std::string key, ValueCallback done, Consistency c) {
+  auto m = core_->map();
+  net::Request req;
+  req.consistency = core_->WireConsistency(c);
+  const uint64_t token = m->TokenOf(key);
+  req.body = net::GetRequest{token, std::move(key)};
+  core_->Send(std::move(req), token, {}, [done = std::move(done)](StatusOr<net::Response> r) {
+    auto body = Expect<net::GetResponse>(r);
+    if (!body.ok()) return done(body.status());
+    if (!(*body)->found) return done(Status::NotFound("not found"));
+    done(std::move((*body)->value));
+  });
+}
+
+void Client::PutAsync(std::string key, std::string value, WriteCallback done, Consistency c) {
+  auto m = core_->map();
+  net::Request req;
+  req.consistency = core_->WireConsistency(c);
+  const uint64_t token = m->TokenOf(key);
+  req.body = net::PutRequest{token, std::move(key), std::move(value)};
+  core_->Send(std::move(req), token, {}, [done = std::move(done)](StatusOr<net::Response> r) {
+    auto body = Expect<net::PutResponse>(r);
+    if (!body.ok()) return done(body.status());
+    done((*body)->ts);
+  });
+}
+
+void Client::DeleteAsync(std::string key, WriteCallback done, Consistency c) {
+  auto m = core_->map();
+  net::Request req;
+  req.consistency = core_->WireConsistency(c);
+  const uint64_t token = m->TokenOf(key);
+  req.body = net::DeleteRequest{token, std::move(key)};
+  core_->Send(std::move(req), token, {}, [done = std::move(done)](StatusOr<net::Response> r) {
+    auto body = Expect<net::DeleteResponse>(r);
+    if (!body.ok()) return done(body.status());
+    done((*body)->ts);
+  });
+}
+
+StatusOr<std::string> Client::Get(std::string_view key, Consistency c) {
+  std::promise<StatusOr<std::string>> p;
+  GetAsync(
+      std::string(key), [&p](StatusOr<std::string> r) { p.set_value(std::move(r)); }, c);
+  return Wait(p.get_future());
+}
+
+StatusOr<uint64_t> Client::Put(std::string_view key, std::string_view value, Consistency c) {
+  std::promise<StatusOr<uint64_t>> p;
+  PutAsync(
+      std::string(key), std::string(value),
+      [&p](StatusOr<uint64_t> r) { p.set_value(std::move(r)); }, c);
+  return Wait(p.get_future());
+}
+
+StatusOr<uint64_t> Client::Delete(std::string_view key, Consistency c) {
+  std::promise<StatusOr<uint64_t>> p;
+  DeleteAsync(
+      std::string(key), [&p](StatusOr<uint64_t> r) { p.set_value(std::move(r)); }, c);
+  return Wait(p.get_future());
+}
+
+namespace {
+
+// Splits item indexes by the coordinator of their token (first replica under `map`).
+std::map<uint32_t, std::vector<size_t>> GroupByCoordinator(const ClusterMap& map,
+                                                           const std::vector<uint64_t>& tokens) {
+  std::map<uint32_t, std::vector<size_t>> groups;
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    auto replicas = map.Replicas(tokens[i]);
+    groups[replicas.empty() ? 0 : replicas.front()].push_back(i);
+  }
+  return groups;
+}
+
+}  // namespace
+
+std::vector<StatusOr<std::string>> Client::MultiGet(const std::vector<std::string>& keys,
+                                                    Consistency c) {
+  std::vector<StatusOr<std::string>> out(keys.size(), Status::Internal("no reply"));
+  if (keys.empty()) return out;
+  auto m = core_->map();
+  std::vector<uint64_t> tokens;
+  for (const auto& k : keys) tokens.push_back(m->TokenOf(k));
+  auto groups = GroupByCoordinator(*m, tokens);
+  std::vector<std::future<void>> pending;
+  for (auto& [node, idx] : groups) {
+    net::MultiGetRequest batch;
+    for (size_t i : idx) batch.keys.push_back({tokens[i], keys[i]});
+    net::Request req;
+    req.consistency = core_->WireConsistency(c);
+    req.body = std::move(batch);
+    auto done = std::make_shared<std::promise<void>>();
+    pending.push_back(done->get_future());
+    core_->Send(std::move(req), tokens[idx.front()], {},
+                [&out, &idx, done](StatusOr<net::Response> r) {
+                  auto body = Expect<net::MultiGetResponse>(r);
+                  for (size_t k = 0; k < idx.size(); ++k) {
+                    if (!body.ok()) {
+                      out[idx[k]] = body.status();
+                    } else if (k >= (*body)->results.size()) {
+                      out[idx[k]] = Status::Corruption("short multi-get reply");
+                    } else {
+                      const net::ItemResult& item = (*body)->results[k];
+                      if (!item.status.ok()) {
+                        out[idx[k]] = item.status;
+                      } else if (!item.found) {
+                        out[idx[k]] = Status::NotFound("not found");
+                      } else {
+                        out[idx[k]] = item.value;
+                      }
+                    }
+                  }
+                  done->set_value();
+                });
+  }
+  for (auto& f : pending) f.wait();
+  return out;
+}
+
+std::vector<StatusOr<uint64_t>> Client::MultiPut(
+    const std::vector<std::pair<std::string, std::string>>& items, Consistency c) {
+  std::vector<StatusOr<uint64_t>> out(items.size(), Status::Internal("no reply"));
+  if (items.empty()) return out;
+  auto m = core_->map();
+  std::vector<uint64_t> tokens;
+  for (const auto& kv : items) tokens.push_back(m->TokenOf(kv.first));
+  auto groups = GroupByCoordinator(*m, tokens);
+  std::vector<std::future<void>> pending;
+  for (auto& [node, idx] : groups) {
+    net::MultiPutRequest batch;
+    for (size_t i : idx) batch.items.push_back({tokens[i], items[i].first, items[i].second});
+    net::Request req;
+    req.consistency = core_->WireConsistency(c);
+    req.body = std::move(batch);
+    auto done = std::make_shared<std::promise<void>>();
+    pending.push_back(done->get_future());
+    core_->Send(std::move(req), tokens[idx.front()], {},
+                [&out, &idx, done](StatusOr<net::Response> r) {
+                  auto body = Expect<net::MultiPutResponse>(r);
+                  for (size_t k = 0; k < idx.size(); ++k) {
+                    if (!body.ok()) {
+                      out[idx[k]] = body.status();
+                    } else if (k >= (*body)->results.size()) {
+                      out[idx[k]] = Status::Corruption("short multi-put reply");
+                    } else if (!(*body)->results[k].status.ok()) {
+                      out[idx[k]] = (*body)->results[k].status;
+                    } else {
+                      out[idx[k]] = (*body)->results[k].ts;
+                    }
+                  }
+                  done->set_value();
+                });
+  }
+  for (auto& f : pending) f.wait();
+  return out;
+}
+
+StatusOr<NodeStatsSnapshot> Client::NodeStats(const std::string& address) {
+  std::promise<StatusOr<NodeStatsSnapshot>> p;
+  net::Request req;
+  req.body = net::StatsRequest{};
+  core_->Send(std::move(req), std::nullopt, address, [&](StatusOr<net::Response> r) {
+    auto body = Expect<net::StatsResponse>(r);
+    if (!body.ok()) return p.set_value(body.status());
+    p.set_value(NodeStatsSnapshot{address, (*body)->counters, (*body)->gauges});
+  });
+  return Wait(p.get_future());
+}
+
+}  // namespace shardkv

@@ -1,0 +1,215 @@
+#include "client/client_core.h"
+
+#include <algorithm>
+
+namespace shardkv {
+namespace {
+
+// Errors worth another attempt: the node could not be reached or did not answer in time, or it
+// told us our map is stale. Anything else (bad input, not found, quorum failure reported by a
+// coordinator that did run the request) goes back to the caller as is.
+bool Transient(const Status& s) {
+  switch (s.code()) {
+    case Status::Code::kUnavailable:
+    case Status::Code::kTimeout:
+    case Status::Code::kStaleEpoch:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+struct Client::Core::Attempt {
+  net::Request request;
+  std::optional<uint64_t> token;
+  std::string fixed_address;
+  Clock::time_point deadline;
+  int tries = 0;
+  size_t replica = 0;  // which replica of the token to try next
+  Status last_error;
+  ResponseCallback done;
+};
+
+Client::Core::Core(ClientOptions options)
+    : options_(std::move(options)),
+      io_(std::make_shared<net::IoContext>(std::max(1, options_.io_threads), "shardkv-client")) {}
+
+Client::Core::~Core() { Close(); }
+
+void Client::Core::Close() {
+  std::map<std::string, std::unique_ptr<net::RpcClient>> rpcs;
+  {
+    std::lock_guard lock(mu_);
+    if (closed_) return;
+    closed_ = true;
+    rpcs.swap(rpcs_);
+  }
+  for (auto& [address, rpc] : rpcs) rpc->Close();
+  rpcs.clear();
+  io_->Stop();
+}
+
+net::Consistency Client::Core::WireConsistency(Consistency c) const {
+  if (c == Consistency::kDefault) c = options_.consistency;
+  switch (c) {
+    case Consistency::kOne:
+      return net::Consistency::kOne;
+    case Consistency::kQuorum:
+      return net::Consistency::kQuorum;
+    case Consistency::kAll:
+      return net::Consistency::kAll;
+    default:
+      return net::Consistency::kDefault;
+  }
+}
+
+net::RpcClient* Client::Core::Rpc(const std::string& address) {
+  std::lock_guard lock(mu_);
+  if (closed_) return nullptr;
+  auto it = rpcs_.find(address);
+  if (it == rpcs_.end()) {
+    net::RpcClientOptions ro;
+    ro.connect_timeout = std::chrono::milliseconds(std::min<uint32_t>(options_.timeout_ms, 3000));
+    it = rpcs_.emplace(address, std::make_unique<net::RpcClient>(address, ro, io_)).first;
+  }
+  return it->second.get();
+}
+
+std::shared_ptr<const ClusterMap> Client::Core::map() const {
+  std::lock_guard lock(mu_);
+  return map_;
+}
+
+void Client::Core::ObserveTimestamp(uint64_t ts) {
+  uint64_t seen = max_seen_ts_.load(std::memory_order_relaxed);
+  while (ts > seen && !max_seen_ts_.compare_exchange_weak(seen, ts, std::memory_order_relaxed)) {
+  }
+}
+
+void Client::Core::OfferMap(const std::string& encoded) {
+  auto decoded = ClusterMap::Decode(encoded);
+  if (!decoded.ok()) return;  // a bad map in a reply is ignored; the reply itself still counts
+  std::lock_guard lock(mu_);
+  if (!map_ || (decoded->cluster_id() == map_->cluster_id() && decoded->epoch() > map_->epoch())) {
+    map_ = std::make_shared<const ClusterMap>(std::move(decoded).value());
+  }
+}
+
+Status Client::Core::RefreshMap() {
+  std::vector<std::string> candidates;
+  if (auto m = map()) {
+    for (const ClusterNode& n : m->nodes()) candidates.push_back(n.address);
+  }
+  for (const std::string& s : options_.seeds) {
+    if (std::find(candidates.begin(), candidates.end(), s) == candidates.end()) {
+      candidates.push_back(s);
+    }
+  }
+  if (candidates.empty()) return Status::InvalidArgument("no seed addresses given");
+  std::string errors;
+  for (const std::string& address : candidates) {
+    net::RpcClient* rpc = Rpc(address);
+    if (rpc == nullptr) return Status::Aborted("client closed");
+    net::Request req;
+    req.body = net::GetClusterMapRequest{};
+    auto reply = rpc->CallSync(std::move(req), std::chrono::milliseconds(options_.timeout_ms));
+    Status s = reply.ok() ? reply->status() : reply.status();
+    if (s.ok()) {
+      const auto* body = std::get_if<net::GetClusterMapResponse>(&reply->body);
+      if (body == nullptr) {
+        s = Status::Corruption(address + ": unexpected reply to get-cluster-map");
+      } else {
+        ObserveTimestamp(reply->ts);
+        auto decoded = ClusterMap::Decode(body->map);
+        if (decoded.ok()) {
+          std::lock_guard lock(mu_);
+          if (!map_ || map_->cluster_id() != decoded->cluster_id() ||
+              decoded->epoch() >= map_->epoch()) {
+            map_ = std::make_shared<const ClusterMap>(std::move(decoded).value());
+          }
+          return Status::OK();
+        }
+        s = decoded.status().WithContext(address);
+      }
+    }
+    if (!errors.empty()) errors += "; ";
+    errors += s.message();
+  }
+  return Status::Unavailable("no node answered (" + errors + ")");
+}
+
+void Client::Core::Send(net::Request request, std::optional<uint64_t> token, std::string address,
+                        ResponseCallback done) {
+  auto attempt = std::make_shared<Attempt>();
+  attempt->request = std::move(request);
+  attempt->token = token;
+  attempt->fixed_address = std::move(address);
+  attempt->deadline = Clock::now() + std::chrono::milliseconds(options_.timeout_ms);
+  attempt->done = std::move(done);
+  Dispatch(std::move(attempt));
+}
+
+void Client::Core::Dispatch(std::shared_ptr<Attempt> attempt) {
+  std::string address = attempt->fixed_address;
+  auto current = map();
+  if (address.empty()) {
+    if (!current) {
+      attempt->done(Status::Unavailable("no cluster map"));
+      return;
+    }
+    const std::vector<uint32_t> replicas = current->Replicas(*attempt->token);
+    if (replicas.empty()) {
+      attempt->done(Status::Internal("the cluster map places no replica for this key"));
+      return;
+    }
+    const ClusterNode* node = current->FindNode(replicas[attempt->replica % replicas.size()]);
+    address = node->address;
+  }
+  net::Request& req = attempt->request;
+  if (current) {
+    req.epoch = current->epoch();
+    req.cluster_id = current->cluster_id();
+  }
+  req.client_ts = max_seen_ts();
+  ++attempt->tries;
+  net::RpcClient* rpc = Rpc(address);
+  if (rpc == nullptr) {
+    attempt->done(Status::Aborted("client closed"));
+    return;
+  }
+  auto self = shared_from_this();
+  rpc->Call(req, attempt->deadline, [self, attempt](StatusOr<net::Response> reply) {
+    self->OnReply(attempt, std::move(reply));
+  });
+}
+
+void Client::Core::OnReply(std::shared_ptr<Attempt> attempt, StatusOr<net::Response> reply) {
+  Status error;
+  if (reply.ok()) {
+    ObserveTimestamp(reply->ts);
+    if (!reply->cluster_map.empty()) OfferMap(reply->cluster_map);
+    error = reply->status();
+    if (error.ok() || !Transient(error)) {
+      attempt->done(std::move(reply));
+      return;
+    }
+  } else {
+    error = reply.status();
+  }
+  attempt->last_error = error;
+  // A stale map is fixed by the map the reply carried: same replica again. An unreachable or
+  // slow node is skipped: next replica.
+  if (error.code() != Status::Code::kStaleEpoch) ++attempt->replica;
+  if (attempt->tries > options_.max_retries || Clock::now() >= attempt->deadline ||
+      error.code() == Status::Code::kAborted) {
+    attempt->done(Status(error.code(), error.message() + " (after " +
+                                           std::to_string(attempt->tries) + " attempt" +
+                                           (attempt->tries == 1 ? "" : "s") + ")"));
+    return;
+  }
+  Dispatch(std::move(attempt));
+}
+
+}  // namespace shardkv

@@ -1,0 +1,71 @@
+// Client::Core: the routing and retry engine behind shardkv::Client.
+//
+// It keeps the current cluster map (replaced whole when a newer one arrives), one RpcClient per
+// node address over a shared IoContext, and the newest HLC timestamp seen. Send() routes a
+// request by token, fills in the request header, and retries transient failures on the next
+// replica, at most max_retries times and never past the deadline.
+//
+// Thread-safety: all methods are thread-safe.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "net/io_context.h"
+#include "net/messages.h"
+#include "net/rpc_client.h"
+#include "shardkv/client.h"
+#include "shardkv/cluster_map.h"
+
+namespace shardkv {
+
+class Client::Core : public std::enable_shared_from_this<Client::Core> {
+ public:
+  using Clock = std::chrono::steady_clock;
+  using ResponseCallback = std::function<void(StatusOr<net::Response>)>;
+
+  explicit Core(ClientOptions options);
+  ~Core();
+
+  // Fetches the map from the seeds (or, once known, from the map's nodes).
+  Status RefreshMap();
+
+  // Sends `request` to the coordinator of `token` (or to `address` when given), retrying
+  // transient errors. `done` gets the final response (which may carry a server error) or the
+  // last transport error. Runs `done` on a network thread, or on the caller's on early failure.
+  void Send(net::Request request, std::optional<uint64_t> token, std::string address,
+            ResponseCallback done);
+
+  std::shared_ptr<const ClusterMap> map() const;
+  uint64_t max_seen_ts() const { return max_seen_ts_.load(std::memory_order_relaxed); }
+  const ClientOptions& options() const { return options_; }
+  net::Consistency WireConsistency(Consistency c) const;
+  void Close();
+
+ private:
+  struct Attempt;
+
+  void Dispatch(std::shared_ptr<Attempt> attempt);
+  void OnReply(std::shared_ptr<Attempt> attempt, StatusOr<net::Response> reply);
+  net::RpcClient* Rpc(const std::string& address);
+  void ObserveTimestamp(uint64_t ts);
+  void OfferMap(const std::string& encoded);
+
+  const ClientOptions options_;
+  std::shared_ptr<net::IoContext> io_;
+
+  mutable std::mutex mu_;
+  std::shared_ptr<const ClusterMap> map_;                        // GUARDED_BY(mu_)
+  std::map<std::string, std::unique_ptr<net::RpcClient>> rpcs_;  // GUARDED_BY(mu_)
+  bool closed_ = false;                                          // GUARDED_BY(mu_)
+
+  std::atomic<uint64_t> max_seen_ts_{0};
+};
+
+}  // namespace shardkv

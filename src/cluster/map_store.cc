@@ -1,0 +1,56 @@
+#include "cluster/map_store.h"
+
+#include "storage/storage.h"
+
+namespace shardkv {
+
+Status MapStore::Load() {
+  auto bytes = storage_->GetAux(AuxColumn::kMeta, kMetaKey);
+  if (!bytes.ok()) return bytes.status();
+  auto map = ClusterMap::Decode(*bytes);
+  if (!map.ok()) return map.status();
+  std::lock_guard lock(mu_);
+  current_ = std::make_shared<const ClusterMap>(std::move(map).value());
+  return Status::OK();
+}
+
+Status MapStore::Persist(const ClusterMap& map) {
+  return storage_->PutAux(AuxColumn::kMeta, kMetaKey, map.Encode());
+}
+
+Status MapStore::Install(const ClusterMap& map) {
+  std::lock_guard lock(mu_);
+  if (current_) {
+    if (map.cluster_id() != current_->cluster_id()) {
+      return Status::FailedPrecondition("map of cluster " + std::to_string(map.cluster_id()) +
+                                        " offered to a node of cluster " +
+                                        std::to_string(current_->cluster_id()));
+    }
+    if (map.epoch() < current_->epoch()) {
+      return Status::FailedPrecondition("map epoch " + std::to_string(map.epoch()) +
+                                        " is older than the current epoch " +
+                                        std::to_string(current_->epoch()));
+    }
+    if (map.epoch() == current_->epoch()) {
+      if (map.ContentHash() == current_->ContentHash()) return Status::OK();
+      return Status::Aborted("two different maps with epoch " + std::to_string(map.epoch()));
+    }
+  }
+  SHARDKV_RETURN_IF_ERROR(Persist(map));
+  current_ = std::make_shared<const ClusterMap>(map);
+  return Status::OK();
+}
+
+Status MapStore::Reset(const ClusterMap& map) {
+  std::lock_guard lock(mu_);
+  SHARDKV_RETURN_IF_ERROR(Persist(map));
+  current_ = std::make_shared<const ClusterMap>(map);
+  return Status::OK();
+}
+
+std::shared_ptr<const ClusterMap> MapStore::Current() const {
+  std::lock_guard lock(mu_);
+  return current_;
+}
+
+}  // namespace shardkv

@@ -1,0 +1,47 @@
+// MapStore: the node's current cluster map, persisted in the storage `meta` column family.
+//
+// Readers take a shared_ptr snapshot (Current()) and keep using it for a whole request, so a map
+// swap never changes placement under a request in flight. Install() persists the new map before
+// publishing it, so a restart never goes back to an older epoch.
+//
+// Thread-safety: all methods are thread-safe.
+#pragma once
+
+#include <memory>
+#include <mutex>
+
+#include "shardkv/cluster_map.h"
+#include "shardkv/status.h"
+
+namespace shardkv {
+
+class Storage;
+
+class MapStore {
+ public:
+  static constexpr std::string_view kMetaKey = "cluster/map";
+
+  // REQUIRES: storage outlives the MapStore.
+  explicit MapStore(Storage* storage) : storage_(storage) {}
+
+  // Loads the persisted map. NotFound if the node has none yet.
+  [[nodiscard]] Status Load();
+  // Persists and publishes `map`. FailedPrecondition if it belongs to another cluster, or if it
+  // is older than the current map; a map with the current epoch but different content is a
+  // conflict (Aborted). Installing the identical map again is a no-op.
+  [[nodiscard]] Status Install(const ClusterMap& map);
+  // Replaces whatever is there (bootstrap of a standalone node or a new cluster).
+  [[nodiscard]] Status Reset(const ClusterMap& map);
+
+  // The current map, or null before Load()/Install().
+  std::shared_ptr<const ClusterMap> Current() const;
+
+ private:
+  Status Persist(const ClusterMap& map);
+
+  Storage* storage_;
+  mutable std::mutex mu_;
+  std::shared_ptr<const ClusterMap> current_;  // GUARDED_BY(mu_)
+};
+
+}  // namespace shardkv

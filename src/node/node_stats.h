@@ -1,0 +1,44 @@
+// NodeStats: what `shardkv stats` reports about one node.
+//
+// Counters are relaxed atomics bumped on the I/O threads; a snapshot is assembled on demand.
+// `client_errors` counts every error response except STALE_EPOCH (design.md: a client that
+// follows map changes sees none, so the count should stay 0 through a migration).
+//
+// Thread-safety: all methods are thread-safe.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+
+#include "node/latency_histogram.h"
+#include "shardkv/status.h"
+
+namespace shardkv {
+
+class NodeStats {
+ public:
+  static constexpr size_t kMaxOps = 32;
+
+  NodeStats() : start_(std::chrono::steady_clock::now()) {}
+
+  // `op` is a variant index of net::RequestBody; names are given by the caller at snapshot.
+  void RecordRequest(size_t op, uint64_t micros, const Status& result);
+
+  uint64_t client_errors() const { return client_errors_.load(std::memory_order_relaxed); }
+  uint64_t OpCount(size_t op) const { return ops_[op].load(std::memory_order_relaxed); }
+  uint64_t UptimeSeconds() const;
+  const LatencyHistogram& latency() const { return latency_; }
+
+ private:
+  std::chrono::steady_clock::time_point start_;
+  std::array<std::atomic<uint64_t>, kMaxOps> ops_{};
+  std::atomic<uint64_t> client_errors_{0};
+  LatencyHistogram latency_;
+};
+
+}  // namespace shardkv
