@@ -1,0 +1,263 @@
+// Storage: one node's RocksDB database (design.md "Storage (RocksDB)").
+//
+// Column families:
+//   data  - token (8 bytes BE) ‖ user key  ->  value envelope (value_envelope.h)
+//   meta  - small named records: the format version and HLC ceiling (reserved "storage/" keys)
+//           plus whatever upper layers keep there (cluster map, checkpoints, node identity)
+//   hints - writes waiting for a replica that was down (key layout in key_codec.h)
+//
+// Writes to `data` are last-write-wins by (HLC timestamp, node id): a write older than the
+// stored version is dropped, an identical version is an idempotent no-op, so streamed, repaired
+// and replayed entries can be applied in any order and any number of times. Deletes write
+// tombstones, which a compaction filter collects after tombstone_grace outside protected ranges.
+//
+// Durability: the WAL is always on. With sync=false an acknowledged write survives a process
+// crash (kill -9) because it is in the OS page cache before the call returns; with sync=true
+// the WAL is fsynced before the call returns, so it also survives power loss.
+//
+// Thread-safety: every method may be called concurrently, except that Close() and the destructor
+// REQUIRE that no other call is in flight and every StorageSnapshot has been destroyed.
+// Nothing throws; failures come back as Status.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "common/hlc.h"
+#include "shardkv/status.h"
+#include "storage/key_codec.h"
+#include "storage/value_envelope.h"
+
+namespace shardkv {
+
+// The on-disk layout version this build writes and the only one it opens.
+inline constexpr uint32_t kStorageFormatVersion = 1;
+
+struct StorageOptions {
+  bool create_if_missing = true;
+  // fsync the WAL before acknowledging each data/hints write (survives power loss). Meta writes
+  // (format version, HLC ceiling, cluster map) are always synced: they are rare and must never
+  // go backwards.
+  bool sync = false;
+  // Shared LRU block cache for all column families; sized for point reads.
+  size_t block_cache_bytes = size_t{64} << 20;
+  int bloom_bits_per_key = 10;
+  // Tombstones older than this are collected by compaction (outside protected ranges).
+  uint64_t tombstone_grace_ms = uint64_t{10} * 24 * 3600 * 1000;
+  // This node's id: the LWW tie-break of writes timestamped here (Put, Delete).
+  uint32_t node_id = 0;
+  // HLC parameters (hlc.h).
+  uint64_t max_clock_offset_ms = 500;
+  uint64_t hlc_ceiling_window_ms = 1000;
+  // Wall clock in ms since the epoch for the HLC and tombstone GC. Null = system clock.
+  std::function<uint64_t()> physical_clock_ms;
+  // Input limits, checked on every write.
+  size_t max_key_bytes = size_t{64} << 10;
+  size_t max_value_bytes = size_t{32} << 20;
+  // RocksDB background flush + compaction threads.
+  int max_background_jobs = 2;
+};
+
+enum class WriteOutcome : uint8_t {
+  kApplied,     // the write is now the stored version
+  kSuperseded,  // a newer version is stored; nothing changed
+  kDuplicate,   // the identical version was already stored; nothing changed
+};
+
+struct WriteResult {
+  WriteOutcome outcome = WriteOutcome::kApplied;
+  Version written;  // the version of this write (Put/Delete: the timestamp it was given)
+  Version stored;   // the version stored for the key after the call
+};
+
+// A key in the data CF, by token and user key. `key` must outlive the call it is passed to.
+struct KeyRef {
+  uint64_t token = 0;
+  std::string_view key;
+};
+
+// One data-CF entry, as scanned from a range or applied in a batch.
+struct RangeEntry {
+  uint64_t token = 0;
+  std::string key;
+  Envelope envelope;
+  friend bool operator==(const RangeEntry&, const RangeEntry&) = default;
+};
+
+struct ApplyStats {
+  size_t applied = 0;
+  size_t superseded = 0;
+  size_t duplicate = 0;
+};
+
+struct RangeStats {
+  // Both are estimates (RocksDB table properties and memtable stats); tombstones and
+  // not-yet-compacted overwrites count as keys. The memtable part is coarse (RocksDB samples the
+  // skiplist: within about 2x); Flush() first for a file-based estimate (within about 10%).
+  uint64_t approximate_keys = 0;
+  uint64_t approximate_bytes = 0;
+};
+
+// A consistent point-in-time view of the data CF for scans. Destroy it before the Storage.
+class StorageSnapshot {
+ public:
+  ~StorageSnapshot();
+  StorageSnapshot(const StorageSnapshot&) = delete;
+  StorageSnapshot& operator=(const StorageSnapshot&) = delete;
+
+  // Wall-clock ms when taken. Streams replace a snapshot older than tombstone_grace / 2.
+  uint64_t created_at_ms() const { return created_at_ms_; }
+
+ private:
+  friend class Storage;
+  struct Rep;
+  StorageSnapshot(std::unique_ptr<Rep> rep, uint64_t created_at_ms);
+
+  std::unique_ptr<Rep> rep_;
+  uint64_t created_at_ms_;
+};
+
+struct ScanOptions {
+  // Null = the latest data, with an implicit snapshot for this one batch.
+  const StorageSnapshot* snapshot = nullptr;
+  // Resume strictly after this cursor (ScanBatch::cursor of the previous batch); empty = start
+  // of the range. Opaque, but stable across restarts, so it can be checkpointed.
+  std::string cursor;
+  // A batch ends after max_entries entries or once it holds >= max_bytes of keys and values.
+  size_t max_entries = 1024;
+  size_t max_bytes = size_t{4} << 20;
+  bool include_tombstones = true;
+};
+
+struct ScanBatch {
+  std::vector<RangeEntry> entries;
+  // Pass back as ScanOptions::cursor to continue. Unchanged from the input if nothing was read.
+  std::string cursor;
+  // True when the range is exhausted: no further call would return anything.
+  bool done = false;
+};
+
+// Non-data column families reachable through the Aux* calls.
+enum class AuxColumn : uint8_t { kMeta, kHints };
+
+class Storage {
+ public:
+  // Opens or creates the database in directory `path`.
+  //   - A fresh directory is stamped with kStorageFormatVersion.
+  //   - An existing one whose version differs fails with FailedPrecondition naming both
+  //     versions; a RocksDB directory without shardkv's column families fails likewise.
+  //   - The HLC starts above the persisted ceiling, so timestamps never go backwards.
+  // NotFound if the directory holds no database and !create_if_missing.
+  [[nodiscard]] static StatusOr<std::unique_ptr<Storage>> Open(const std::string& path,
+                                                               StorageOptions options);
+
+  ~Storage();  // Closes, ignoring errors; call Close() to see them.
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+
+  // Flushes nothing extra (the WAL already holds every write) and releases RocksDB.
+  // REQUIRES: no concurrent calls, no live snapshots. Idempotent.
+  [[nodiscard]] Status Close();
+
+  const std::string& path() const;
+  const StorageOptions& options() const;
+
+  // The node's HLC, with its ceiling persisted in `meta`. Coordinators take timestamps here.
+  // REQUIRES: not closed.
+  HlcClock& clock();
+
+  // ---- Point operations on the data CF -----------------------------------------------------
+
+  // Local writes: timestamped now by clock() with options().node_id. A later Put or Delete of the
+  // same key through this Storage always wins over an earlier one.
+  [[nodiscard]] StatusOr<WriteResult> Put(uint64_t token, std::string_view key,
+                                          std::string_view value);
+  [[nodiscard]] StatusOr<WriteResult> Delete(uint64_t token, std::string_view key);
+
+  // Applies a write timestamped elsewhere (replica write, read repair, hint replay) with LWW.
+  // First moves clock() past envelope.timestamp: InvalidArgument if it is more than
+  // max_clock_offset_ms ahead of the local clock.
+  [[nodiscard]] StatusOr<WriteResult> Write(uint64_t token, std::string_view key,
+                                            const Envelope& envelope);
+
+  // The live value; NotFound if the key is absent or deleted (tombstone).
+  [[nodiscard]] StatusOr<std::string> Get(uint64_t token, std::string_view key);
+  // The stored envelope, tombstones included; NotFound only if there is none.
+  [[nodiscard]] StatusOr<Envelope> GetEnvelope(uint64_t token, std::string_view key);
+  // GetEnvelope for many keys at once, read from one consistent view; result i is for keys[i].
+  std::vector<StatusOr<Envelope>> MultiGetEnvelopes(const std::vector<KeyRef>& keys);
+  // Get for many keys at once (tombstones come back as NotFound).
+  std::vector<StatusOr<std::string>> MultiGet(const std::vector<KeyRef>& keys);
+
+  // ---- Ranges (streaming, cleanup) --------------------------------------------------------
+
+  // A snapshot of the data CF (null after Close()).
+  std::unique_ptr<StorageSnapshot> NewSnapshot();
+
+  // One batch of the entries with token in `range` (inclusive), in storage-key order.
+  // InvalidArgument if !range.Valid(); Corruption if an entry does not decode.
+  [[nodiscard]] StatusOr<ScanBatch> Scan(const TokenRange& range, const ScanOptions& options);
+
+  // Applies entries with LWW, atomically in one WriteBatch. Entries for the same key within the
+  // batch are resolved by LWW too. Moves clock() past the newest timestamp first (and so fails
+  // like Write() on a timestamp too far ahead). Validation failures reject the whole batch.
+  [[nodiscard]] StatusOr<ApplyStats> ApplyBatch(const std::vector<RangeEntry>& entries);
+
+  // Physically removes every data-CF entry in `range` (no tombstones, no LWW): for dropping
+  // ranges this node no longer owns, or partial data of a cancelled stream.
+  [[nodiscard]] Status DeleteRange(const TokenRange& range);
+
+  [[nodiscard]] StatusOr<RangeStats> ApproximateRangeStats(const TokenRange& range);
+
+  // Compacts `range` down to the bottommost level, running the tombstone filter on all of it.
+  [[nodiscard]] Status CompactRange(const TokenRange& range);
+  [[nodiscard]] Status Flush();
+
+  // ---- Tombstone GC protection ------------------------------------------------------------
+
+  // Keeps tombstones in `range` past the grace until UnprotectRange(id). Returns the id.
+  // Takes effect for filter decisions made after it returns; a compaction already in flight may
+  // still drop a tombstone it judged just before. InvalidArgument if !range.Valid().
+  [[nodiscard]] StatusOr<uint64_t> ProtectRange(const TokenRange& range);
+  [[nodiscard]] Status UnprotectRange(uint64_t id);
+  std::vector<TokenRange> ProtectedRangeList() const;
+  // Tombstones collected by compaction since Open.
+  uint64_t TombstonesDropped() const;
+
+  // ---- meta and hints ---------------------------------------------------------------------
+
+  // Keys starting with kReservedMetaPrefix belong to Storage: writing them is InvalidArgument.
+  static constexpr std::string_view kReservedMetaPrefix = "storage/";
+  [[nodiscard]] Status PutAux(AuxColumn column, std::string_view key, std::string_view value);
+  [[nodiscard]] StatusOr<std::string> GetAux(AuxColumn column, std::string_view key);
+  [[nodiscard]] Status DeleteAux(AuxColumn column, std::string_view key);
+  // Up to max_entries (key, value) pairs whose key starts with `prefix` and is > `after`
+  // (empty = from the start of the prefix), in key order.
+  [[nodiscard]] StatusOr<std::vector<std::pair<std::string, std::string>>> ScanAux(
+      AuxColumn column, std::string_view prefix, std::string_view after, size_t max_entries);
+
+  // ---- Diagnostics ------------------------------------------------------------------------
+
+  // Internal RocksDB entries (every version, including deletion markers) with token in `range`,
+  // up to `limit`. Tests use it to see that collected tombstones are physically gone.
+  [[nodiscard]] StatusOr<size_t> DebugCountInternalEntries(const TokenRange& range,
+                                                           size_t limit = 1 << 20);
+
+ private:
+  struct Rep;
+  explicit Storage(std::unique_ptr<Rep> rep);
+
+  StatusOr<WriteResult> LwwWrite(uint64_t token, std::string_view key, Version version,
+                                 bool tombstone, std::string_view value);
+  Status ValidateWrite(std::string_view key, bool tombstone, std::string_view value) const;
+
+  std::unique_ptr<Rep> rep_;
+};
+
+}  // namespace shardkv

@@ -1,0 +1,278 @@
+// Storage: token-range operations (snapshots, scans, batch apply, DeleteRange, statistics,
+// compaction) and diagnostics.
+#include <rocksdb/table_properties.h>
+#include <rocksdb/utilities/debug.h>
+#include <rocksdb/write_batch.h>
+
+#include <algorithm>
+#include <unordered_map>
+#include <utility>
+
+#include "storage/storage.h"
+#include "storage/storage_rep.h"
+
+namespace shardkv {
+namespace {
+
+// An exclusive upper bound for the data keys of `range`, or "" when there is none: keys with
+// token UINT64_MAX may continue with any number of 0xff bytes, so no finite key is above them all.
+std::string ExclusiveEnd(const TokenRange& range) {
+  return range.last == UINT64_MAX ? std::string() : TokenKey(range.last + 1);
+}
+
+}  // namespace
+
+std::unique_ptr<StorageSnapshot> Storage::NewSnapshot() {
+  if (rep_->db == nullptr) return nullptr;
+  auto rep = std::make_unique<StorageSnapshot::Rep>();
+  rep->db = rep_->db.get();
+  rep->snapshot = rep_->db->GetSnapshot();
+  return std::unique_ptr<StorageSnapshot>(new StorageSnapshot(std::move(rep), rep_->WallMs()));
+}
+
+StatusOr<ScanBatch> Storage::Scan(const TokenRange& range, const ScanOptions& options) {
+  if (rep_->db == nullptr) return Status::FailedPrecondition("storage is closed");
+  if (!range.Valid()) return Status::InvalidArgument("token range has first > last");
+  rocksdb::ReadOptions ro;
+  if (options.snapshot != nullptr) ro.snapshot = options.snapshot->rep_->snapshot;
+  // Streams read each key once: keep them from evicting the point-read working set.
+  ro.fill_cache = false;
+  const std::string begin = TokenKey(range.first);
+  const std::string end = ExclusiveEnd(range);
+  rocksdb::Slice end_slice(end);
+  if (!end.empty()) ro.iterate_upper_bound = &end_slice;
+
+  ScanBatch batch;
+  batch.cursor = options.cursor;
+  std::unique_ptr<rocksdb::Iterator> it(rep_->db->NewIterator(ro, rep_->data_cf));
+  const bool resume = !options.cursor.empty() && options.cursor >= begin;
+  it->Seek(resume ? rocksdb::Slice(options.cursor) : rocksdb::Slice(begin));
+  if (resume && it->Valid() && ToView(it->key()) == options.cursor) it->Next();
+
+  size_t bytes = 0;
+  for (; it->Valid(); it->Next()) {
+    if (batch.entries.size() >= options.max_entries || bytes >= options.max_bytes) break;
+    const std::string_view stored_key = ToView(it->key());
+    RangeEntry entry;
+    std::string_view user_key;
+    if (!DecodeDataKey(stored_key, &entry.token, &user_key)) {
+      return Status::Corruption("data key shorter than a token");
+    }
+    EnvelopeView view;
+    SHARDKV_RETURN_IF_ERROR(DecodeEnvelope(ToView(it->value()), &view)
+                                .WithContext("value of token " + std::to_string(entry.token)));
+    // The cursor advances over skipped tombstones too, so a resumed scan does not re-read them.
+    batch.cursor.assign(stored_key);
+    if (view.tombstone && !options.include_tombstones) continue;
+    entry.key.assign(user_key);
+    entry.envelope = view.ToEnvelope();
+    bytes += stored_key.size() + it->value().size();
+    batch.entries.push_back(std::move(entry));
+  }
+  SHARDKV_RETURN_IF_ERROR(FromRocks(it->status(), "scanning data"));
+  batch.done = !it->Valid();
+  return batch;
+}
+
+StatusOr<ApplyStats> Storage::ApplyBatch(const std::vector<RangeEntry>& entries) {
+  ApplyStats stats;
+  if (rep_->db == nullptr) return Status::FailedPrecondition("storage is closed");
+  if (entries.empty()) return stats;
+  uint64_t newest = 0;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const Envelope& e = entries[i].envelope;
+    SHARDKV_RETURN_IF_ERROR(ValidateWrite(entries[i].key, e.tombstone, e.value)
+                                .WithContext("batch entry " + std::to_string(i)));
+    newest = std::max(newest, e.timestamp);
+  }
+  SHARDKV_RETURN_IF_ERROR(rep_->clock->Update(newest));
+
+  // Resolve repeated keys inside the batch first, so each key is compared with storage once.
+  std::vector<std::string> stored(entries.size());
+  std::unordered_map<std::string_view, size_t> newest_index;
+  newest_index.reserve(entries.size());
+  for (size_t i = 0; i < entries.size(); ++i) {
+    stored[i] = EncodeDataKey(entries[i].token, entries[i].key);
+    auto [it, inserted] = newest_index.emplace(stored[i], i);
+    if (inserted) continue;
+    const Version kept = entries[it->second].envelope.version();
+    const Version incoming = entries[i].envelope.version();
+    if (incoming == kept) {
+      ++stats.duplicate;
+    } else {
+      ++stats.superseded;
+      if (incoming > kept) it->second = i;
+    }
+  }
+  std::vector<size_t> winners;
+  winners.reserve(newest_index.size());
+  for (const auto& [key, index] : newest_index) winners.push_back(index);
+  std::sort(winners.begin(), winners.end(),
+            [&](size_t a, size_t b) { return stored[a] < stored[b]; });
+
+  // Lock every stripe involved, in ascending order (see Rep::stripes).
+  std::vector<size_t> stripe_ids;
+  stripe_ids.reserve(winners.size());
+  for (size_t i : winners) stripe_ids.push_back(rep_->StripeOf(stored[i]));
+  std::sort(stripe_ids.begin(), stripe_ids.end());
+  stripe_ids.erase(std::unique(stripe_ids.begin(), stripe_ids.end()), stripe_ids.end());
+  std::vector<std::unique_lock<std::mutex>> locks;
+  locks.reserve(stripe_ids.size());
+  for (size_t id : stripe_ids) locks.emplace_back(rep_->stripes[id]);
+
+  const size_t n = winners.size();
+  std::vector<rocksdb::Slice> slices(n);
+  for (size_t j = 0; j < n; ++j) slices[j] = stored[winners[j]];
+  std::vector<rocksdb::PinnableSlice> existing(n);
+  std::vector<rocksdb::Status> statuses(n);
+  rep_->db->MultiGet(rocksdb::ReadOptions(), rep_->data_cf, n, slices.data(), existing.data(),
+                     statuses.data(), /*sorted_input=*/true);
+
+  rocksdb::WriteBatch batch;
+  std::string encoded;
+  for (size_t j = 0; j < n; ++j) {
+    const RangeEntry& entry = entries[winners[j]];
+    const Version incoming = entry.envelope.version();
+    if (statuses[j].ok()) {
+      EnvelopeView current;
+      SHARDKV_RETURN_IF_ERROR(
+          DecodeEnvelope(ToView(existing[j]), &current)
+              .WithContext("stored value of token " + std::to_string(entry.token)));
+      if (current.version() > incoming) {
+        ++stats.superseded;
+        continue;
+      }
+      if (current.version() == incoming) {
+        ++stats.duplicate;
+        continue;
+      }
+    } else if (!statuses[j].IsNotFound()) {
+      return FromRocks(statuses[j], "reading before batch write");
+    }
+    encoded.clear();
+    EncodeEnvelope(incoming, entry.envelope.tombstone, entry.envelope.value, &encoded);
+    SHARDKV_RETURN_IF_ERROR(
+        FromRocks(batch.Put(rep_->data_cf, slices[j], encoded), "building write batch"));
+    ++stats.applied;
+  }
+  if (batch.Count() > 0) {
+    SHARDKV_RETURN_IF_ERROR(
+        FromRocks(rep_->db->Write(rep_->data_write_options, &batch), "writing batch"));
+  }
+  return stats;
+}
+
+Status Storage::DeleteRange(const TokenRange& range) {
+  if (rep_->db == nullptr) return Status::FailedPrecondition("storage is closed");
+  if (!range.Valid()) return Status::InvalidArgument("token range has first > last");
+  rocksdb::WriteBatch batch;
+  const std::string begin = TokenKey(range.first);
+  if (range.last != UINT64_MAX) {
+    SHARDKV_RETURN_IF_ERROR(FromRocks(
+        batch.DeleteRange(rep_->data_cf, begin, TokenKey(range.last + 1)), "building batch"));
+  } else {
+    const std::string max_token = TokenKey(UINT64_MAX);
+    if (range.first != UINT64_MAX) {
+      SHARDKV_RETURN_IF_ERROR(
+          FromRocks(batch.DeleteRange(rep_->data_cf, begin, max_token), "building batch"));
+    }
+    // Token UINT64_MAX has no finite exclusive end key (see ExclusiveEnd), so its keys, normally
+    // none or a handful, are deleted one by one in the same atomic batch.
+    std::unique_ptr<rocksdb::Iterator> it(
+        rep_->db->NewIterator(rocksdb::ReadOptions(), rep_->data_cf));
+    for (it->Seek(max_token); it->Valid(); it->Next()) {
+      SHARDKV_RETURN_IF_ERROR(FromRocks(batch.Delete(rep_->data_cf, it->key()), "building batch"));
+    }
+    SHARDKV_RETURN_IF_ERROR(FromRocks(it->status(), "scanning token UINT64_MAX"));
+  }
+  return FromRocks(rep_->db->Write(rep_->data_write_options, &batch), "deleting range");
+}
+
+StatusOr<RangeStats> Storage::ApproximateRangeStats(const TokenRange& range) {
+  if (rep_->db == nullptr) return Status::FailedPrecondition("storage is closed");
+  if (!range.Valid()) return Status::InvalidArgument("token range has first > last");
+  const std::string begin = TokenKey(range.first);
+  // For the top of the ring an estimate needs an end key, not an exact one: 16 0xff bytes is
+  // above every key with token UINT64_MAX except those whose user key starts with 8 0xff bytes.
+  std::string end = ExclusiveEnd(range);
+  if (end.empty()) end.assign(16, '\xff');
+  const rocksdb::Range r(begin, end);
+
+  rocksdb::SizeApproximationOptions files_only;
+  files_only.include_memtables = false;
+  files_only.include_files = true;
+  uint64_t file_bytes = 0;
+  SHARDKV_RETURN_IF_ERROR(
+      FromRocks(rep_->db->GetApproximateSizes(files_only, rep_->data_cf, &r, 1, &file_bytes),
+                "estimating range size"));
+  uint64_t mem_keys = 0;
+  uint64_t mem_bytes = 0;
+  rep_->db->GetApproximateMemTableStats(rep_->data_cf, r, &mem_keys, &mem_bytes);
+
+  // RocksDB has no per-range key count for files; scale the range's share of file bytes by the
+  // entries-per-byte of the tables that overlap it.
+  rocksdb::TablePropertiesCollection props;
+  SHARDKV_RETURN_IF_ERROR(
+      FromRocks(rep_->db->GetPropertiesOfTablesInRange(rep_->data_cf, &r, 1, &props),
+                "reading table properties"));
+  uint64_t table_entries = 0;
+  uint64_t table_data_bytes = 0;
+  for (const auto& [file, p] : props) {
+    table_entries += p->num_entries - std::min(p->num_entries, p->num_deletions);
+    table_data_bytes += p->data_size;
+  }
+  uint64_t file_keys = 0;
+  if (table_data_bytes > 0) {
+    const double share =
+        std::min(1.0, static_cast<double>(file_bytes) / static_cast<double>(table_data_bytes));
+    file_keys = static_cast<uint64_t>(share * static_cast<double>(table_entries) + 0.5);
+  }
+  RangeStats stats;
+  stats.approximate_keys = file_keys + mem_keys;
+  stats.approximate_bytes = file_bytes + mem_bytes;
+  return stats;
+}
+
+Status Storage::CompactRange(const TokenRange& range) {
+  if (rep_->db == nullptr) return Status::FailedPrecondition("storage is closed");
+  if (!range.Valid()) return Status::InvalidArgument("token range has first > last");
+  rocksdb::CompactRangeOptions o;
+  // Force the bottommost level through compaction too, so the tombstone filter sees everything.
+  o.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForce;
+  const std::string begin_key = TokenKey(range.first);
+  const std::string end_key = ExclusiveEnd(range);  // CompactRange's end is inclusive: harmless
+  const rocksdb::Slice begin(begin_key);
+  const rocksdb::Slice end(end_key);
+  return FromRocks(
+      rep_->db->CompactRange(o, rep_->data_cf, &begin, end_key.empty() ? nullptr : &end),
+      "compacting range");
+}
+
+Status Storage::Flush() {
+  if (rep_->db == nullptr) return Status::FailedPrecondition("storage is closed");
+  return FromRocks(
+      rep_->db->Flush(rocksdb::FlushOptions(), {rep_->data_cf, rep_->meta_cf, rep_->hints_cf}),
+      "flushing");
+}
+
+StatusOr<size_t> Storage::DebugCountInternalEntries(const TokenRange& range, size_t limit) {
+  if (rep_->db == nullptr) return Status::FailedPrecondition("storage is closed");
+  if (!range.Valid()) return Status::InvalidArgument("token range has first > last");
+  // GetAllKeyVersions takes an inclusive end; over-cover and filter by token below.
+  std::string end = ExclusiveEnd(range);
+  if (end.empty()) end.assign(kTokenBytes + rep_->options.max_key_bytes + 1, '\xff');
+  std::vector<rocksdb::KeyVersion> versions;
+  SHARDKV_RETURN_IF_ERROR(
+      FromRocks(rocksdb::GetAllKeyVersions(rep_->db.get(), rep_->data_cf, TokenKey(range.first),
+                                           end, limit, &versions),
+                "listing key versions"));
+  size_t count = 0;
+  for (const auto& v : versions) {
+    uint64_t token = 0;
+    std::string_view user_key;
+    if (DecodeDataKey(v.user_key, &token, &user_key) && range.Contains(token)) ++count;
+  }
+  return count;
+}
+
+}  // namespace shardkv

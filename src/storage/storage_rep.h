@@ -1,0 +1,80 @@
+// Private to src/storage/*.cc: the RocksDB state behind Storage's pimpl. This is the only
+// storage header that includes RocksDB, and nothing outside src/storage includes it, so the rest
+// of the tree compiles without RocksDB's headers.
+#pragma once
+
+#include <rocksdb/db.h>
+
+#include <array>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+
+#include "common/hlc.h"
+#include "storage/storage.h"
+#include "storage/tombstone_filter.h"
+
+namespace shardkv {
+
+// Converts a RocksDB status, prefixing `context`.
+Status FromRocks(const rocksdb::Status& s, std::string_view context);
+
+inline rocksdb::Slice ToSlice(std::string_view s) { return {s.data(), s.size()}; }
+inline std::string_view ToView(const rocksdb::Slice& s) { return {s.data(), s.size()}; }
+
+struct StorageSnapshot::Rep {
+  rocksdb::DB* db = nullptr;
+  const rocksdb::Snapshot* snapshot = nullptr;
+  ~Rep() {
+    if (db != nullptr && snapshot != nullptr) db->ReleaseSnapshot(snapshot);
+  }
+};
+
+struct Storage::Rep {
+  // Read-compare-Put needs the read and the Put of one key to be atomic against other writers of
+  // that key. A stripe of mutexes hashed by key gives that without a global lock; 256 stripes
+  // keep false sharing between unrelated keys rare on a 2-8 core node.
+  static constexpr size_t kLockStripes = 256;
+
+  Rep() = default;
+  Rep(const Rep&) = delete;
+  Rep& operator=(const Rep&) = delete;
+  ~Rep() { (void)CloseDb(); }
+
+  Status CloseDb();
+  size_t StripeOf(std::string_view stored_key) const {
+    return std::hash<std::string_view>{}(stored_key) % kLockStripes;
+  }
+  rocksdb::ColumnFamilyHandle* AuxHandle(AuxColumn column) const {
+    return column == AuxColumn::kMeta ? meta_cf : hints_cf;
+  }
+  uint64_t WallMs() const {
+    return options.physical_clock_ms ? options.physical_clock_ms() : HlcClock::WallClockMs();
+  }
+
+  std::string path;
+  StorageOptions options;
+
+  // Set once by Open, cleared by CloseDb; the handles are owned by `db`'s lifetime.
+  std::unique_ptr<rocksdb::DB> db;
+  rocksdb::ColumnFamilyHandle* default_cf = nullptr;
+  rocksdb::ColumnFamilyHandle* data_cf = nullptr;
+  rocksdb::ColumnFamilyHandle* meta_cf = nullptr;
+  rocksdb::ColumnFamilyHandle* hints_cf = nullptr;
+
+  rocksdb::WriteOptions data_write_options;  // data and hints: sync = options.sync
+  rocksdb::WriteOptions meta_write_options;  // always synced
+
+  std::shared_ptr<ProtectedRanges> protected_ranges;
+  std::shared_ptr<TombstoneGc> tombstone_gc;
+  std::unique_ptr<HlcClock> clock;
+
+  // stripes[StripeOf(k)] serialises read-compare-Put on data key k. Batch writers lock several
+  // stripes in ascending index order, so they cannot deadlock with each other or single writers.
+  std::array<std::mutex, kLockStripes> stripes;
+};
+
+}  // namespace shardkv

@@ -1,0 +1,131 @@
+#include "storage/tombstone_filter.h"
+
+#include <rocksdb/compaction_filter.h>
+
+#include <string>
+#include <utility>
+
+#include "common/hlc.h"
+#include "storage/value_envelope.h"
+
+namespace shardkv {
+
+uint64_t ProtectedRanges::Add(const TokenRange& range) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const uint64_t id = next_id_++;
+  ranges_.emplace(id, range);
+  return id;
+}
+
+Status ProtectedRanges::Remove(uint64_t id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (ranges_.erase(id) == 0) {
+    return Status::NotFound("no protected token range with id " + std::to_string(id));
+  }
+  return Status::OK();
+}
+
+bool ProtectedRanges::Contains(uint64_t token) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [id, range] : ranges_) {
+    if (range.Contains(token)) return true;
+  }
+  return false;
+}
+
+std::vector<TokenRange> ProtectedRanges::List() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<TokenRange> out;
+  out.reserve(ranges_.size());
+  for (const auto& [id, range] : ranges_) out.push_back(range);
+  return out;
+}
+
+TombstoneGc::TombstoneGc(uint64_t grace_ms, std::function<uint64_t()> clock_ms,
+                         std::shared_ptr<const ProtectedRanges> protected_ranges)
+    : grace_ms_(grace_ms),
+      clock_ms_(std::move(clock_ms)),
+      protected_ranges_(std::move(protected_ranges)) {}
+
+TombstoneGc::Verdict TombstoneGc::Decide(std::string_view stored_key, std::string_view stored_value,
+                                         uint64_t now_ms) const {
+  // Cheap checks first: most entries are live values and never reach the registry.
+  if (stored_value.size() < 2 ||
+      (static_cast<uint8_t>(stored_value[1]) & kEnvelopeFlagTombstone) == 0) {
+    return Verdict::kKeep;
+  }
+  EnvelopeView env;
+  if (!DecodeEnvelope(stored_value, &env).ok() || !env.tombstone) return Verdict::kKeep;
+  const uint64_t written_ms = HlcClock::PhysicalMs(env.timestamp);
+  if (now_ms <= written_ms || now_ms - written_ms <= grace_ms_) return Verdict::kKeep;
+  uint64_t token = 0;
+  std::string_view user_key;
+  if (!DecodeDataKey(stored_key, &token, &user_key)) return Verdict::kKeep;
+  if (protected_ranges_ != nullptr && protected_ranges_->Contains(token)) {
+    return Verdict::kKeepProtected;
+  }
+  return Verdict::kDrop;
+}
+
+bool TombstoneGc::ShouldDrop(std::string_view stored_key, std::string_view stored_value,
+                             uint64_t now_ms) const {
+  return Decide(stored_key, stored_value, now_ms) == Verdict::kDrop;
+}
+
+bool TombstoneGc::ShouldDropNow(std::string_view stored_key, std::string_view stored_value) const {
+  const uint64_t now_ms = clock_ms_ ? clock_ms_() : HlcClock::WallClockMs();
+  switch (Decide(stored_key, stored_value, now_ms)) {
+    case Verdict::kKeep:
+      return false;
+    case Verdict::kKeepProtected:
+      kept_protected_.fetch_add(1, std::memory_order_relaxed);
+      return false;
+    case Verdict::kDrop:
+      dropped_.fetch_add(1, std::memory_order_relaxed);
+      return true;
+  }
+  return false;
+}
+
+namespace {
+
+class TombstoneFilter final : public rocksdb::CompactionFilter {
+ public:
+  explicit TombstoneFilter(std::shared_ptr<const TombstoneGc> gc) : gc_(std::move(gc)) {}
+
+  // Only plain values are considered; there are no merge operands in the data CF.
+  bool Filter(int /*level*/, const rocksdb::Slice& key, const rocksdb::Slice& existing_value,
+              std::string* /*new_value*/, bool* /*value_changed*/) const override {
+    return gc_->ShouldDropNow(std::string_view(key.data(), key.size()),
+                              std::string_view(existing_value.data(), existing_value.size()));
+  }
+
+  const char* Name() const override { return "shardkv.TombstoneFilter"; }
+
+ private:
+  const std::shared_ptr<const TombstoneGc> gc_;
+};
+
+class TombstoneFilterFactory final : public rocksdb::CompactionFilterFactory {
+ public:
+  explicit TombstoneFilterFactory(std::shared_ptr<const TombstoneGc> gc) : gc_(std::move(gc)) {}
+
+  std::unique_ptr<rocksdb::CompactionFilter> CreateCompactionFilter(
+      const rocksdb::CompactionFilter::Context& /*context*/) override {
+    return std::make_unique<TombstoneFilter>(gc_);
+  }
+
+  const char* Name() const override { return "shardkv.TombstoneFilterFactory"; }
+
+ private:
+  const std::shared_ptr<const TombstoneGc> gc_;
+};
+
+}  // namespace
+
+std::shared_ptr<rocksdb::CompactionFilterFactory> NewTombstoneFilterFactory(
+    std::shared_ptr<const TombstoneGc> gc) {
+  return std::make_shared<TombstoneFilterFactory>(std::move(gc));
+}
+
+}  // namespace shardkv

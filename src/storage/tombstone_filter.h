@@ -1,0 +1,96 @@
+// Tombstone garbage collection for the `data` column family.
+//
+// A delete writes a tombstone envelope so that the delete streams, replicates and wins LWW like
+// any write. Once a tombstone is older than tombstone_grace (Cassandra's gc_grace_seconds, 10
+// days by default) every replica is assumed to have it, and a compaction filter drops it.
+//
+// Why a compaction filter is safe here: values are plain Puts (no merge operands), so the filter
+// sees each key's newest surviving version. When it removes a tombstone, RocksDB turns the entry
+// into an internal deletion at the same sequence number, which still hides any older version
+// of the key in lower levels; at the bottommost level both disappear. The deleted key therefore
+// stays deleted: no older value is exposed.
+//
+// Protected ranges: a token range with an active stream or pending hints must keep its
+// tombstones even past the grace (a streamed or hinted older value could otherwise come back
+// with nothing newer to lose to). Callers register such ranges in ProtectedRanges; the filter
+// consults it for every expired tombstone.
+//
+// This header stays free of RocksDB includes: the decision logic (TombstoneGc) is plain C++ and
+// unit-testable, and the RocksDB factory is only forward-declared.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string_view>
+#include <vector>
+
+#include "shardkv/status.h"
+#include "storage/key_codec.h"
+
+namespace rocksdb {
+class CompactionFilterFactory;
+}  // namespace rocksdb
+
+namespace shardkv {
+
+// A registry of token ranges whose tombstones must not be collected.
+// Registrations may overlap; each is removed by the id Add returned.
+// Thread-safety: all methods may be called concurrently (compaction threads call Contains while
+// the node adds and removes ranges).
+class ProtectedRanges {
+ public:
+  // REQUIRES: range.Valid(). Returns an id for Remove (never 0).
+  uint64_t Add(const TokenRange& range);
+  // NotFound if `id` is not registered.
+  [[nodiscard]] Status Remove(uint64_t id);
+  bool Contains(uint64_t token) const;
+  std::vector<TokenRange> List() const;
+
+ private:
+  mutable std::mutex mu_;
+  // A linear scan is fine: the registry holds one entry per active stream or hinted range (tens),
+  // and it is consulted only for tombstones already past the grace, not for every key.
+  std::map<uint64_t, TokenRange> ranges_;  // GUARDED_BY(mu_)
+  uint64_t next_id_ = 1;                   // GUARDED_BY(mu_)
+};
+
+// Decides whether a data-CF entry may be dropped. Thread-safe: decisions are const, counters are
+// atomic.
+class TombstoneGc {
+ public:
+  // `clock_ms` returns wall-clock milliseconds (null = system clock).
+  TombstoneGc(uint64_t grace_ms, std::function<uint64_t()> clock_ms,
+              std::shared_ptr<const ProtectedRanges> protected_ranges);
+
+  // True iff (stored_key, stored_value) is a well-formed tombstone whose HLC timestamp is more
+  // than grace_ms before `now_ms`, outside every protected range. Anything that does not decode
+  // is kept: GC never deletes what it does not understand.
+  bool ShouldDrop(std::string_view stored_key, std::string_view stored_value,
+                  uint64_t now_ms) const;
+  // ShouldDrop at the current time, counting the outcome.
+  bool ShouldDropNow(std::string_view stored_key, std::string_view stored_value) const;
+
+  uint64_t grace_ms() const { return grace_ms_; }
+  uint64_t dropped() const { return dropped_.load(std::memory_order_relaxed); }
+  uint64_t kept_protected() const { return kept_protected_.load(std::memory_order_relaxed); }
+
+ private:
+  enum class Verdict { kKeep, kKeepProtected, kDrop };
+  Verdict Decide(std::string_view stored_key, std::string_view stored_value, uint64_t now_ms) const;
+
+  const uint64_t grace_ms_;
+  const std::function<uint64_t()> clock_ms_;
+  const std::shared_ptr<const ProtectedRanges> protected_ranges_;
+  mutable std::atomic<uint64_t> dropped_{0};
+  mutable std::atomic<uint64_t> kept_protected_{0};
+};
+
+// A RocksDB CompactionFilterFactory whose filters apply `gc` to every compaction of the data CF.
+std::shared_ptr<rocksdb::CompactionFilterFactory> NewTombstoneFilterFactory(
+    std::shared_ptr<const TombstoneGc> gc);
+
+}  // namespace shardkv
