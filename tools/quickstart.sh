@@ -10,7 +10,7 @@ ROOT=$(pwd)
 
 "$ROOT/tools/install-deps.sh"
 cmake -S "$ROOT" -B "$ROOT/build-release" -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build "$ROOT/build-release" -j "$(nproc)" --target shardkv
+cmake --build "$ROOT/build-release" -j "$(nproc)" --target shardkv_cli
 SHARDKV="$ROOT/build-release/tools/shardkv/shardkv"
 
 echo

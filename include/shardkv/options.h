@@ -49,6 +49,9 @@ struct ClientOptions {
   Consistency consistency = Consistency::kDefault;
   // Network I/O threads inside the client.
   int io_threads = 1;
+  // TCP connections to each node; requests are spread over them. One pipelines well; load
+  // generators use more to look like many clients.
+  int connections_per_node = 1;
 };
 
 }  // namespace shardkv

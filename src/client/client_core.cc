@@ -72,6 +72,7 @@ net::RpcClient* Client::Core::Rpc(const std::string& address) {
   if (it == rpcs_.end()) {
     net::RpcClientOptions ro;
     ro.connect_timeout = std::chrono::milliseconds(std::min<uint32_t>(options_.timeout_ms, 3000));
+    ro.connections = std::max(1, options_.connections_per_node);
     it = rpcs_.emplace(address, std::make_unique<net::RpcClient>(address, ro, io_)).first;
   }
   return it->second.get();

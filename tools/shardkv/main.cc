@@ -1,0 +1,33 @@
+// shardkv: the command-line tool. main() only builds the CLI11 tree; each command family lives
+// in its own file and registers itself (placement_command.cc, later put/get, cluster, ...).
+#include <CLI/CLI.hpp>
+#include <string>
+
+#include "cli_common.h"
+#include "global_options.h"
+#include "kv_commands.h"
+#include "placement_command.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"shardkv: a sharded key-value store on consistent hashing, and its tools.",
+               "shardkv"};
+  app.require_subcommand(1);
+  app.footer("Run 'shardkv COMMAND --help' for a command's options.");
+
+  int exit_code = shardkv::cli::kExitOk;
+  shardkv::cli::GlobalOptions globals;
+  globals.Register(app);
+  shardkv::cli::RegisterKvCommands(app, &globals, &exit_code);
+  shardkv::cli::RegisterPlacementCommands(app, &exit_code);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // --help and --version are "errors" to CLI11 with exit code 0; it prints them itself.
+    if (e.get_exit_code() == 0) return app.exit(e);
+    std::string message = e.what();
+    if (message.empty()) message = e.get_name();
+    return shardkv::cli::ReportError(message + " (see --help)", shardkv::cli::kExitUsage);
+  }
+  return exit_code;
+}
