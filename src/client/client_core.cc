@@ -29,6 +29,9 @@ struct Client::Core::Attempt {
   int tries = 0;
   size_t replica = 0;  // which replica of the token to try next
   Status last_error;
+  // An error a node reported (say, a quorum failure naming the dead replicas) explains more than
+  // a later "connection refused" from the next replica tried, so it is what the caller sees.
+  Status server_error;
   ResponseCallback done;
 };
 
@@ -196,6 +199,7 @@ void Client::Core::OnReply(std::shared_ptr<Attempt> attempt, StatusOr<net::Respo
       attempt->done(std::move(reply));
       return;
     }
+    attempt->server_error = error;
   } else {
     error = reply.status();
   }
@@ -205,6 +209,7 @@ void Client::Core::OnReply(std::shared_ptr<Attempt> attempt, StatusOr<net::Respo
   if (error.code() != Status::Code::kStaleEpoch) ++attempt->replica;
   if (attempt->tries > options_.max_retries || Clock::now() >= attempt->deadline ||
       error.code() == Status::Code::kAborted) {
+    if (!attempt->server_error.ok()) error = attempt->server_error;
     attempt->done(Status(error.code(), error.message() + " (after " +
                                            std::to_string(attempt->tries) + " attempt" +
                                            (attempt->tries == 1 ? "" : "s") + ")"));

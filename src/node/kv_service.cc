@@ -7,18 +7,34 @@
 namespace shardkv {
 namespace {
 
-net::ResponseBody Error(const Status& s) { return net::ErrorResponse{s.code(), s.message()}; }
-
 // Stats names per net::RequestBody alternative, in its order.
-constexpr std::array<std::string_view, 8> kOpNames = {
-    "ping", "get", "put", "delete", "multi_get", "multi_put", "stats", "get_cluster_map"};
+constexpr std::array<std::string_view, 11> kOpNames = {
+    "ping",          "get",          "put",        "delete",
+    "multi_get",     "multi_put",    "stats",      "get_cluster_map",
+    "replica_write", "replica_read", "install_map"};
 static_assert(std::variant_size_v<net::RequestBody> == kOpNames.size(),
               "name every request op for stats");
+
+net::ResponseBody Error(const Status& s) { return net::ErrorResponse{s.code(), s.message()}; }
 
 Status StatusOf(const net::ResponseBody& body) {
   if (const auto* e = std::get_if<net::ErrorResponse>(&body)) return e->ToStatus();
   return Status::OK();
 }
+
+// Joins the per-key results of a batch: calls `finish` once the last one arrives.
+template <typename Result>
+struct Gather {
+  explicit Gather(size_t n, std::function<void(std::vector<Result>)> f)
+      : results(n), remaining(n), finish(std::move(f)) {}
+  void Set(size_t i, Result r) {
+    results[i] = std::move(r);
+    if (remaining.fetch_sub(1) == 1) finish(std::move(results));
+  }
+  std::vector<Result> results;
+  std::atomic<size_t> remaining;
+  std::function<void(std::vector<Result>)> finish;
+};
 
 }  // namespace
 
@@ -42,170 +58,244 @@ Status KvService::CheckValue(std::string_view value) const {
 
 void KvService::Handle(net::Request request, std::function<void(net::Response)> done) {
   const auto start = std::chrono::steady_clock::now();
-  net::Response response = Serve(request);
-  const auto micros = std::chrono::duration_cast<std::chrono::microseconds>(
-                          std::chrono::steady_clock::now() - start)
-                          .count();
-  stats_->RecordRequest(request.body.index(), static_cast<uint64_t>(micros),
-                        StatusOf(response.body));
-  done(std::move(response));
+  const size_t op = request.body.index();
+  std::shared_ptr<const ClusterMap> map = d_.maps->Current();
+  const uint64_t request_epoch = request.epoch;
+  auto reply = [this, done = std::move(done), start, op, map, request_epoch,
+                id = request.id](net::ResponseBody body) {
+    net::Response response;
+    response.id = id;
+    // Answer with the newest map this node has now, not the one the request started with.
+    auto now_map = d_.maps->Current();
+    if (now_map) {
+      response.epoch = now_map->epoch();
+      // A sender with an older map gets the newer one in the same reply (Redis's MOVED without
+      // the failure), so it refreshes without another round trip.
+      if (request_epoch != 0 && request_epoch < now_map->epoch()) {
+        response.cluster_map = now_map->Encode();
+      }
+    }
+    response.ts = d_.storage->clock().Last();
+    const auto micros = std::chrono::duration_cast<std::chrono::microseconds>(
+                            std::chrono::steady_clock::now() - start)
+                            .count();
+    d_.stats->RecordRequest(op, static_cast<uint64_t>(micros), StatusOf(body));
+    response.body = std::move(body);
+    done(std::move(response));
+  };
+
+  if (!map) return reply(Error(Status::Unavailable("node has no cluster map yet")));
+  const bool info_op = std::holds_alternative<net::PingRequest>(request.body) ||
+                       std::holds_alternative<net::GetClusterMapRequest>(request.body) ||
+                       std::holds_alternative<net::StatsRequest>(request.body);
+  const bool adopt = std::holds_alternative<net::InstallMapRequest>(request.body) &&
+                     std::get<net::InstallMapRequest>(request.body).adopt;
+  if (!ready_.load() && !info_op && !adopt) {
+    return reply(Error(Status::Unavailable("node " + std::to_string(d_.self_id) +
+                                           " is starting (fetching the newest cluster map)")));
+  }
+  if (request.cluster_id != 0 && request.cluster_id != map->cluster_id() && !adopt) {
+    return reply(Error(Status::FailedPrecondition(
+        "request for cluster " + std::to_string(request.cluster_id) + " reached node " +
+        std::to_string(d_.self_id) + " of cluster " + std::to_string(map->cluster_id()))));
+  }
+  if (request.client_ts != 0) {
+    Status s = d_.storage->clock().Update(request.client_ts);
+    if (!s.ok()) return reply(Error(s.WithContext("client timestamp rejected")));
+  }
+  Dispatch(map, request, std::move(reply));
 }
 
-net::Response KvService::Serve(const net::Request& request) {
-  net::Response response;
-  response.id = request.id;
-  std::shared_ptr<const ClusterMap> map = maps_->Current();
-  if (!map) {
-    response.body = Error(Status::Unavailable("node has no cluster map yet"));
-    return response;
-  }
-  response.epoch = map->epoch();
-  if (request.cluster_id != 0 && request.cluster_id != map->cluster_id()) {
-    response.body = Error(Status::FailedPrecondition(
-        "request for cluster " + std::to_string(request.cluster_id) +
-        " reached a node of cluster " + std::to_string(map->cluster_id())));
-    return response;
-  }
-  // A client's second write must win over its first even through a coordinator with a slower
-  // clock: move this node's clock past the newest timestamp the client has seen.
-  if (request.client_ts != 0) {
-    Status s = storage_->clock().Update(request.client_ts);
-    if (!s.ok()) {
-      response.body = Error(s.WithContext("client timestamp rejected"));
-      return response;
-    }
-  }
-  response.body = std::visit(
-      [&](const auto& op) -> net::ResponseBody {
+void KvService::Dispatch(const std::shared_ptr<const ClusterMap>& map, net::Request& request,
+                         Reply reply) {
+  const net::Consistency c = request.consistency;
+  std::visit(
+      [&](auto& op) {
         using T = std::decay_t<decltype(op)>;
         if constexpr (std::is_same_v<T, net::PingRequest>) {
-          return net::PingResponse{};
+          reply(net::PingResponse{});
         } else if constexpr (std::is_same_v<T, net::GetRequest>) {
-          return Get(*map, op);
+          Get(map, c, op, std::move(reply));
         } else if constexpr (std::is_same_v<T, net::PutRequest>) {
-          return Put(*map, op);
+          if (Status s = CheckValue(op.value); !s.ok()) return reply(Error(s));
+          Write(map, c, std::move(op.key), std::move(op.value), false, std::move(reply));
         } else if constexpr (std::is_same_v<T, net::DeleteRequest>) {
-          return Delete(*map, op);
+          Write(map, c, std::move(op.key), std::nullopt, true, std::move(reply));
         } else if constexpr (std::is_same_v<T, net::MultiGetRequest>) {
-          return MultiGet(*map, op);
+          MultiGet(map, c, op, std::move(reply));
         } else if constexpr (std::is_same_v<T, net::MultiPutRequest>) {
-          return MultiPut(*map, op);
+          MultiPut(map, c, op, std::move(reply));
         } else if constexpr (std::is_same_v<T, net::StatsRequest>) {
-          return Stats();
+          reply(Stats());
         } else if constexpr (std::is_same_v<T, net::GetClusterMapRequest>) {
-          return net::GetClusterMapResponse{map->Encode()};
+          reply(net::GetClusterMapResponse{map->Encode()});
+        } else if constexpr (std::is_same_v<T, net::ReplicaWriteRequest>) {
+          reply(ReplicaWrite(*map, request.epoch, op));
+        } else if constexpr (std::is_same_v<T, net::ReplicaReadRequest>) {
+          reply(ReplicaRead(*map, request.epoch, op));
+        } else if constexpr (std::is_same_v<T, net::InstallMapRequest>) {
+          d_.membership->HandleInstall(std::move(op), std::move(reply));
         } else {
-          return Error(Status::NotSupported("operation not supported by this node"));
+          reply(Error(Status::NotSupported("operation not supported by this node")));
         }
       },
       request.body);
-  // A sender with an older map gets the newer one in the same reply (Redis's MOVED, without
-  // the failure), so it can refresh without another round trip.
-  if (request.epoch != 0 && request.epoch < map->epoch()) response.cluster_map = map->Encode();
-  response.ts = storage_->clock().Last();
-  return response;
 }
 
-net::ResponseBody KvService::Get(const ClusterMap& map, const net::GetRequest& r) {
-  if (Status s = CheckKey(r.key); !s.ok()) return Error(s);
-  auto env = storage_->GetEnvelope(map.TokenOf(r.key), r.key);
-  net::GetResponse out;
-  if (env.ok()) {
-    out.ts = env->timestamp;
-    out.found = !env->tombstone;
-    if (out.found) out.value = std::move(env->value);
-  } else if (!env.status().IsNotFound()) {
-    return Error(env.status());
-  }
-  return out;
+void KvService::Get(const std::shared_ptr<const ClusterMap>& map, net::Consistency c,
+                    net::GetRequest& r, Reply reply) {
+  if (Status s = CheckKey(r.key); !s.ok()) return reply(Error(s));
+  const uint64_t token = map->TokenOf(r.key);
+  d_.coordinator->Read(map, token, std::move(r.key), c,
+                       [reply = std::move(reply)](StatusOr<Envelope> env) {
+                         net::GetResponse out;
+                         if (env.ok()) {
+                           out.ts = env->timestamp;
+                           out.found = !env->tombstone;
+                           if (out.found) out.value = std::move(env->value);
+                         } else if (!env.status().IsNotFound()) {
+                           return reply(Error(env.status()));
+                         }
+                         reply(std::move(out));
+                       });
 }
 
-net::ResponseBody KvService::Put(const ClusterMap& map, const net::PutRequest& r) {
-  if (Status s = CheckKey(r.key); !s.ok()) return Error(s);
-  if (Status s = CheckValue(r.value); !s.ok()) return Error(s);
-  auto written = storage_->Put(map.TokenOf(r.key), r.key, r.value);
-  if (!written.ok()) return Error(written.status());
-  return net::PutResponse{written->written.timestamp};
+void KvService::Write(const std::shared_ptr<const ClusterMap>& map, net::Consistency c,
+                      std::string key, std::optional<std::string> value, bool is_delete,
+                      Reply reply) {
+  if (Status s = CheckKey(key); !s.ok()) return reply(Error(s));
+  const uint64_t token = map->TokenOf(key);
+  d_.coordinator->Write(map, token, std::move(key), std::move(value), c,
+                        [reply = std::move(reply), is_delete](StatusOr<uint64_t> ts) {
+                          if (!ts.ok()) return reply(Error(ts.status()));
+                          if (is_delete) return reply(net::DeleteResponse{*ts});
+                          reply(net::PutResponse{*ts});
+                        });
 }
 
-net::ResponseBody KvService::Delete(const ClusterMap& map, const net::DeleteRequest& r) {
-  if (Status s = CheckKey(r.key); !s.ok()) return Error(s);
-  auto written = storage_->Delete(map.TokenOf(r.key), r.key);
-  if (!written.ok()) return Error(written.status());
-  return net::DeleteResponse{written->written.timestamp};
-}
-
-net::ResponseBody KvService::MultiGet(const ClusterMap& map, const net::MultiGetRequest& r) {
-  net::MultiGetResponse out;
-  out.results.resize(r.keys.size());
-  std::vector<KeyRef> refs;
-  std::vector<size_t> positions;
+void KvService::MultiGet(const std::shared_ptr<const ClusterMap>& map, net::Consistency c,
+                         net::MultiGetRequest& r, Reply reply) {
+  if (r.keys.empty()) return reply(net::MultiGetResponse{});
+  auto gather = std::make_shared<Gather<net::ItemResult>>(
+      r.keys.size(), [reply = std::move(reply)](std::vector<net::ItemResult> items) {
+        reply(net::MultiGetResponse{std::move(items)});
+      });
   for (size_t i = 0; i < r.keys.size(); ++i) {
     if (Status s = CheckKey(r.keys[i].key); !s.ok()) {
-      out.results[i].status = s;
+      gather->Set(i, net::ItemResult{s});
       continue;
     }
-    refs.push_back({map.TokenOf(r.keys[i].key), r.keys[i].key});
-    positions.push_back(i);
+    const uint64_t token = map->TokenOf(r.keys[i].key);
+    d_.coordinator->Read(map, token, std::move(r.keys[i].key), c,
+                         [gather, i](StatusOr<Envelope> env) {
+                           net::ItemResult item;
+                           if (env.ok()) {
+                             item.ts = env->timestamp;
+                             item.found = !env->tombstone;
+                             if (item.found) item.value = std::move(env->value);
+                           } else if (!env.status().IsNotFound()) {
+                             item.status = env.status();
+                           }
+                           gather->Set(i, std::move(item));
+                         });
   }
-  // One RocksDB MultiGet for the whole batch: it shares block lookups and is what makes
-  // pipelined reads cheap.
-  auto envelopes = storage_->MultiGetEnvelopes(refs);
-  for (size_t k = 0; k < envelopes.size(); ++k) {
-    net::ItemResult& item = out.results[positions[k]];
-    if (envelopes[k].ok()) {
-      item.ts = envelopes[k]->timestamp;
-      item.found = !envelopes[k]->tombstone;
-      if (item.found) item.value = std::move(envelopes[k]->value);
-    } else if (!envelopes[k].status().IsNotFound()) {
-      item.status = envelopes[k].status();
-    }
-  }
-  return out;
 }
 
-net::ResponseBody KvService::MultiPut(const ClusterMap& map, const net::MultiPutRequest& r) {
-  net::MultiPutResponse out;
-  out.results.resize(r.items.size());
+void KvService::MultiPut(const std::shared_ptr<const ClusterMap>& map, net::Consistency c,
+                         net::MultiPutRequest& r, Reply reply) {
+  if (r.items.empty()) return reply(net::MultiPutResponse{});
+  auto gather = std::make_shared<Gather<net::ItemResult>>(
+      r.items.size(), [reply = std::move(reply)](std::vector<net::ItemResult> items) {
+        reply(net::MultiPutResponse{std::move(items)});
+      });
   for (size_t i = 0; i < r.items.size(); ++i) {
-    const net::PutRequest& item = r.items[i];
+    net::PutRequest& item = r.items[i];
     Status s = CheckKey(item.key);
     if (s.ok()) s = CheckValue(item.value);
     if (!s.ok()) {
-      out.results[i].status = s;
+      gather->Set(i, net::ItemResult{s});
       continue;
     }
-    auto written = storage_->Put(map.TokenOf(item.key), item.key, item.value);
-    if (written.ok()) {
-      out.results[i].ts = written->written.timestamp;
-    } else {
-      out.results[i].status = written.status();
+    const uint64_t token = map->TokenOf(item.key);
+    d_.coordinator->Write(map, token, std::move(item.key), std::move(item.value), c,
+                          [gather, i](StatusOr<uint64_t> ts) {
+                            net::ItemResult out;
+                            if (ts.ok()) {
+                              out.ts = *ts;
+                            } else {
+                              out.status = ts.status();
+                            }
+                            gather->Set(i, std::move(out));
+                          });
+  }
+}
+
+net::ResponseBody KvService::ReplicaWrite(const ClusterMap& map, uint64_t sender_epoch,
+                                          const net::ReplicaWriteRequest& r) {
+  // Fencing: a sender behind our epoch may only write tokens we still hold.
+  if (sender_epoch < map.epoch()) {
+    const auto replicas = map.Replicas(r.token);
+    if (std::find(replicas.begin(), replicas.end(), d_.self_id) == replicas.end()) {
+      return Error(Status::StaleEpoch("node " + std::to_string(d_.self_id) +
+                                      " does not hold this token at epoch " +
+                                      std::to_string(map.epoch())));
     }
   }
-  return out;
+  auto written = d_.storage->Write(r.token, r.key, Envelope{r.ts, r.node_id, r.tombstone, r.value});
+  if (!written.ok()) return Error(written.status());
+  return net::ReplicaWriteResponse{static_cast<uint8_t>(written->outcome)};
+}
+
+net::ResponseBody KvService::ReplicaRead(const ClusterMap& map, uint64_t sender_epoch,
+                                         const net::ReplicaReadRequest& r) {
+  if (sender_epoch < map.epoch()) {
+    const auto replicas = map.Replicas(r.token);
+    if (std::find(replicas.begin(), replicas.end(), d_.self_id) == replicas.end()) {
+      return Error(Status::StaleEpoch("node " + std::to_string(d_.self_id) +
+                                      " does not hold this token at epoch " +
+                                      std::to_string(map.epoch())));
+    }
+  }
+  auto env = d_.storage->GetEnvelope(r.token, r.key);
+  if (env.ok()) {
+    return net::ReplicaReadResponse{true, env->timestamp, env->node_id, env->tombstone,
+                                    std::move(env->value)};
+  }
+  if (env.status().IsNotFound()) return net::ReplicaReadResponse{};
+  return Error(env.status());
 }
 
 net::ResponseBody KvService::Stats() {
   net::StatsResponse out;
-  out.counters["uptime_s"] = static_cast<int64_t>(stats_->UptimeSeconds());
+  out.counters["node_id"] = d_.self_id;
+  out.counters["uptime_s"] = static_cast<int64_t>(d_.stats->UptimeSeconds());
   for (size_t op = 0; op < kOpNames.size(); ++op) {
-    out.counters["ops." + std::string(kOpNames[op])] = static_cast<int64_t>(stats_->OpCount(op));
+    out.counters["ops." + std::string(kOpNames[op])] = static_cast<int64_t>(d_.stats->OpCount(op));
   }
-  out.counters["client_errors"] = static_cast<int64_t>(stats_->client_errors());
-  if (server_stats_) {
-    const net::Server::Stats s = server_stats_();
+  out.counters["client_errors"] = static_cast<int64_t>(d_.stats->client_errors());
+  if (d_.server_stats) {
+    const net::Server::Stats s = d_.server_stats();
     out.counters["connections"] = static_cast<int64_t>(s.open_connections);
     out.counters["connections_total"] = static_cast<int64_t>(s.accepted_connections);
     out.counters["bad_frames"] = static_cast<int64_t>(s.bad_frames);
   }
-  auto range = storage_->ApproximateRangeStats(TokenRange{0, UINT64_MAX});
+  const CoordinatorStats cs = d_.coordinator->stats();
+  out.counters["quorum_failures"] = static_cast<int64_t>(cs.quorum_failures);
+  out.counters["read_repairs"] = static_cast<int64_t>(cs.read_repairs);
+  out.counters["hints_written"] = static_cast<int64_t>(cs.hints_written);
+  out.counters["hints_pending"] = static_cast<int64_t>(d_.hints->pending());
+  out.counters["hints_replayed"] = static_cast<int64_t>(d_.hints->replayed());
+  out.counters["hints_expired"] = static_cast<int64_t>(d_.hints->expired());
+  out.counters["stale_epoch_replies"] = static_cast<int64_t>(cs.stale_epoch_replies);
+  if (auto map = d_.maps->Current()) out.counters["epoch"] = static_cast<int64_t>(map->epoch());
+  auto range = d_.storage->ApproximateRangeStats(TokenRange{0, UINT64_MAX});
   if (range.ok()) {
     out.counters["keys_approx"] = static_cast<int64_t>(range->approximate_keys);
     out.counters["bytes_approx"] = static_cast<int64_t>(range->approximate_bytes);
   }
-  out.gauges["latency_p50_us"] = static_cast<double>(stats_->latency().Percentile(0.50));
-  out.gauges["latency_p99_us"] = static_cast<double>(stats_->latency().Percentile(0.99));
-  out.gauges["latency_p999_us"] = static_cast<double>(stats_->latency().Percentile(0.999));
+  out.gauges["latency_p50_us"] = static_cast<double>(d_.stats->latency().Percentile(0.50));
+  out.gauges["latency_p99_us"] = static_cast<double>(d_.stats->latency().Percentile(0.99));
+  out.gauges["latency_p999_us"] = static_cast<double>(d_.stats->latency().Percentile(0.999));
   return out;
 }
 

@@ -1,17 +1,29 @@
-// KvService: the node's request handler for client operations (get/put/delete, batches, stats,
-// cluster map). Each request is validated (cluster id, key and value limits), placed by the
-// node's current map, and applied to local storage with the node's HLC.
+// KvService: the node's request handler.
 //
-// Requests run inline on the server's I/O thread: a cached RocksDB read or an unsynced WAL write
-// takes microseconds, far less than handing the request to another thread would cost.
+// - Client operations (get/put/delete and their batches) are coordinated: the Coordinator runs
+//   them against the key's replica set with the requested consistency.
+// - Replica operations (replicaWrite/replicaRead) apply to local storage, fenced by epoch: a
+//   sender with an older map is refused with STALE_EPOCH (and given the newer map) for a token
+//   this node does not hold under its own map.
+// - Admin and info: ping (gossip), stats, getClusterMap, installMap (via Membership).
+// Every request is checked for cluster id, key and value limits; the node's HLC moves past the
+// client's newest timestamp first, so a client's later write always wins over its earlier one.
+//
+// Requests run on the server's I/O threads; local RocksDB calls take microseconds, and
+// coordinated requests answer from network callbacks without blocking.
 //
 // Thread-safety: Handle() may run concurrently on every I/O thread.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <functional>
+#include <memory>
 
+#include "cluster/coordinator.h"
+#include "cluster/hint_store.h"
 #include "cluster/map_store.h"
+#include "cluster/membership.h"
 #include "net/server.h"
 #include "node/node_stats.h"
 #include "storage/storage.h"
@@ -23,37 +35,50 @@ struct KvServiceLimits {
   size_t max_value_bytes = size_t{16} << 20;
 };
 
+struct KvServiceDeps {
+  uint32_t self_id = 0;
+  Storage* storage = nullptr;
+  MapStore* maps = nullptr;
+  NodeStats* stats = nullptr;
+  std::shared_ptr<Coordinator> coordinator;
+  Membership* membership = nullptr;
+  HintStore* hints = nullptr;
+  std::function<net::Server::Stats()> server_stats;  // may be empty
+};
+
 class KvService : public net::RequestHandler {
  public:
-  // REQUIRES: all pointers outlive the service. `server_stats` may be null (tests).
-  KvService(Storage* storage, MapStore* maps, NodeStats* stats, KvServiceLimits limits,
-            std::function<net::Server::Stats()> server_stats)
-      : storage_(storage),
-        maps_(maps),
-        stats_(stats),
-        limits_(limits),
-        server_stats_(std::move(server_stats)) {}
+  KvService(KvServiceDeps deps, KvServiceLimits limits) : d_(std::move(deps)), limits_(limits) {}
 
   void Handle(net::Request request, std::function<void(net::Response)> done) override;
 
-  // Serves one request synchronously (Handle() minus the callback and the bookkeeping).
-  net::Response Serve(const net::Request& request);
+  // Until ready, requests other than ping and getClusterMap are refused with Unavailable (a
+  // restarting node first fetches the newest map from its peers).
+  void SetReady(bool ready) { ready_.store(ready); }
 
  private:
+  using Reply = std::function<void(net::ResponseBody)>;
+
   Status CheckKey(std::string_view key) const;
   Status CheckValue(std::string_view value) const;
-  net::ResponseBody Get(const ClusterMap& map, const net::GetRequest& r);
-  net::ResponseBody Put(const ClusterMap& map, const net::PutRequest& r);
-  net::ResponseBody Delete(const ClusterMap& map, const net::DeleteRequest& r);
-  net::ResponseBody MultiGet(const ClusterMap& map, const net::MultiGetRequest& r);
-  net::ResponseBody MultiPut(const ClusterMap& map, const net::MultiPutRequest& r);
+  void Dispatch(const std::shared_ptr<const ClusterMap>& map, net::Request& request, Reply reply);
+  void Get(const std::shared_ptr<const ClusterMap>& map, net::Consistency c, net::GetRequest& r,
+           Reply reply);
+  void Write(const std::shared_ptr<const ClusterMap>& map, net::Consistency c, std::string key,
+             std::optional<std::string> value, bool is_delete, Reply reply);
+  void MultiGet(const std::shared_ptr<const ClusterMap>& map, net::Consistency c,
+                net::MultiGetRequest& r, Reply reply);
+  void MultiPut(const std::shared_ptr<const ClusterMap>& map, net::Consistency c,
+                net::MultiPutRequest& r, Reply reply);
+  net::ResponseBody ReplicaWrite(const ClusterMap& map, uint64_t sender_epoch,
+                                 const net::ReplicaWriteRequest& r);
+  net::ResponseBody ReplicaRead(const ClusterMap& map, uint64_t sender_epoch,
+                                const net::ReplicaReadRequest& r);
   net::ResponseBody Stats();
 
-  Storage* storage_;
-  MapStore* maps_;
-  NodeStats* stats_;
+  KvServiceDeps d_;
   KvServiceLimits limits_;
-  std::function<net::Server::Stats()> server_stats_;
+  std::atomic<bool> ready_{false};
 };
 
 }  // namespace shardkv

@@ -2,13 +2,18 @@
 
 #include <spdlog/spdlog.h>
 
+#include <chrono>
 #include <condition_variable>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <random>
 
+#include "cluster/coordinator.h"
+#include "cluster/hint_store.h"
 #include "cluster/map_store.h"
+#include "cluster/membership.h"
+#include "cluster/peer_pool.h"
 #include "net/server.h"
 #include "node/kv_service.h"
 #include "node/node_stats.h"
@@ -40,6 +45,10 @@ class Node::Impl {
   std::string host_;
   std::unique_ptr<Storage> storage_;
   std::unique_ptr<MapStore> maps_;
+  std::unique_ptr<HintStore> hints_;
+  std::unique_ptr<PeerPool> peers_;
+  std::shared_ptr<Coordinator> coordinator_;
+  std::unique_ptr<Membership> membership_;
   NodeStats stats_;
   std::unique_ptr<KvService> service_;
   std::unique_ptr<net::Server> server_;
@@ -98,18 +107,46 @@ Status Node::Impl::Start() {
   storage_ = std::move(storage).value();
   maps_ = std::make_unique<MapStore>(storage_.get());
 
+  hints_ = std::make_unique<HintStore>(storage_.get(), options_.tombstone_grace_ms, [] {
+    return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                     std::chrono::system_clock::now().time_since_epoch())
+                                     .count());
+  });
+  SHARDKV_RETURN_IF_ERROR(hints_->Load());
+  peers_ = std::make_unique<PeerPool>(1);
+  CoordinatorOptions co;
+  co.self_id = options_.id;
+  coordinator_ =
+      std::make_shared<Coordinator>(co, storage_.get(), maps_.get(), peers_.get(), hints_.get());
+  MembershipOptions mo;
+  mo.self_id = options_.id;
+  membership_ =
+      std::make_unique<Membership>(mo, maps_.get(), peers_.get(), coordinator_, hints_.get());
+
   net::ServerOptions server_options;
   server_options.host = host_;
   server_options.port = port;
   server_options.io_threads = std::max(1, options_.io_threads);
   server_options.codec.max_frame_bytes = options_.max_frame_bytes;
-  service_ =
-      std::make_unique<KvService>(storage_.get(), maps_.get(), &stats_,
-                                  KvServiceLimits{options_.max_key_bytes, options_.max_value_bytes},
-                                  [this] { return server_->stats(); });
+  KvServiceDeps deps;
+  deps.self_id = options_.id;
+  deps.storage = storage_.get();
+  deps.maps = maps_.get();
+  deps.stats = &stats_;
+  deps.coordinator = coordinator_;
+  deps.membership = membership_.get();
+  deps.hints = hints_.get();
+  deps.server_stats = [this] { return server_->stats(); };
+  service_ = std::make_unique<KvService>(
+      std::move(deps), KvServiceLimits{options_.max_key_bytes, options_.max_value_bytes});
   server_ = std::make_unique<net::Server>(server_options, service_.get());
   SHARDKV_RETURN_IF_ERROR(server_->Start());
   SHARDKV_RETURN_IF_ERROR(LoadOrBootstrapMap());
+  // A restarted member first learns the newest map from its peers, then serves (design.md
+  // "Propagation"); the server already answers ping and getClusterMap meanwhile.
+  membership_->FetchNewestMap(std::chrono::milliseconds(1000));
+  membership_->Start();
+  service_->SetReady(true);
   SHARDKV_RETURN_IF_ERROR(WritePortFile());
   spdlog::info("node {} listening on {} (data {})", options_.id, address(), options_.data_dir);
   return Status::OK();
@@ -165,6 +202,8 @@ void Node::Impl::Stop() {
     stopping_ = true;
   }
   if (server_) server_->Stop();  // stop accepting, finish in-flight requests
+  if (membership_) membership_->Stop();
+  if (peers_) peers_->Close();
   if (storage_) {
     Status s = storage_->Flush();
     if (!s.ok()) spdlog::warn("node {}: flush at shutdown: {}", options_.id, s.ToString());

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "cli_common.h"
+#include "cluster_commands.h"
 #include "global_options.h"
 #include "kv_commands.h"
 #include "placement_command.h"
@@ -18,6 +19,7 @@ int main(int argc, char** argv) {
   shardkv::cli::GlobalOptions globals;
   globals.Register(app);
   shardkv::cli::RegisterKvCommands(app, &globals, &exit_code);
+  shardkv::cli::RegisterClusterCommands(app, &globals, &exit_code);
   shardkv::cli::RegisterPlacementCommands(app, &exit_code);
 
   try {

@@ -1,0 +1,106 @@
+// Coordinator: runs a client's read or write against the key's replica set with quorums
+// (design.md "Replication").
+//
+// Writes: the coordinator stamps the write with its HLC (after moving past the client's newest
+// timestamp), sends it to every replica in parallel (itself through local storage), and answers
+// after W acknowledgements, where W follows the consistency level: one = 1, quorum = the
+// cluster's W, all = RF. Only replicas of the key count (strict quorum). A replica that fails or
+// times out gets a hint, which never counts toward W. If too few replicas acknowledge, the error
+// names the unavailable replicas and why.
+//
+// Reads: the coordinator asks every replica, answers with the newest version (by timestamp, then
+// node id) once Q have answered (a tombstone answers "not found"), and after the rest answer
+// repairs the replicas that returned an older version or none (read repair).
+//
+// Epoch accounting: every operation is counted under the map epoch it started with until *all*
+// its replica calls have returned or timed out, not just W of them. WaitForOlderEpochs() is the
+// epoch barrier a node passes before acknowledging a new map.
+//
+// Thread-safety: all methods are thread-safe. `done` callbacks run on network threads or on the
+// caller's thread.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "cluster/hint_store.h"
+#include "cluster/map_store.h"
+#include "cluster/peer_pool.h"
+#include "net/messages.h"
+#include "storage/storage.h"
+
+namespace shardkv {
+
+struct CoordinatorOptions {
+  uint32_t self_id = 0;
+  std::chrono::milliseconds replica_timeout{1000};
+};
+
+struct CoordinatorStats {
+  uint64_t quorum_failures = 0;
+  uint64_t read_repairs = 0;
+  uint64_t hints_written = 0;
+  uint64_t stale_epoch_replies = 0;
+};
+
+class Coordinator : public std::enable_shared_from_this<Coordinator> {
+ public:
+  using WriteDone = std::function<void(StatusOr<uint64_t>)>;  // the write's timestamp
+  // The newest envelope (tombstones included), or NotFound if no replica has the key.
+  using ReadDone = std::function<void(StatusOr<Envelope>)>;
+
+  // REQUIRES: the pointers outlive the coordinator and every callback it runs.
+  Coordinator(CoordinatorOptions options, Storage* storage, MapStore* maps, PeerPool* peers,
+              HintStore* hints);
+
+  // `value` absent means delete (a tombstone).
+  void Write(std::shared_ptr<const ClusterMap> map, uint64_t token, std::string key,
+             std::optional<std::string> value, net::Consistency consistency, WriteDone done);
+  void Read(std::shared_ptr<const ClusterMap> map, uint64_t token, std::string key,
+            net::Consistency consistency, ReadDone done);
+
+  // Blocks until no operation started under an epoch below `epoch` is in flight, or until
+  // `deadline`. Returns false on timeout.
+  bool WaitForOlderEpochs(uint64_t epoch, std::chrono::steady_clock::time_point deadline);
+
+  CoordinatorStats stats() const;
+
+  // Sends one replica write to `node` (used by hint replay and read repair too).
+  void SendReplicaWrite(const ClusterNode& node, uint64_t epoch, uint64_t token,
+                        const std::string& key, const Envelope& envelope,
+                        std::function<void(Status)> done);
+
+ private:
+  struct WriteOp;
+  struct ReadOp;
+
+  uint32_t Required(const ClusterMap& map, net::Consistency c, bool write) const;
+  void BeginOp(uint64_t epoch);
+  void EndOp(uint64_t epoch);
+  void FinishReplicaWrite(const std::shared_ptr<WriteOp>& op, const ClusterNode& node,
+                          Status result);
+  void FinishReplicaRead(const std::shared_ptr<ReadOp>& op, const ClusterNode& node,
+                         StatusOr<std::optional<Envelope>> result);
+  void RepairStale(const std::shared_ptr<ReadOp>& op);
+  void NoteReply(const net::Response& reply);
+
+  const CoordinatorOptions options_;
+  Storage* storage_;
+  MapStore* maps_;
+  PeerPool* peers_;
+  HintStore* hints_;
+
+  mutable std::mutex mu_;
+  std::condition_variable drained_;
+  std::map<uint64_t, uint64_t> in_flight_by_epoch_;  // GUARDED_BY(mu_)
+  CoordinatorStats stats_;                           // GUARDED_BY(mu_)
+};
+
+}  // namespace shardkv

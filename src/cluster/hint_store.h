@@ -1,0 +1,74 @@
+// HintStore: hinted handoff (design.md "Replication"). A write that a replica missed (down or
+// timed out) is kept on the coordinator in the `hints` column family and replayed when the
+// replica is back. Hints are repair only: they never count toward a write quorum.
+//
+// Layout: key = target node id ‖ token ‖ sequence (storage/key_codec.h), value = 4-byte key
+// length ‖ user key ‖ value envelope. Hints for one target are contiguous, in token order.
+//
+// While any hint is pending, tombstone GC is suspended on the whole token space (a coarse but
+// safe reading of "never in a token range that has pending hints": a hint is a write the target
+// has not seen, so collecting the tombstones it would be compared with could resurrect data).
+//
+// A hint whose write is older than tombstone_grace is dropped instead of replayed, and its
+// target is recorded as needing repair (its replica can no longer be made whole by hints).
+//
+// Thread-safety: all methods are thread-safe; Replay() of one target is not run concurrently
+// with itself (the caller's replay loop is single-threaded).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "shardkv/status.h"
+#include "storage/storage.h"
+
+namespace shardkv {
+
+class HintStore {
+ public:
+  // Sends one hinted write to its target; OK means the target applied (or superseded) it.
+  using Sender = std::function<Status(uint64_t token, const std::string& key, const Envelope&)>;
+
+  // REQUIRES: storage outlives the store. `now_ms` gives wall-clock ms (for the grace check).
+  HintStore(Storage* storage, uint64_t grace_ms, std::function<uint64_t()> now_ms);
+
+  // Counts what the hints CF holds (call once after open).
+  [[nodiscard]] Status Load();
+  [[nodiscard]] Status Add(uint32_t target, uint64_t token, std::string_view key,
+                           const Envelope& envelope);
+  // Replays up to `max` hints for `target` in order, deleting each one the sender accepts.
+  // Stops at the first send error (the target is still unreachable). Returns hints delivered.
+  StatusOr<size_t> Replay(uint32_t target, size_t max, const Sender& send);
+
+  std::vector<uint32_t> Targets() const;
+  uint64_t pending() const { return pending_.load(); }
+  uint64_t replayed() const { return replayed_.load(); }
+  uint64_t expired() const { return expired_.load(); }
+  // Targets that lost hints to the grace period: they need a rebuild before rejoining.
+  std::vector<uint32_t> NeedsRepair() const;
+
+ private:
+  void UpdateProtection();  // REQUIRES: mu_ held
+
+  Storage* storage_;
+  const uint64_t grace_ms_;
+  std::function<uint64_t()> now_ms_;
+  std::atomic<uint64_t> seq_{0};
+  std::atomic<uint64_t> pending_{0};
+  std::atomic<uint64_t> replayed_{0};
+  std::atomic<uint64_t> expired_{0};
+
+  mutable std::mutex mu_;
+  std::map<uint32_t, uint64_t> per_target_;  // GUARDED_BY(mu_): pending hints per target
+  std::set<uint32_t> needs_repair_;          // GUARDED_BY(mu_)
+  std::optional<uint64_t> protection_id_;    // GUARDED_BY(mu_)
+};
+
+}  // namespace shardkv

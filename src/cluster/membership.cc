@@ -1,0 +1,205 @@
+#include "cluster/membership.h"
+
+#include <spdlog/spdlog.h>
+
+namespace shardkv {
+namespace {
+
+net::ResponseBody Error(const Status& s) { return net::ErrorResponse{s.code(), s.message()}; }
+
+}  // namespace
+
+Membership::Membership(MembershipOptions options, MapStore* maps, PeerPool* peers,
+                       std::shared_ptr<Coordinator> coordinator, HintStore* hints)
+    : options_(options),
+      maps_(maps),
+      peers_(peers),
+      coordinator_(std::move(coordinator)),
+      hints_(hints) {}
+
+Membership::~Membership() { Stop(); }
+
+void Membership::Start() {
+  gossip_thread_ = std::thread([this] { GossipLoop(); });
+  admin_thread_ = std::thread([this] { AdminLoop(); });
+}
+
+void Membership::Stop() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (gossip_thread_.joinable()) gossip_thread_.join();
+  if (admin_thread_.joinable()) admin_thread_.join();
+  // Installs still queued are refused rather than dropped silently.
+  std::deque<std::pair<net::InstallMapRequest, std::function<void(net::ResponseBody)>>> left;
+  {
+    std::lock_guard lock(mu_);
+    left.swap(installs_);
+  }
+  for (auto& [req, done] : left) done(Error(Status::Unavailable("node is shutting down")));
+}
+
+bool Membership::IsAlive(uint32_t id) const {
+  if (id == options_.self_id) return true;
+  std::lock_guard lock(mu_);
+  auto it = last_seen_.find(id);
+  return it != last_seen_.end() &&
+         std::chrono::steady_clock::now() - it->second < 3 * options_.gossip_interval;
+}
+
+void Membership::HandleInstall(net::InstallMapRequest request,
+                               std::function<void(net::ResponseBody)> done) {
+  {
+    std::lock_guard lock(mu_);
+    if (!stopping_) {
+      installs_.emplace_back(std::move(request), std::move(done));
+      wake_.notify_all();
+      return;
+    }
+  }
+  done(Error(Status::Unavailable("node is shutting down")));
+}
+
+void Membership::AdminLoop() {
+  // Installs run here, not on a network thread, because the epoch barrier may wait.
+  for (;;) {
+    std::pair<net::InstallMapRequest, std::function<void(net::ResponseBody)>> item;
+    {
+      std::unique_lock lock(mu_);
+      wake_.wait(lock, [&] { return stopping_ || !installs_.empty(); });
+      if (stopping_) return;
+      item = std::move(installs_.front());
+      installs_.pop_front();
+    }
+    item.second(Install(item.first));
+  }
+}
+
+net::ResponseBody Membership::Install(const net::InstallMapRequest& request) {
+  auto offered = ClusterMap::Decode(request.map);
+  if (!offered.ok()) return Error(offered.status());
+  auto current = maps_->Current();
+  if (offered->FindNode(options_.self_id) == nullptr) {
+    return Error(Status::FailedPrecondition("the offered map does not include node " +
+                                            std::to_string(options_.self_id)));
+  }
+  Status s;
+  if (request.adopt) {
+    const bool standalone =
+        current && current->nodes().size() == 1 && current->nodes().front().id == options_.self_id;
+    if (current && !standalone && current->cluster_id() != offered->cluster_id()) {
+      return Error(Status::FailedPrecondition("node " + std::to_string(options_.self_id) +
+                                              " already belongs to cluster " +
+                                              std::to_string(current->cluster_id())));
+    }
+    s = current && current->cluster_id() == offered->cluster_id() ? maps_->Install(*offered)
+                                                                  : maps_->Reset(*offered);
+  } else {
+    if (!current || current->cluster_id() != offered->cluster_id()) {
+      return Error(Status::FailedPrecondition("map is for another cluster"));
+    }
+    if (request.expected_epoch != 0 && current->epoch() != request.expected_epoch &&
+        current->ContentHash() != offered->ContentHash()) {
+      return Error(Status::Aborted("epoch is " + std::to_string(current->epoch()) +
+                                   ", not the expected " + std::to_string(request.expected_epoch)));
+    }
+    s = maps_->Install(*offered);
+  }
+  if (!s.ok()) return Error(s);
+  // Epoch barrier: the new write rule is in force; acknowledge only once everything coordinated
+  // under an older epoch has finished (every replica call returned or timed out).
+  if (!coordinator_->WaitForOlderEpochs(
+          offered->epoch(), std::chrono::steady_clock::now() + options_.barrier_timeout)) {
+    return Error(Status::Timeout("requests of older epochs are still in flight"));
+  }
+  spdlog::info("installed cluster map epoch {} ({} nodes)", offered->epoch(),
+               offered->nodes().size());
+  return net::InstallMapResponse{true, maps_->Current()->epoch()};
+}
+
+void Membership::GossipLoop() {
+  for (;;) {
+    {
+      std::unique_lock lock(mu_);
+      wake_.wait_for(lock, options_.gossip_interval, [&] { return stopping_; });
+      if (stopping_) return;
+    }
+    GossipOnce();
+    ReplayHints();
+  }
+}
+
+void Membership::GossipOnce() {
+  auto map = maps_->Current();
+  if (!map) return;
+  for (const ClusterNode& node : map->nodes()) {
+    if (node.id == options_.self_id) continue;
+    net::Request ping;
+    ping.epoch = map->epoch();
+    ping.cluster_id = map->cluster_id();
+    ping.body = net::PingRequest{};
+    const uint32_t id = node.id;
+    const std::string address = node.address;
+    const uint64_t my_epoch = map->epoch();
+    peers_->Call(address, std::move(ping), options_.ping_timeout,
+                 [this, id, address, my_epoch](StatusOr<net::Response> reply) {
+                   if (!reply.ok() || !reply->ok()) return;
+                   {
+                     std::lock_guard lock(mu_);
+                     last_seen_[id] = std::chrono::steady_clock::now();
+                   }
+                   // The pong carries the newer map when ours is older (request epoch older).
+                   if (reply->epoch > my_epoch && !reply->cluster_map.empty()) {
+                     auto newer = ClusterMap::Decode(reply->cluster_map);
+                     if (newer.ok()) {
+                       Status s = maps_->Install(*newer);
+                       if (s.ok()) spdlog::info("gossip: adopted map epoch {}", newer->epoch());
+                     }
+                   }
+                 });
+  }
+}
+
+void Membership::PullMapFrom(const std::string& address) {
+  net::Request req;
+  req.body = net::GetClusterMapRequest{};
+  auto reply = peers_->CallSync(address, std::move(req), options_.ping_timeout);
+  if (!reply.ok() || !reply->ok()) return;
+  const auto* body = std::get_if<net::GetClusterMapResponse>(&reply->body);
+  if (body == nullptr) return;
+  auto map = ClusterMap::Decode(body->map);
+  if (map.ok()) static_cast<void>(maps_->Install(*map));
+}
+
+void Membership::FetchNewestMap(std::chrono::milliseconds timeout) {
+  auto map = maps_->Current();
+  if (!map) return;
+  for (const ClusterNode& node : map->nodes()) {
+    if (node.id != options_.self_id) PullMapFrom(node.address);
+  }
+}
+
+void Membership::ReplayHints() {
+  auto map = maps_->Current();
+  if (!map) return;
+  for (uint32_t target : hints_->Targets()) {
+    if (!IsAlive(target)) continue;
+    const ClusterNode* node = map->FindNode(target);
+    if (node == nullptr) continue;  // left the cluster; its ranges were re-streamed
+    const ClusterNode copy = *node;
+    const uint64_t epoch = map->epoch();
+    auto sent = hints_->Replay(target, options_.hint_replay_per_tick,
+                               [&](uint64_t token, const std::string& key, const Envelope& env) {
+                                 std::promise<Status> p;
+                                 coordinator_->SendReplicaWrite(
+                                     copy, epoch, token, key, env,
+                                     [&p](Status s) { p.set_value(std::move(s)); });
+                                 return p.get_future().get();
+                               });
+    if (sent.ok() && *sent > 0) spdlog::info("replayed {} hints to node {}", *sent, target);
+  }
+}
+
+}  // namespace shardkv

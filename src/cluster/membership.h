@@ -1,0 +1,87 @@
+// Membership: how a node keeps its cluster map current and knows who is alive.
+//
+// - Gossip: about every second the node pings every other member. A reply carries the peer's map
+//   epoch; a newer epoch makes the node pull that peer's map (design.md "Propagation"). A peer
+//   that answered recently counts as alive.
+// - Installs: the admin op InstallMap either adopts a standalone node into a new cluster (cluster
+//   formation), or is compare-and-set on the epoch for a change proposed by the claimant. After
+//   installing, the node waits until every request it coordinated under an older epoch has
+//   finished (the epoch barrier) before it acknowledges.
+// - Startup: FetchNewestMap() asks the peers named in the persisted map for theirs, so a
+//   restarted node never coordinates under a map the others have moved past.
+// - Hinted handoff replay runs on the gossip thread, for targets that answer pings.
+//
+// Thread-safety: all methods are thread-safe.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <future>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "cluster/coordinator.h"
+#include "cluster/hint_store.h"
+#include "cluster/map_store.h"
+#include "cluster/peer_pool.h"
+#include "net/messages.h"
+
+namespace shardkv {
+
+struct MembershipOptions {
+  uint32_t self_id = 0;
+  std::chrono::milliseconds gossip_interval{1000};
+  std::chrono::milliseconds ping_timeout{500};
+  std::chrono::milliseconds barrier_timeout{5000};
+  size_t hint_replay_per_tick = 2000;  // per target per gossip round: the replay rate limit
+};
+
+class Membership {
+ public:
+  // REQUIRES: the pointers outlive the object (Stop() first).
+  Membership(MembershipOptions options, MapStore* maps, PeerPool* peers,
+             std::shared_ptr<Coordinator> coordinator, HintStore* hints);
+  ~Membership();
+
+  void Start();
+  void Stop();  // joins the threads; idempotent
+
+  // Queues an InstallMap request; `done` gets an InstallMapResponse or an ErrorResponse.
+  void HandleInstall(net::InstallMapRequest request, std::function<void(net::ResponseBody)> done);
+
+  // Pulls the newest map from the peers of the current map (blocking, bounded by `timeout`
+  // per peer). REQUIRES: not on a network thread.
+  void FetchNewestMap(std::chrono::milliseconds timeout);
+
+  bool IsAlive(uint32_t id) const;
+
+ private:
+  void GossipLoop();
+  void AdminLoop();
+  void GossipOnce();
+  void ReplayHints();
+  net::ResponseBody Install(const net::InstallMapRequest& request);
+  void PullMapFrom(const std::string& address);
+
+  const MembershipOptions options_;
+  MapStore* maps_;
+  PeerPool* peers_;
+  std::shared_ptr<Coordinator> coordinator_;
+  HintStore* hints_;
+
+  mutable std::mutex mu_;
+  std::condition_variable wake_;
+  bool stopping_ = false;                                                // GUARDED_BY(mu_)
+  std::map<uint32_t, std::chrono::steady_clock::time_point> last_seen_;  // GUARDED_BY(mu_)
+  std::deque<std::pair<net::InstallMapRequest, std::function<void(net::ResponseBody)>>>
+      installs_;  // GUARDED_BY(mu_)
+  std::thread gossip_thread_;
+  std::thread admin_thread_;
+};
+
+}  // namespace shardkv

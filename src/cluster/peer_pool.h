@@ -1,0 +1,42 @@
+// PeerPool: one RpcClient per peer address over one shared IoContext, for node-to-node calls
+// (replica writes and reads, hints, gossip, map fetches).
+//
+// Thread-safety: all methods are thread-safe. Callbacks run on the pool's I/O threads.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "net/io_context.h"
+#include "net/rpc_client.h"
+
+namespace shardkv {
+
+class PeerPool {
+ public:
+  explicit PeerPool(int io_threads = 1);
+  ~PeerPool();  // Close()s.
+  PeerPool(const PeerPool&) = delete;
+  PeerPool& operator=(const PeerPool&) = delete;
+
+  void Call(const std::string& address, net::Request request, std::chrono::milliseconds timeout,
+            net::RpcClient::Callback done);
+  // REQUIRES: not on one of the pool's I/O threads.
+  StatusOr<net::Response> CallSync(const std::string& address, net::Request request,
+                                   std::chrono::milliseconds timeout);
+  // Fails pending calls with Aborted; later calls fail at once. Idempotent.
+  void Close();
+
+ private:
+  net::RpcClient* Get(const std::string& address);
+
+  std::shared_ptr<net::IoContext> io_;
+  std::mutex mu_;
+  std::map<std::string, std::unique_ptr<net::RpcClient>> clients_;  // GUARDED_BY(mu_)
+  bool closed_ = false;                                             // GUARDED_BY(mu_)
+};
+
+}  // namespace shardkv

@@ -1,0 +1,208 @@
+// Plain C++ mirrors of the wire schema (shardkv.capnp), so that nothing outside src/net includes
+// a Cap'n Proto header. codec.h converts between these structs and framed bytes.
+//
+// A Request is one operation plus the header every request carries: an id for pipelining, the
+// sender's cluster map epoch, the cluster id, the highest HLC timestamp the client has seen and
+// a consistency level. A Response echoes the id and carries either the op's result or an
+// ErrorResponse (a shardkv::Status code and message).
+//
+// Byte strings (keys, values, maps) are std::string holding arbitrary bytes.
+//
+// Adding an op: add the capnp union member, a struct here, an alternative at the END of
+// RequestBody / ResponseBody (the variant index is not on the wire, but keeping the order stable
+// keeps switch statements and logs readable), and the two cases in codec.cc.
+//
+// Thread-safety: value types; distinct objects may be used from distinct threads.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "shardkv/status.h"
+
+namespace shardkv::net {
+
+enum class Consistency : uint8_t {
+  kDefault = 0,  // the cluster's configured level
+  kOne,
+  kQuorum,
+  kAll,
+};
+
+// ---- Requests ----
+
+struct PingRequest {};
+
+struct GetRequest {
+  uint64_t token = 0;  // the key's placement hash, computed by the sender
+  std::string key;
+};
+
+struct PutRequest {
+  uint64_t token = 0;
+  std::string key;
+  std::string value;
+};
+
+struct DeleteRequest {
+  uint64_t token = 0;
+  std::string key;
+};
+
+struct MultiGetRequest {
+  std::vector<GetRequest> keys;
+};
+
+struct MultiPutRequest {
+  std::vector<PutRequest> items;
+};
+
+struct StatsRequest {};
+
+struct GetClusterMapRequest {};
+
+// Node to node: store this version of a key (LWW), as replica of the sender's write.
+struct ReplicaWriteRequest {
+  uint64_t token = 0;
+  std::string key;
+  uint64_t ts = 0;
+  uint32_t node_id = 0;
+  bool tombstone = false;
+  std::string value;
+};
+
+// Node to node: the stored version of a key, tombstones included.
+struct ReplicaReadRequest {
+  uint64_t token = 0;
+  std::string key;
+};
+
+// Admin: install a cluster map (compare-and-set on expected_epoch, or adopt for formation).
+struct InstallMapRequest {
+  std::string map;
+  uint64_t expected_epoch = 0;
+  bool adopt = false;
+};
+
+using RequestBody =
+    std::variant<PingRequest, GetRequest, PutRequest, DeleteRequest, MultiGetRequest,
+                 MultiPutRequest, StatsRequest, GetClusterMapRequest, ReplicaWriteRequest,
+                 ReplicaReadRequest, InstallMapRequest>;
+
+struct Request {
+  uint64_t id = 0;          // set by RpcClient; 0 is reserved for "unknown" in error replies
+  uint64_t epoch = 0;       // the sender's cluster map epoch (0 = none yet)
+  uint64_t cluster_id = 0;  // 0 = unknown
+  uint64_t client_ts = 0;   // highest HLC timestamp the client has seen
+  Consistency consistency = Consistency::kDefault;
+  RequestBody body;
+};
+
+// ---- Responses ----
+
+// A failed request. `code` is never kOk on the wire (the decoder maps it to kInternal).
+struct ErrorResponse {
+  Status::Code code = Status::Code::kInternal;
+  std::string message;
+
+  Status ToStatus() const { return Status(code, message); }
+};
+
+struct PingResponse {};
+
+struct GetResponse {
+  bool found = false;
+  std::string value;
+  uint64_t ts = 0;  // the version's HLC timestamp when found
+};
+
+struct PutResponse {
+  uint64_t ts = 0;  // the write's HLC timestamp
+};
+
+struct DeleteResponse {
+  uint64_t ts = 0;  // the tombstone's HLC timestamp
+};
+
+// One key of a multi-key op. A non-OK `status` fails only that key.
+struct ItemResult {
+  Status status;
+  bool found = false;  // multiGet only
+  std::string value;   // multiGet only
+  uint64_t ts = 0;
+};
+
+struct MultiGetResponse {
+  std::vector<ItemResult> results;  // one per requested key, same order
+};
+
+struct MultiPutResponse {
+  std::vector<ItemResult> results;  // one per item, same order
+};
+
+struct StatsResponse {
+  std::map<std::string, int64_t> counters;
+  std::map<std::string, double> gauges;
+};
+
+struct GetClusterMapResponse {
+  std::string map;  // the serialized cluster map (opaque to src/net)
+};
+
+struct ReplicaWriteResponse {
+  uint8_t outcome = 0;  // storage WriteOutcome: 0 applied, 1 superseded, 2 duplicate
+};
+
+struct ReplicaReadResponse {
+  bool found = false;  // false: the replica has no version at all
+  uint64_t ts = 0;
+  uint32_t node_id = 0;
+  bool tombstone = false;
+  std::string value;
+};
+
+struct InstallMapResponse {
+  bool accepted = false;
+  uint64_t epoch = 0;  // the responder's epoch after the call
+};
+
+using ResponseBody =
+    std::variant<ErrorResponse, PingResponse, GetResponse, PutResponse, DeleteResponse,
+                 MultiGetResponse, MultiPutResponse, StatsResponse, GetClusterMapResponse,
+                 ReplicaWriteResponse, ReplicaReadResponse, InstallMapResponse>;
+
+struct Response {
+  uint64_t id = 0;     // the request's id; 0 if the request could not be parsed
+  uint64_t epoch = 0;  // the responder's cluster map epoch
+  uint64_t ts = 0;     // the responder's HLC timestamp
+  // Non-empty when the request carried an older epoch: the responder's newer map, so the
+  // sender can refresh without another round trip.
+  std::string cluster_map;
+  ResponseBody body;
+
+  bool ok() const { return !std::holds_alternative<ErrorResponse>(body); }
+  // OK, or the carried error as a Status.
+  Status status() const {
+    if (const auto* e = std::get_if<ErrorResponse>(&body)) return e->ToStatus();
+    return Status::OK();
+  }
+};
+
+// An error Response for request `id`. REQUIRES: !status.ok().
+inline Response MakeErrorResponse(uint64_t id, const Status& status) {
+  Response r;
+  r.id = id;
+  r.body = ErrorResponse{status.ok() ? Status::Code::kInternal : status.code(), status.message()};
+  return r;
+}
+
+// Short op names for logs and stats ("get", "multiPut", ...).
+std::string_view OpName(const RequestBody& body);
+std::string_view OpName(const ResponseBody& body);
+
+}  // namespace shardkv::net

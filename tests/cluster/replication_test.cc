@@ -1,0 +1,222 @@
+// In-process 3-node clusters: replication, quorums, hinted handoff, read repair, map
+// propagation and fencing. Fast enough for the sanitizer build.
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <thread>
+
+#include "testing/in_process_cluster.h"
+
+using namespace shardkv;
+using shardkv::testing::InProcessCluster;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Polls `cond` until it holds or `timeout` passes (no sleeps as synchronization: each wait is
+// bounded and the condition is re-checked).
+template <typename Cond>
+bool Eventually(Cond cond, std::chrono::milliseconds timeout = std::chrono::seconds(15)) {
+  const auto deadline = Clock::now() + timeout;
+  while (Clock::now() < deadline) {
+    if (cond()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return cond();
+}
+
+ClusterParams Params(PlacementMode mode = PlacementMode::kRing) {
+  ClusterParams p;
+  p.mode = mode;
+  p.shards = 64;
+  return p;  // RF 3, W 2, Q 2
+}
+
+std::unique_ptr<Client> Connect(const InProcessCluster& c, uint32_t timeout_ms = 5000) {
+  ClientOptions o;
+  o.timeout_ms = timeout_ms;
+  auto client = c.Connect(o);
+  INFO(client.status().ToString());
+  REQUIRE(client.ok());
+  return std::move(client).value();
+}
+
+}  // namespace
+
+TEST_CASE("cluster: writes reach every replica, in both modes", "[replication]") {
+  for (auto mode : {PlacementMode::kRing, PlacementMode::kJump}) {
+    InProcessCluster cluster(3, Params(mode));
+    REQUIRE(cluster.Start().ok());
+    auto client = Connect(cluster);
+    CHECK(client->map()->nodes().size() == 3);
+    for (int i = 0; i < 50; ++i) {
+      REQUIRE(client->Put("k" + std::to_string(i), "v" + std::to_string(i)).ok());
+    }
+    for (int i = 0; i < 50; ++i) {
+      const std::string key = "k" + std::to_string(i);
+      CHECK(*client->Get(key) == "v" + std::to_string(i));
+      // W = 2 acks answer the client; the third replica gets the write in the same fan-out.
+      for (uint32_t id = 1; id <= 3; ++id) {
+        CHECK(Eventually([&] {
+          auto local = cluster.LocalRead(id, key);
+          return local.ok() && local->value == "v" + std::to_string(i);
+        }));
+      }
+    }
+  }
+}
+
+TEST_CASE("cluster: one node down keeps quorum; hints repair it when back", "[replication]") {
+  InProcessCluster cluster(3, Params());
+  REQUIRE(cluster.Start().ok());
+  auto client = Connect(cluster);
+  cluster.StopNode(3);
+  for (int i = 0; i < 100; ++i) {
+    auto put = client->Put("h" + std::to_string(i), "x" + std::to_string(i));
+    INFO(put.status().ToString());
+    REQUIRE(put.ok());
+  }
+  REQUIRE(client->Delete("h0").ok());
+  for (int i = 1; i < 100; ++i)
+    CHECK(*client->Get("h" + std::to_string(i)) == "x" + std::to_string(i));
+  CHECK(client->Get("h0").status().IsNotFound());
+  int64_t pending = 0;
+  for (uint32_t id : {1u, 2u}) {
+    auto stats = client->NodeStats(cluster.Address(id));
+    REQUIRE(stats.ok());
+    pending += stats->counters["hints_pending"];
+  }
+  CHECK(pending >= 100);
+
+  REQUIRE(cluster.RestartNode(3).ok());
+  // Hints replay once gossip sees node 3 again: every key reaches it, the delete included.
+  CHECK(Eventually([&] {
+    for (int i = 1; i < 100; ++i) {
+      auto local = cluster.LocalRead(3, "h" + std::to_string(i));
+      if (!local.ok() || local->value != "x" + std::to_string(i)) return false;
+    }
+    auto gone = cluster.LocalRead(3, "h0");
+    return gone.ok() && gone->tombstone;
+  }));
+  CHECK(Eventually([&] {
+    int64_t left = 0;
+    for (uint32_t id : {1u, 2u}) {
+      auto stats = client->NodeStats(cluster.Address(id));
+      if (!stats.ok()) return false;
+      left += stats->counters["hints_pending"];
+    }
+    return left == 0;
+  }));
+}
+
+TEST_CASE("cluster: two nodes down fails quorum with the replicas named", "[replication]") {
+  InProcessCluster cluster(3, Params());
+  REQUIRE(cluster.Start().ok());
+  auto client = Connect(cluster, 3000);
+  REQUIRE(client->Put("before", "1").ok());
+  cluster.StopNode(2);
+  cluster.StopNode(3);
+  auto put = client->Put("after", "2");
+  REQUIRE_FALSE(put.ok());
+  CHECK(put.status().code() == Status::Code::kUnavailable);
+  INFO(put.status().message());
+  CHECK(put.status().message().find("quorum") != std::string::npos);
+  CHECK(put.status().message().find("node 2") != std::string::npos);
+  CHECK(put.status().message().find("node 3") != std::string::npos);
+  auto get = client->Get("before");
+  CHECK(get.status().code() == Status::Code::kUnavailable);
+  // Consistency one still works with one replica left.
+  CHECK(*client->Get("before", Consistency::kOne) == "1");
+  CHECK(client->Put("one", "x", Consistency::kOne).ok());
+}
+
+TEST_CASE("cluster: a quorum read repairs a stale replica", "[replication]") {
+  InProcessCluster cluster(3, Params());
+  REQUIRE(cluster.Start().ok());
+  auto client = Connect(cluster);
+  REQUIRE(client->Put("r", "old").ok());
+  REQUIRE(Eventually([&] {
+    auto l = cluster.LocalRead(3, "r");
+    return l.ok() && l->value == "old";
+  }));
+  auto old_version = cluster.LocalRead(1, "r");
+  REQUIRE(old_version.ok());
+  // Make nodes 1 and 2 newer behind node 3's back.
+  for (uint32_t id : {1u, 2u}) {
+    net::Request req;
+    req.body = net::ReplicaWriteRequest{
+        cluster.map().TokenOf("r"), "r", old_version->ts + 1, 9, false, "new"};
+    auto reply = cluster.Call(id, std::move(req));
+    REQUIRE(reply.ok());
+    REQUIRE(reply->ok());
+  }
+  CHECK(*client->Get("r", Consistency::kAll) == "new");
+  CHECK(Eventually([&] {
+    auto l = cluster.LocalRead(3, "r");
+    return l.ok() && l->value == "new";
+  }));
+}
+
+TEST_CASE("cluster: a newer map spreads by gossip; old-epoch clients are told", "[membership]") {
+  InProcessCluster cluster(3, Params());
+  REQUIRE(cluster.Start().ok());
+  auto client = Connect(cluster);
+  const uint64_t epoch = client->map()->epoch();
+  auto next = cluster.map().WithEpoch(epoch + 1, 1);
+  net::Request req;
+  req.body = net::InstallMapRequest{next.Encode(), epoch, false};
+  auto reply = cluster.Call(1, std::move(req));
+  REQUIRE(reply.ok());
+  INFO(reply->status().ToString());
+  REQUIRE(reply->ok());
+  // A compare-and-set on a stale expected epoch is refused.
+  net::Request stale;
+  stale.body =
+      net::InstallMapRequest{next.WithEpoch(epoch + 2, 1).Encode(), epoch - 1 + 100, false};
+  auto refused = cluster.Call(2, std::move(stale));
+  REQUIRE(refused.ok());
+  CHECK(refused->status().code() == Status::Code::kAborted);
+  // Nodes 2 and 3 learn epoch+1 from gossip.
+  CHECK(Eventually([&] {
+    for (uint32_t id : {2u, 3u}) {
+      net::Request ping;
+      ping.body = net::PingRequest{};
+      auto pong = cluster.Call(id, std::move(ping));
+      if (!pong.ok() || pong->epoch != epoch + 1) return false;
+    }
+    return true;
+  }));
+  // The client still routes by the old map; the first reply brings it the new one.
+  REQUIRE(client->Put("x", "y").ok());
+  CHECK(client->map()->epoch() == epoch + 1);
+}
+
+TEST_CASE("cluster: replica writes from an older epoch are fenced", "[membership]") {
+  ClusterParams p;
+  p.replication_factor = 1;
+  p.write_quorum = p.read_quorum = 1;
+  InProcessCluster cluster(3, p);
+  REQUIRE(cluster.Start().ok());
+  // Move every node to epoch 2 so that an epoch-1 sender is stale.
+  auto next = cluster.map().WithEpoch(2, 1);
+  for (uint32_t id = 1; id <= 3; ++id) {
+    net::Request req;
+    req.body = net::InstallMapRequest{next.Encode(), 1, false};
+    auto r = cluster.Call(id, std::move(req));
+    REQUIRE(r.ok());
+    REQUIRE(r->ok());
+  }
+  // Find a key that node 1 does not own.
+  std::string key;
+  for (int i = 0; key.empty(); ++i) {
+    const std::string k = "f" + std::to_string(i);
+    if (next.Replicas(next.TokenOf(k)).front() != 1) key = k;
+  }
+  net::Request req;
+  req.epoch = 1;
+  req.body = net::ReplicaWriteRequest{next.TokenOf(key), key, 1, 5, false, "fenced"};
+  auto reply = cluster.Call(1, std::move(req));
+  REQUIRE(reply.ok());
+  CHECK(reply->status().code() == Status::Code::kStaleEpoch);
+  CHECK_FALSE(reply->cluster_map.empty());  // the refusal carries the newer map
+}

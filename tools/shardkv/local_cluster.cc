@@ -1,0 +1,522 @@
+#include "local_cluster.h"
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+namespace shardkv::cli {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string ReadFirstLine(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
+template <typename T>
+std::optional<T> ParseNumber(const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  char* end = nullptr;
+  errno = 0;
+  const long long v = std::strtoll(text.c_str(), &end, 10);
+  if (errno != 0 || end == text.c_str() || (*end != '\0' && *end != '\n' && *end != ' ')) {
+    return std::nullopt;
+  }
+  return static_cast<T>(v);
+}
+
+bool IsExecutable(const std::string& path) {
+  std::error_code ec;
+  return !path.empty() && fs::is_regular_file(path, ec) && access(path.c_str(), X_OK) == 0;
+}
+
+// The process's command line from /proc, NUL-separated arguments. nullopt if unreadable.
+std::optional<std::vector<std::string>> ProcCmdline(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/cmdline", std::ios::binary);
+  if (!in) return std::nullopt;
+  std::vector<std::string> args;
+  std::string arg;
+  while (std::getline(in, arg, '\0')) args.push_back(arg);
+  return args;
+}
+
+}  // namespace
+
+// ---- Files ----
+
+std::string ClusterConfPath(const std::string& dir) { return dir + "/cluster.conf"; }
+
+Status WriteClusterConf(const std::string& dir, const ClusterConf& c) {
+  std::ostringstream out;
+  out << "# Written by 'shardkv cluster up'; read by the other 'shardkv cluster' commands.\n"
+      << "nodes=" << c.nodes << "\nmode=" << c.mode << "\nreplicas=" << c.replicas
+      << "\nwrite_quorum=" << c.write_quorum << "\nread_quorum=" << c.read_quorum
+      << "\nvnodes=" << c.vnodes << "\nshards=" << c.shards
+      << "\ntombstone_grace_s=" << c.tombstone_grace_s << "\ncluster_id=" << c.cluster_id
+      << "\nformed=" << (c.formed ? 1 : 0) << "\n";
+  return WriteTextFile(ClusterConfPath(dir), out.str());
+}
+
+StatusOr<ClusterConf> ReadClusterConf(const std::string& dir) {
+  const std::string path = ClusterConfPath(dir);
+  std::ifstream in(path);
+  if (!in) return Status::NotFound("no " + path);
+  ClusterConf c;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    const size_t eq = line.find('=');
+    if (eq == std::string::npos) return Status::Corruption(path + ": bad line '" + line + "'");
+    const std::string key = line.substr(0, eq), value = line.substr(eq + 1);
+    if (key == "mode") {
+      c.mode = value;
+      continue;
+    }
+    auto n = ParseNumber<uint64_t>(value);
+    if (!n) return Status::Corruption(path + ": bad value in '" + line + "'");
+    if (key == "nodes") c.nodes = static_cast<uint32_t>(*n);
+    if (key == "replicas") c.replicas = static_cast<uint32_t>(*n);
+    if (key == "write_quorum") c.write_quorum = static_cast<uint32_t>(*n);
+    if (key == "read_quorum") c.read_quorum = static_cast<uint32_t>(*n);
+    if (key == "vnodes") c.vnodes = static_cast<uint32_t>(*n);
+    if (key == "shards") c.shards = static_cast<uint32_t>(*n);
+    if (key == "tombstone_grace_s") c.tombstone_grace_s = *n;
+    if (key == "cluster_id") c.cluster_id = *n;
+    if (key == "formed") c.formed = *n != 0;
+    // Unknown keys are ignored, so a newer launcher's file still reads.
+  }
+  return c;
+}
+
+std::string NodeDir(const std::string& dir, uint32_t id) {
+  return dir + "/node-" + std::to_string(id);
+}
+
+std::vector<uint32_t> ListNodeIds(const std::string& dir) {
+  std::vector<uint32_t> ids;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("node-", 0) != 0 || !entry.is_directory(ec)) continue;
+    auto id = ParseNumber<int64_t>(name.substr(5));
+    if (id && *id > 0 && *id <= UINT32_MAX && name.substr(5) == std::to_string(*id)) {
+      ids.push_back(static_cast<uint32_t>(*id));
+    }
+  }
+  std::sort(ids.begin(), ids.end());
+  return ids;
+}
+
+std::optional<pid_t> ReadPidFile(const std::string& node_dir) {
+  auto pid = ParseNumber<pid_t>(ReadFirstLine(node_dir + "/pid"));
+  if (!pid || *pid <= 0) return std::nullopt;
+  return pid;
+}
+
+std::optional<uint16_t> ReadPortFile(const std::string& node_dir) {
+  auto port = ParseNumber<int64_t>(ReadFirstLine(node_dir + "/port"));
+  if (!port || *port <= 0 || *port > 65535) return std::nullopt;
+  return static_cast<uint16_t>(*port);
+}
+
+std::optional<int64_t> ReadStoppedAt(const std::string& node_dir) {
+  return ParseNumber<int64_t>(ReadFirstLine(node_dir + "/stopped_at"));
+}
+
+Status WriteTextFile(const std::string& path, const std::string& text) {
+  // A reader (another CLI invocation) never sees a half-written file.
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << text;
+    if (!out.flush()) return Status::IOError("cannot write " + tmp);
+  }
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec) return Status::IOError("cannot rename " + tmp + ": " + ec.message());
+  return Status::OK();
+}
+
+void RemoveFile(const std::string& path) {
+  std::error_code ec;
+  fs::remove(path, ec);
+}
+
+Status WriteArgsFile(const std::string& node_dir, const std::vector<std::string>& args) {
+  std::string text;
+  for (const auto& a : args) {
+    if (a.find('\n') != std::string::npos) {
+      return Status::InvalidArgument("argument with a newline cannot be recorded: " + a);
+    }
+    text += a + "\n";
+  }
+  return WriteTextFile(node_dir + "/args", text);
+}
+
+StatusOr<std::vector<std::string>> ReadArgsFile(const std::string& node_dir) {
+  std::ifstream in(node_dir + "/args");
+  if (!in) return Status::NotFound("no " + node_dir + "/args (was the node started by 'cluster up'?)");
+  std::vector<std::string> args;
+  std::string line;
+  while (std::getline(in, line)) args.push_back(line);
+  if (args.empty()) return Status::Corruption(node_dir + "/args is empty");
+  return args;
+}
+
+std::optional<uint16_t> ListenPortInArgs(const std::vector<std::string>& args) {
+  for (size_t i = 0; i + 1 < args.size(); ++i) {
+    if (args[i] != "--listen") continue;
+    const size_t colon = args[i + 1].rfind(':');
+    if (colon == std::string::npos) return std::nullopt;
+    auto port = ParseNumber<int64_t>(args[i + 1].substr(colon + 1));
+    if (!port || *port < 0 || *port > 65535) return std::nullopt;
+    return static_cast<uint16_t>(*port);
+  }
+  return std::nullopt;
+}
+
+std::vector<std::string> WithListenPort(std::vector<std::string> args, uint16_t port) {
+  for (size_t i = 0; i + 1 < args.size(); ++i) {
+    if (args[i] != "--listen") continue;
+    const size_t colon = args[i + 1].rfind(':');
+    const std::string host = colon == std::string::npos ? "127.0.0.1" : args[i + 1].substr(0, colon);
+    args[i + 1] = host + ":" + std::to_string(port);
+  }
+  return args;
+}
+
+// ---- Processes ----
+
+StatusOr<std::string> FindNodeBinary() {
+  std::vector<std::string> tried;
+  if (const char* env = std::getenv("SHARDKV_NODE_BIN"); env && *env) {
+    // An explicit choice is never silently replaced by another binary.
+    if (IsExecutable(env)) return std::string(env);
+    return Status::NotFound(std::string("SHARDKV_NODE_BIN=") + env + " is not an executable file");
+  }
+  std::error_code ec;
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    const fs::path here = self.parent_path();
+    for (const fs::path& p : {here / "shardkv-node", here / ".." / "shardkv-node" / "shardkv-node"}) {
+      const std::string candidate = p.lexically_normal().string();
+      if (IsExecutable(candidate)) return candidate;
+      tried.push_back(candidate);
+    }
+  }
+  if (const char* path = std::getenv("PATH"); path && *path) {
+    std::stringstream dirs(path);
+    std::string d;
+    while (std::getline(dirs, d, ':')) {
+      if (d.empty()) continue;
+      const std::string candidate = d + "/shardkv-node";
+      if (IsExecutable(candidate)) return candidate;
+    }
+    tried.push_back("$PATH");
+  }
+  std::string list;
+  for (const auto& t : tried) list += (list.empty() ? "" : ", ") + t;
+  return Status::NotFound("cannot find the shardkv-node binary (tried " + list +
+                          "); set SHARDKV_NODE_BIN to its path");
+}
+
+bool ProcessAlive(pid_t pid) {
+  if (pid <= 0) return false;
+  int status = 0;
+  // Our own child (a node started by this invocation) that exited: reap it, it is dead.
+  if (waitpid(pid, &status, WNOHANG) == pid) return false;
+  if (kill(pid, 0) != 0 && errno == ESRCH) return false;
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat;
+  if (!std::getline(in, stat)) return true;  // no /proc: trust kill()
+  // The state follows the parenthesised command name, which may itself contain ") ".
+  const size_t paren = stat.rfind(')');
+  if (paren == std::string::npos || paren + 2 >= stat.size()) return true;
+  const char state = stat[paren + 2];
+  return state != 'Z' && state != 'X';
+}
+
+std::optional<pid_t> RunningNodePid(const std::string& node_dir) {
+  auto pid = ReadPidFile(node_dir);
+  if (!pid || !ProcessAlive(*pid)) return std::nullopt;
+  auto cmdline = ProcCmdline(*pid);
+  if (!cmdline) return pid;  // no /proc to check against: trust the pid file
+  // The node is started with "--data <node_dir>"; anything else holding the pid is a stranger.
+  const bool ours = std::find(cmdline->begin(), cmdline->end(), node_dir) != cmdline->end();
+  if (!ours) return std::nullopt;
+  return pid;
+}
+
+StatusOr<pid_t> SpawnDetached(const std::string& binary, const std::vector<std::string>& args,
+                              const std::string& log_path, const std::string& cwd) {
+  // Everything the child needs is prepared before fork(): between fork and exec a child of a
+  // multi-threaded process may only make async-signal-safe calls (no malloc, no locks).
+  std::vector<std::string> storage;
+  storage.push_back(binary);
+  storage.insert(storage.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : storage) argv.push_back(a.data());
+  argv.push_back(nullptr);
+
+  const int log_fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (log_fd < 0) return Status::IOError("cannot open " + log_path + ": " + std::strerror(errno));
+  const int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (null_fd < 0) {
+    close(log_fd);
+    return Status::IOError(std::string("cannot open /dev/null: ") + std::strerror(errno));
+  }
+  // The child reports a failed exec through this pipe; a successful exec closes it (CLOEXEC).
+  int pipe_fds[2];
+  if (pipe2(pipe_fds, O_CLOEXEC) != 0) {
+    close(log_fd);
+    close(null_fd);
+    return Status::IOError(std::string("pipe: ") + std::strerror(errno));
+  }
+  const pid_t pid = fork();
+  if (pid == 0) {
+    setsid();  // own session and process group: no terminal, no ^C from the user's shell
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
+    sigaction(SIGPIPE, &dfl, nullptr);  // ignored dispositions survive exec; reset them
+    dup2(null_fd, STDIN_FILENO);
+    dup2(log_fd, STDOUT_FILENO);
+    dup2(log_fd, STDERR_FILENO);
+    // Close every other inherited descriptor except the report pipe (which exec closes).
+    if (pipe_fds[1] > 3) close_range(3, pipe_fds[1] - 1, 0);
+    close_range(pipe_fds[1] + 1, ~0U, 0);
+    int err = 0;
+    if (chdir(cwd.c_str()) != 0) {
+      err = errno;
+    } else {
+      execv(argv[0], argv.data());
+      err = errno;
+    }
+    ssize_t ignored = write(pipe_fds[1], &err, sizeof(err));
+    (void)ignored;
+    _exit(127);
+  }
+  const int fork_errno = errno;
+  close(pipe_fds[1]);
+  close(log_fd);
+  close(null_fd);
+  if (pid < 0) {
+    close(pipe_fds[0]);
+    return Status::IOError(std::string("fork: ") + std::strerror(fork_errno));
+  }
+  int child_err = 0;
+  ssize_t n;
+  do {
+    n = read(pipe_fds[0], &child_err, sizeof(child_err));
+  } while (n < 0 && errno == EINTR);
+  close(pipe_fds[0]);
+  if (n == static_cast<ssize_t>(sizeof(child_err))) {
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return Status::IOError("cannot run " + binary + ": " + std::strerror(child_err));
+  }
+  return pid;
+}
+
+StatusOr<pid_t> LaunchNode(const std::string& binary, const std::string& dir, uint32_t id,
+                           const std::vector<std::string>& args) {
+  const std::string node_dir = NodeDir(dir, id);
+  std::error_code ec;
+  fs::create_directories(node_dir, ec);
+  if (ec) return Status::IOError("cannot create " + node_dir + ": " + ec.message());
+  // A stale port file would make the wait below see the previous run as listening.
+  RemoveFile(node_dir + "/port");
+  Status s = WriteArgsFile(node_dir, args);
+  if (!s.ok()) return s;
+  {
+    // A marker in the appended log, so each run's lines are easy to find.
+    std::ofstream log(node_dir + "/node.log", std::ios::app);
+    const std::time_t now = std::time(nullptr);
+    char when[32];
+    std::strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", std::localtime(&now));
+    log << "=== " << when << " started by shardkv cluster ===\n";
+  }
+  auto pid = SpawnDetached(binary, args, node_dir + "/node.log", dir);
+  if (!pid.ok()) return pid.status();
+  s = WriteTextFile(node_dir + "/pid", std::to_string(*pid) + "\n");
+  if (!s.ok()) {
+    kill(*pid, SIGKILL);  // untracked, it could never be stopped by the launcher
+    return s;
+  }
+  RemoveFile(node_dir + "/stopped_at");
+  return pid;
+}
+
+bool PortFree(uint16_t port) {
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  const int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  const bool ok = bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) == 0;
+  close(fd);
+  return ok;
+}
+
+std::vector<std::string> TailLines(const std::string& path, size_t max_lines) {
+  std::ifstream in(path);
+  std::deque<std::string> lines;
+  std::string line;
+  while (std::getline(in, line)) {
+    lines.push_back(line);
+    if (lines.size() > max_lines) lines.pop_front();
+  }
+  return {lines.begin(), lines.end()};
+}
+
+int64_t UnixNow() { return static_cast<int64_t>(std::time(nullptr)); }
+
+bool PollUntil(SteadyClock::time_point deadline, const std::function<bool()>& done,
+               std::chrono::milliseconds interval) {
+  for (;;) {
+    if (done()) return true;
+    const auto now = SteadyClock::now();
+    if (now >= deadline) return false;
+    std::this_thread::sleep_for(std::min<SteadyClock::duration>(interval, deadline - now));
+  }
+}
+
+// ---- Talking to nodes ----
+
+NodeProber::NodeProber() : pool_(std::make_unique<PeerPool>(1)) {}
+
+Status NodeProber::Ping(const std::string& address, std::chrono::milliseconds timeout) {
+  auto r = Call(address, net::PingRequest{}, timeout);
+  return r.ok() ? Status::OK() : r.status();
+}
+
+StatusOr<net::ResponseBody> NodeProber::Call(const std::string& address, net::RequestBody body,
+                                             std::chrono::milliseconds timeout) {
+  net::Request request;
+  request.body = std::move(body);
+  auto response = pool_->CallSync(address, std::move(request), timeout);
+  if (!response.ok()) return response.status();
+  if (!response->ok()) return response->status().WithContext(address);
+  return std::move(response->body);
+}
+
+Status WaitListening(const std::string& dir, const std::vector<PendingNode>& nodes,
+                     SteadyClock::time_point deadline, NodeProber* prober,
+                     const std::function<void(size_t, size_t)>& progress,
+                     std::vector<uint16_t>* ports) {
+  ports->assign(nodes.size(), 0);
+  std::vector<bool> ready(nodes.size(), false);
+  size_t ready_count = 0, reported = SIZE_MAX;
+  Status failure;
+  const bool all = PollUntil(deadline, [&] {
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      if (ready[i]) continue;
+      const std::string node_dir = NodeDir(dir, nodes[i].id);
+      if (!ProcessAlive(nodes[i].pid)) {
+        std::string msg = "node " + std::to_string(nodes[i].id) + " (pid " +
+                          std::to_string(nodes[i].pid) + ") exited during startup; see " +
+                          node_dir + "/node.log";
+        failure = Status::Unavailable(msg);
+        return true;
+      }
+      auto port = ReadPortFile(node_dir);
+      if (!port) continue;
+      // The node writes its port file only once it listens; the ping proves it serves.
+      if (!prober->Ping("127.0.0.1:" + std::to_string(*port), std::chrono::milliseconds(500))
+               .ok()) {
+        continue;
+      }
+      ready[i] = true;
+      (*ports)[i] = *port;
+      ++ready_count;
+    }
+    if (ready_count != reported) {
+      reported = ready_count;
+      progress(ready_count, nodes.size());
+    }
+    return ready_count == nodes.size();
+  });
+  if (!failure.ok()) return failure;
+  if (all) return Status::OK();
+  std::string missing;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (!ready[i]) missing += (missing.empty() ? "" : ", ") + std::to_string(nodes[i].id);
+  }
+  return Status::Timeout("timed out waiting for node(s) " + missing +
+                         " to listen; see their node.log in " + dir);
+}
+
+std::vector<StopOutcome> StopNodes(const std::string& dir, const std::vector<PendingNode>& nodes,
+                                   int sig, SteadyClock::time_point deadline,
+                                   bool kill_after_deadline, std::chrono::milliseconds kill_grace) {
+  std::vector<StopOutcome> out;
+  for (const auto& n : nodes) {
+    out.push_back({n.id, n.pid, false, sig == SIGKILL});
+    kill(n.pid, sig);
+  }
+  auto all_gone = [&] {
+    bool all = true;
+    for (auto& o : out) {
+      if (!o.stopped && !ProcessAlive(o.pid)) o.stopped = true;
+      all = all && o.stopped;
+    }
+    return all;
+  };
+  if (!PollUntil(deadline, all_gone) && kill_after_deadline && sig != SIGKILL) {
+    for (auto& o : out) {
+      if (o.stopped) continue;
+      o.needed_kill = true;
+      kill(o.pid, SIGKILL);
+    }
+    PollUntil(SteadyClock::now() + kill_grace, all_gone);
+  }
+  const std::string now = std::to_string(UnixNow()) + "\n";
+  for (const auto& o : out) {
+    if (!o.stopped) continue;
+    const std::string node_dir = NodeDir(dir, o.id);
+    RemoveFile(node_dir + "/pid");
+    (void)WriteTextFile(node_dir + "/stopped_at", now);  // best effort: only the grace check reads it
+  }
+  return out;
+}
+
+// ---- Locking ----
+
+StatusOr<std::unique_ptr<DirLock>> DirLock::Acquire(const std::string& dir) {
+  const std::string path = dir + "/.launcher.lock";
+  const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return Status::IOError("cannot open " + path + ": " + std::strerror(errno));
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    close(fd);
+    return Status::FailedPrecondition("another 'shardkv cluster' command is working on " + dir);
+  }
+  return std::unique_ptr<DirLock>(new DirLock(fd));
+}
+
+DirLock::~DirLock() { close(fd_); }
+
+}  // namespace shardkv::cli

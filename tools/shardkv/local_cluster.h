@@ -1,0 +1,179 @@
+// LocalCluster: the process side of `shardkv cluster ...` (the ccm of shardkv): the layout of a
+// local cluster directory, spawning detached shardkv-node processes, pid files, port probing and
+// bounded waits.
+//
+// Layout of a cluster directory D (always handled as an absolute path, so that a node relaunched
+// from another working directory finds the same files):
+//
+//   D/cluster.conf         key=value lines: the parameters `cluster up` was given (ClusterConf)
+//   D/.launcher.lock       flock()ed while a launcher command changes the directory
+//   D/node-<id>/           the node's --data directory (RocksDB), plus:
+//     args                 the node's launch arguments, one per line (binary excluded, so a
+//                          rebuilt shardkv-node is picked up); start-node relaunches from it
+//     pid                  pid of the running process; removed when the launcher stops it
+//     port                 written by the node itself once it is listening
+//     node.log             the node's stdout and stderr (appended across restarts)
+//     stopped_at           unix seconds at which the launcher last stopped the node
+//
+// Nothing here prints; the caller (cluster_commands.cc) decides what the user sees.
+//
+// Thread-safety: the free functions are thread-safe; DirLock and NodeProber are not shared.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cluster/peer_pool.h"
+#include "net/messages.h"
+#include "shardkv/status.h"
+
+namespace shardkv::cli {
+
+using SteadyClock = std::chrono::steady_clock;
+
+// What `cluster up` was asked for; start-node and status read it back.
+struct ClusterConf {
+  uint32_t nodes = 0;
+  std::string mode = "ring";
+  uint32_t replicas = 0;
+  uint32_t write_quorum = 0;
+  uint32_t read_quorum = 0;
+  uint32_t vnodes = 160;
+  uint32_t shards = 1024;
+  uint64_t tombstone_grace_s = 10 * 24 * 3600;
+  uint64_t cluster_id = 0;
+  // False until every node accepted the epoch-1 map: a later `up` then knows that the node
+  // directories are leftovers of a failed start, safe to wipe.
+  bool formed = false;
+};
+
+std::string ClusterConfPath(const std::string& dir);
+Status WriteClusterConf(const std::string& dir, const ClusterConf& conf);
+// NotFound if there is no cluster.conf; Corruption if it cannot be parsed.
+StatusOr<ClusterConf> ReadClusterConf(const std::string& dir);
+
+std::string NodeDir(const std::string& dir, uint32_t id);
+// Ids of the node-<id> directories in `dir`, ascending.
+std::vector<uint32_t> ListNodeIds(const std::string& dir);
+
+// Reads small launcher files; nullopt when absent or malformed.
+std::optional<pid_t> ReadPidFile(const std::string& node_dir);
+std::optional<uint16_t> ReadPortFile(const std::string& node_dir);
+std::optional<int64_t> ReadStoppedAt(const std::string& node_dir);
+Status WriteTextFile(const std::string& path, const std::string& text);  // atomic (tmp + rename)
+void RemoveFile(const std::string& path);                                // ignores errors
+
+Status WriteArgsFile(const std::string& node_dir, const std::vector<std::string>& args);
+StatusOr<std::vector<std::string>> ReadArgsFile(const std::string& node_dir);
+// The port in the "--listen host:port" argument; nullopt if absent.
+std::optional<uint16_t> ListenPortInArgs(const std::vector<std::string>& args);
+// A copy of `args` whose --listen port is `port`.
+std::vector<std::string> WithListenPort(std::vector<std::string> args, uint16_t port);
+
+// The shardkv-node binary: $SHARDKV_NODE_BIN, else next to this executable, else the build
+// tree's ../shardkv-node/shardkv-node, else $PATH. NotFound naming every place tried.
+StatusOr<std::string> FindNodeBinary();
+
+// True if `pid` is a live process. A zombie counts as dead: a node whose parent (the CLI) has
+// exited is reparented to PID 1, which in a container may never reap it, and kill(pid, 0)
+// succeeds on a zombie. Reaps `pid` if it is our own exited child.
+bool ProcessAlive(pid_t pid);
+// The pid of node `node_dir`'s running process: its pid file names a live process whose command
+// line carries `node_dir` (so a recycled pid of an unrelated process is never mistaken for the
+// node, and never signalled).
+std::optional<pid_t> RunningNodePid(const std::string& node_dir);
+
+// Starts `binary args...` in its own session (fork + setsid + exec), detached from the CLI so it
+// outlives it: stdin /dev/null, stdout and stderr appended to `log_path`, working directory
+// `cwd`. Returns once exec succeeded (a failed exec is reported as an error, not as a process
+// that dies later).
+StatusOr<pid_t> SpawnDetached(const std::string& binary, const std::vector<std::string>& args,
+                              const std::string& log_path, const std::string& cwd);
+
+// Launches node `id` of `dir` with `args`: clears its stale port file, writes args, spawns,
+// writes the pid file and clears stopped_at.
+StatusOr<pid_t> LaunchNode(const std::string& binary, const std::string& dir, uint32_t id,
+                           const std::vector<std::string>& args);
+
+// True if 127.0.0.1:port can be bound right now (probed the way the node binds: SO_REUSEADDR).
+bool PortFree(uint16_t port);
+
+// The last `max_lines` lines of `path`, for error reports.
+std::vector<std::string> TailLines(const std::string& path, size_t max_lines);
+
+// Unix time in seconds.
+int64_t UnixNow();
+
+// Polls `done` every `interval` until it returns true (-> true) or `deadline` passes (-> false).
+// A poll, not a blind sleep: it returns as soon as the condition holds.
+bool PollUntil(SteadyClock::time_point deadline, const std::function<bool()>& done,
+               std::chrono::milliseconds interval = std::chrono::milliseconds(25));
+
+// Request/response helpers over one PeerPool (one connection per node address, reused across
+// polls, so waiting for N nodes does not open a socket per poll).
+class NodeProber {
+ public:
+  NodeProber();
+  // OK if `address` answers a ping within `timeout`.
+  Status Ping(const std::string& address, std::chrono::milliseconds timeout);
+  // Sends `body` and returns the response body; a server-side error becomes its Status.
+  StatusOr<net::ResponseBody> Call(const std::string& address, net::RequestBody body,
+                                   std::chrono::milliseconds timeout);
+
+ private:
+  std::unique_ptr<PeerPool> pool_;
+};
+
+// One node to wait for in WaitListening.
+struct PendingNode {
+  uint32_t id = 0;
+  pid_t pid = 0;
+};
+
+// Waits until every node in `nodes` has written its port file and answers a ping, or `deadline`.
+// Fails early, naming the node and quoting its log, if a node process exits. `progress(ready,
+// total)` is called whenever the count of ready nodes changes. On success fills `ports` (by
+// position in `nodes`).
+Status WaitListening(const std::string& dir, const std::vector<PendingNode>& nodes,
+                     SteadyClock::time_point deadline, NodeProber* prober,
+                     const std::function<void(size_t, size_t)>& progress,
+                     std::vector<uint16_t>* ports);
+
+// Outcome of stopping one node.
+struct StopOutcome {
+  uint32_t id = 0;
+  pid_t pid = 0;
+  bool stopped = false;      // the process is gone
+  bool needed_kill = false;  // SIGTERM did not stop it before the deadline, so SIGKILL was sent
+};
+
+// Sends `sig` (SIGTERM or SIGKILL) to each node's process and waits until all are gone or
+// `deadline`. With SIGTERM and `kill_after_deadline`, stragglers then get SIGKILL and another
+// `kill_grace` to disappear. Every stopped node loses its pid file and gains stopped_at.
+std::vector<StopOutcome> StopNodes(const std::string& dir, const std::vector<PendingNode>& nodes,
+                                   int sig, SteadyClock::time_point deadline,
+                                   bool kill_after_deadline, std::chrono::milliseconds kill_grace);
+
+// Exclusive advisory lock on D/.launcher.lock, so that two launcher commands never change one
+// directory at once. Released on destruction; the fd is close-on-exec so nodes never inherit it.
+class DirLock {
+ public:
+  // FailedPrecondition if another launcher holds it.
+  static StatusOr<std::unique_ptr<DirLock>> Acquire(const std::string& dir);
+  ~DirLock();
+  DirLock(const DirLock&) = delete;
+  DirLock& operator=(const DirLock&) = delete;
+
+ private:
+  explicit DirLock(int fd) : fd_(fd) {}
+  int fd_;
+};
+
+}  // namespace shardkv::cli
