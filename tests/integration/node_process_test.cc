@@ -1,0 +1,100 @@
+// A real shardkv-node process driven through the shardkv CLI: acknowledged writes survive
+// kill -9, SIGTERM shuts down cleanly, and bad CLI input is refused with exit code 2.
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "integration/background_process.h"
+#include "lab/subprocess.h"
+#include "testing/temp_dir.h"
+
+using shardkv::testing::BackgroundProcess;
+using shardkv::testing::RunProcess;
+using shardkv::testing::TempDir;
+
+namespace {
+
+// Key counts of the heavy tests come from the environment (small in CI).
+int TestKeys(int fallback) {
+  const char* env = std::getenv("SHARDKV_TEST_KEYS");
+  return env && *env ? std::atoi(env) : fallback;
+}
+
+// Waits for the node to write its port file; returns "127.0.0.1:port" or "".
+std::string WaitForPort(const std::string& data_dir, std::chrono::seconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::ifstream in(data_dir + "/port");
+    int port = 0;
+    if (in >> port && port > 0) return "127.0.0.1:" + std::to_string(port);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return "";
+}
+
+std::unique_ptr<BackgroundProcess> StartNode(const TempDir& dir) {
+  std::filesystem::remove(dir.Sub("data/port"));
+  return std::make_unique<BackgroundProcess>(
+      std::vector<std::string>{SHARDKV_NODE_PATH, "--id", "1", "--data", dir.Sub("data"),
+                               "--listen", "127.0.0.1:0", "--log-level", "warn"},
+      dir.Sub("node.log"));
+}
+
+}  // namespace
+
+TEST_CASE("node process: acknowledged writes survive kill -9", "[multiprocess]") {
+  TempDir dir;
+  auto node = StartNode(dir);
+  std::string address = WaitForPort(dir.Sub("data"), std::chrono::seconds(20));
+  REQUIRE_FALSE(address.empty());
+  const std::string count = std::to_string(TestKeys(20000));
+  auto load = RunProcess({SHARDKV_CLI_PATH, "--cluster", address, "load", "--count", count});
+  INFO(load.err);
+  REQUIRE(load.exit_code == 0);
+
+  node->Signal(SIGKILL);
+  node->Wait(std::chrono::seconds(10));
+  node = StartNode(dir);
+  address = WaitForPort(dir.Sub("data"), std::chrono::seconds(20));
+  REQUIRE_FALSE(address.empty());
+  auto verify = RunProcess({SHARDKV_CLI_PATH, "--cluster", address, "verify", "--count", count});
+  INFO(verify.out << verify.err);
+  CHECK(verify.exit_code == 0);
+  CHECK(verify.out.find(count + " ok, 0 missing, 0 mismatched") != std::string::npos);
+}
+
+TEST_CASE("node process: SIGTERM shuts down gracefully; a second signal forces", "[multiprocess]") {
+  TempDir dir;
+  auto node = StartNode(dir);
+  const std::string address = WaitForPort(dir.Sub("data"), std::chrono::seconds(20));
+  REQUIRE_FALSE(address.empty());
+  REQUIRE(RunProcess({SHARDKV_CLI_PATH, "--cluster", address, "put", "k", "v"}).exit_code == 0);
+  node->Signal(SIGTERM);
+  CHECK(node->Wait(std::chrono::seconds(20)) == 0);
+  std::ifstream log(dir.Sub("node.log"));
+  std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+  CHECK(text.find("stopped") != std::string::npos);
+}
+
+TEST_CASE("cli: bad input exits 2 with one line; unreachable exits 3", "[multiprocess]") {
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"get"}, {"load"}, {"load", "--count", "0"},
+        {"put", "--consistency", "most", "k", "v"}, {"nosuchcommand"}}) {
+    std::vector<std::string> argv = {SHARDKV_CLI_PATH, "--cluster", "127.0.0.1:1"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    auto r = RunProcess(argv);
+    INFO(args.front() << ": " << r.err);
+    CHECK(r.exit_code == 2);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  }
+  auto r = RunProcess({SHARDKV_CLI_PATH, "--cluster", "127.0.0.1:1", "--timeout", "2000", "get",
+                       "k"});
+  CHECK(r.exit_code == 3);
+  CHECK(r.err.find("127.0.0.1:1") != std::string::npos);
+  auto help = RunProcess({SHARDKV_CLI_PATH, "load", "--help"});
+  CHECK(help.exit_code == 0);
+  CHECK(help.out.find("--value-size") != std::string::npos);
+}
