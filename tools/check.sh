@@ -14,6 +14,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 JOBS=${SHARDKV_JOBS:-$(nproc)}
+# Let ccache hit across clones of the repository (CI builds a fresh clone each time).
+export CCACHE_BASEDIR="$ROOT" CCACHE_NOHASHDIR=true
 START=$(date +%s)
 
 stage() {
