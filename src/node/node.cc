@@ -99,6 +99,10 @@ Status Node::Impl::Start() {
   so.node_id = options_.id;
   so.tombstone_grace_ms = options_.tombstone_grace_ms;
   so.max_clock_offset_ms = options_.max_clock_offset_ms;
+  // A restarted clock starts at its persisted ceiling, up to one window ahead of wall time. Keep
+  // that well inside the offset peers accept, or a node's first timestamps after a restart
+  // (say, after `cluster down; cluster up`) would be refused as "too far ahead".
+  so.hlc_ceiling_window_ms = std::max<uint64_t>(1, options_.max_clock_offset_ms / 4);
   so.block_cache_bytes = options_.block_cache_bytes;
   so.max_key_bytes = options_.max_key_bytes;
   so.max_value_bytes = options_.max_value_bytes;

@@ -18,6 +18,7 @@
 #include <fstream>
 #include <sstream>
 #include <thread>
+#include <type_traits>
 
 namespace shardkv::cli {
 
@@ -37,11 +38,17 @@ std::optional<T> ParseNumber(const std::string& text) {
   if (text.empty()) return std::nullopt;
   char* end = nullptr;
   errno = 0;
-  const long long v = std::strtoll(text.c_str(), &end, 10);
+  T v;
+  if constexpr (std::is_unsigned_v<T>) {
+    if (text[0] == '-') return std::nullopt;  // strtoull would wrap it around
+    v = static_cast<T>(std::strtoull(text.c_str(), &end, 10));
+  } else {
+    v = static_cast<T>(std::strtoll(text.c_str(), &end, 10));
+  }
   if (errno != 0 || end == text.c_str() || (*end != '\0' && *end != '\n' && *end != ' ')) {
     return std::nullopt;
   }
-  return static_cast<T>(v);
+  return v;
 }
 
 bool IsExecutable(const std::string& path) {
@@ -174,7 +181,8 @@ Status WriteArgsFile(const std::string& node_dir, const std::vector<std::string>
 
 StatusOr<std::vector<std::string>> ReadArgsFile(const std::string& node_dir) {
   std::ifstream in(node_dir + "/args");
-  if (!in) return Status::NotFound("no " + node_dir + "/args (was the node started by 'cluster up'?)");
+  if (!in)
+    return Status::NotFound("no " + node_dir + "/args (was the node started by 'cluster up'?)");
   std::vector<std::string> args;
   std::string line;
   while (std::getline(in, line)) args.push_back(line);
@@ -198,7 +206,8 @@ std::vector<std::string> WithListenPort(std::vector<std::string> args, uint16_t 
   for (size_t i = 0; i + 1 < args.size(); ++i) {
     if (args[i] != "--listen") continue;
     const size_t colon = args[i + 1].rfind(':');
-    const std::string host = colon == std::string::npos ? "127.0.0.1" : args[i + 1].substr(0, colon);
+    const std::string host =
+        colon == std::string::npos ? "127.0.0.1" : args[i + 1].substr(0, colon);
     args[i + 1] = host + ":" + std::to_string(port);
   }
   return args;
@@ -217,7 +226,8 @@ StatusOr<std::string> FindNodeBinary() {
   const fs::path self = fs::read_symlink("/proc/self/exe", ec);
   if (!ec) {
     const fs::path here = self.parent_path();
-    for (const fs::path& p : {here / "shardkv-node", here / ".." / "shardkv-node" / "shardkv-node"}) {
+    for (const fs::path& p :
+         {here / "shardkv-node", here / ".." / "shardkv-node" / "shardkv-node"}) {
       const std::string candidate = p.lexically_normal().string();
       if (IsExecutable(candidate)) return candidate;
       tried.push_back(candidate);
@@ -261,9 +271,12 @@ std::optional<pid_t> RunningNodePid(const std::string& node_dir) {
   auto cmdline = ProcCmdline(*pid);
   if (!cmdline) return pid;  // no /proc to check against: trust the pid file
   // The node is started with "--data <node_dir>"; anything else holding the pid is a stranger.
-  const bool ours = std::find(cmdline->begin(), cmdline->end(), node_dir) != cmdline->end();
-  if (!ours) return std::nullopt;
-  return pid;
+  // Compared as files, so another spelling of the same directory still matches.
+  for (size_t i = 0; i + 1 < cmdline->size(); ++i) {
+    std::error_code ec;
+    if ((*cmdline)[i] == "--data" && fs::equivalent((*cmdline)[i + 1], node_dir, ec)) return pid;
+  }
+  return std::nullopt;
 }
 
 StatusOr<pid_t> SpawnDetached(const std::string& binary, const std::vector<std::string>& args,
@@ -427,10 +440,11 @@ StatusOr<net::ResponseBody> NodeProber::Call(const std::string& address, net::Re
 Status WaitListening(const std::string& dir, const std::vector<PendingNode>& nodes,
                      SteadyClock::time_point deadline, NodeProber* prober,
                      const std::function<void(size_t, size_t)>& progress,
-                     std::vector<uint16_t>* ports) {
+                     std::vector<uint16_t>* ports, uint32_t* exited_id) {
   ports->assign(nodes.size(), 0);
+  *exited_id = 0;
   std::vector<bool> ready(nodes.size(), false);
-  size_t ready_count = 0, reported = SIZE_MAX;
+  size_t ready_count = 0, reported = 0;
   Status failure;
   const bool all = PollUntil(deadline, [&] {
     for (size_t i = 0; i < nodes.size(); ++i) {
@@ -441,6 +455,7 @@ Status WaitListening(const std::string& dir, const std::vector<PendingNode>& nod
                           std::to_string(nodes[i].pid) + ") exited during startup; see " +
                           node_dir + "/node.log";
         failure = Status::Unavailable(msg);
+        *exited_id = nodes[i].id;
         return true;
       }
       auto port = ReadPortFile(node_dir);
@@ -499,7 +514,8 @@ std::vector<StopOutcome> StopNodes(const std::string& dir, const std::vector<Pen
     if (!o.stopped) continue;
     const std::string node_dir = NodeDir(dir, o.id);
     RemoveFile(node_dir + "/pid");
-    (void)WriteTextFile(node_dir + "/stopped_at", now);  // best effort: only the grace check reads it
+    (void)WriteTextFile(node_dir + "/stopped_at",
+                        now);  // best effort: only the grace check reads it
   }
   return out;
 }

@@ -139,12 +139,12 @@ struct PendingNode {
 
 // Waits until every node in `nodes` has written its port file and answers a ping, or `deadline`.
 // Fails early, naming the node and quoting its log, if a node process exits. `progress(ready,
-// total)` is called whenever the count of ready nodes changes. On success fills `ports` (by
-// position in `nodes`).
+// total)` is called whenever a node becomes ready. On success fills `ports` (by position in
+// `nodes`); when a node exited, sets *exited_id to its id (else 0).
 Status WaitListening(const std::string& dir, const std::vector<PendingNode>& nodes,
                      SteadyClock::time_point deadline, NodeProber* prober,
                      const std::function<void(size_t, size_t)>& progress,
-                     std::vector<uint16_t>* ports);
+                     std::vector<uint16_t>* ports, uint32_t* exited_id);
 
 // Outcome of stopping one node.
 struct StopOutcome {

@@ -1,0 +1,217 @@
+#include "cluster_status.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <future>
+#include <iostream>
+#include <map>
+#include <optional>
+
+#include "cli_common.h"
+#include "json_writer.h"
+#include "shardkv/cluster_map.h"
+#include "shardkv/hash_ring.h"
+#include "shardkv/shard_map.h"
+
+namespace shardkv::cli {
+namespace {
+
+struct NodeRow {
+  uint32_t id = 0;
+  std::string address;
+  bool up = false;
+  std::optional<std::string> map_state;
+  std::optional<pid_t> pid;
+  bool alive = false;
+  std::optional<int64_t> keys;
+  std::optional<double> share_pct;
+};
+
+// What one address answered.
+struct Probe {
+  bool up = false;
+  std::optional<ClusterMap> map;
+  std::optional<int64_t> keys;
+};
+
+Probe ProbeNode(NodeProber* prober, const std::string& address, std::chrono::milliseconds t) {
+  Probe p;
+  if (address.empty() || !prober->Ping(address, t).ok()) return p;
+  p.up = true;
+  if (auto r = prober->Call(address, net::GetClusterMapRequest{}, t); r.ok()) {
+    if (const auto* m = std::get_if<net::GetClusterMapResponse>(&*r)) {
+      if (auto decoded = ClusterMap::Decode(m->map); decoded.ok()) p.map = std::move(*decoded);
+    }
+  }
+  if (auto r = prober->Call(address, net::StatsRequest{}, t); r.ok()) {
+    if (const auto* s = std::get_if<net::StatsResponse>(&*r)) {
+      if (auto it = s->counters.find("keys_approx"); it != s->counters.end()) p.keys = it->second;
+    }
+  }
+  return p;
+}
+
+// Probes every address not yet in `probes`, in parallel.
+void ProbeAll(NodeProber* prober, const std::vector<std::string>& addresses,
+              std::chrono::milliseconds timeout, std::map<std::string, Probe>* probes) {
+  std::vector<std::pair<std::string, std::future<Probe>>> pending;
+  for (const auto& a : addresses) {
+    if (probes->count(a) != 0) continue;
+    (*probes)[a] = Probe{};  // also dedups addresses listed twice
+    pending.emplace_back(a, std::async(std::launch::async, ProbeNode, prober, a, timeout));
+  }
+  for (auto& [a, f] : pending) (*probes)[a] = f.get();
+}
+
+// Percent of the token space each node id owns as primary.
+std::map<uint32_t, double> PrimaryShares(const ClusterMap& map) {
+  std::map<std::string, uint32_t> id_by_name;
+  for (const ClusterNode& n : map.nodes()) id_by_name[PlacementName(n.id)] = n.id;
+  std::map<uint32_t, double> shares;
+  if (const HashRing* ring = map.ring()) {
+    std::map<uint32_t, long double> arcs;
+    for (const HashRing::Arc& arc : ring->Ranges()) {
+      // Inclusive ranges: the length is last - first + 1 (computed in long double, since the
+      // whole ring is 2^64).
+      const long double len = static_cast<long double>(arc.range.last - arc.range.first) + 1.0L;
+      arcs[id_by_name[ring->nodes()[arc.owner].name]] += len;
+    }
+    for (const auto& [id, len] : arcs) {
+      shares[id] = static_cast<double>(len / std::ldexp(1.0L, 64) * 100.0L);
+    }
+  } else if (const ShardMap* sm = map.shard_map()) {
+    const std::vector<int32_t> primaries = sm->PrimaryCounts();
+    for (size_t i = 0; i < primaries.size() && i < sm->nodes().size(); ++i) {
+      shares[id_by_name[sm->nodes()[i].name]] =
+          100.0 * primaries[i] / std::max<int32_t>(1, sm->shard_count());
+    }
+  }
+  return shares;
+}
+
+void PrintJson(const std::optional<ClusterMap>& map, const std::vector<NodeRow>& rows) {
+  JsonWriter w;
+  w.Begin();
+  auto null_or = [&](const char* key, auto value, bool known) {
+    w.Key(key);
+    if (known) {
+      w.Value(value);
+    } else {
+      w.Raw("null");
+    }
+  };
+  null_or("cluster_id", map ? std::to_string(map->cluster_id()) : std::string(), map.has_value());
+  null_or("epoch", map ? map->epoch() : 0, map.has_value());
+  null_or("mode", map ? std::string(PlacementModeName(map->params().mode)) : std::string(),
+          map.has_value());
+  null_or("replicas", map ? map->EffectiveReplicas() : 0, map.has_value());
+  null_or("write_quorum", map ? map->EffectiveWriteQuorum() : 0, map.has_value());
+  null_or("read_quorum", map ? map->EffectiveReadQuorum() : 0, map.has_value());
+  w.Key("nodes").BeginArray();
+  for (const NodeRow& r : rows) {
+    w.Begin().Field("id", r.id).Field("address", r.address).Field("state", r.up ? "up" : "down");
+    null_or("map_state", r.map_state.value_or(""), r.map_state.has_value());
+    null_or("pid", static_cast<int64_t>(r.pid.value_or(0)), r.pid.has_value());
+    w.Field("alive", r.alive);
+    null_or("keys", r.keys.value_or(0), r.keys.has_value());
+    null_or("share_pct", r.share_pct.value_or(0), r.share_pct.has_value());
+    w.End();
+  }
+  w.EndArray();
+  w.Key("rebalance").Raw("null");
+  w.End();
+  std::cout << w.str() << "\n";
+}
+
+void PrintTable(const std::string& dir, const std::optional<ClusterMap>& map,
+                const std::vector<NodeRow>& rows) {
+  if (map) {
+    std::printf("cluster %llu: epoch %llu, %s mode, replicas %u, write quorum %u, read quorum %u\n",
+                static_cast<unsigned long long>(map->cluster_id()),
+                static_cast<unsigned long long>(map->epoch()),
+                std::string(PlacementModeName(map->params().mode)).c_str(),
+                map->EffectiveReplicas(), map->EffectiveWriteQuorum(), map->EffectiveReadQuorum());
+  } else {
+    std::printf("cluster in %s: no node answered\n", dir.c_str());
+  }
+  std::printf("rebalance: none\n\n");
+  std::printf("%4s  %-21s  %-5s  %-7s  %-13s  %10s  %7s\n", "ID", "ADDRESS", "STATE", "MAP", "PID",
+              "KEYS", "SHARE");
+  for (const NodeRow& r : rows) {
+    std::string pid = "-";
+    if (r.pid) pid = std::to_string(*r.pid) + (r.alive ? "" : " (dead)");
+    const std::string keys = r.keys ? std::to_string(*r.keys) : "-";
+    char share[16] = "-";
+    if (r.share_pct) std::snprintf(share, sizeof(share), "%.1f%%", *r.share_pct);
+    std::printf("%4u  %-21s  %-5s  %-7s  %-13s  %10s  %7s\n", r.id,
+                r.address.empty() ? "-" : r.address.c_str(), r.up ? "up" : "down",
+                r.map_state.value_or("-").c_str(), pid.c_str(), keys.c_str(), share);
+  }
+}
+
+}  // namespace
+
+int PrintClusterStatus(const GlobalOptions& g, const std::string& dir, NodeProber* prober) {
+  const auto timeout = std::chrono::milliseconds(std::min<uint32_t>(g.timeout_ms, 2000));
+  std::map<uint32_t, NodeRow> rows;
+  std::vector<std::string> seeds = g.cluster;
+  if (g.cluster.empty()) {
+    // The directory's nodes: address from the port file the node wrote, else the one it was
+    // launched with; pid and liveness from the launcher's files.
+    for (uint32_t id : ListNodeIds(dir)) {
+      const std::string node_dir = NodeDir(dir, id);
+      NodeRow& r = rows[id];
+      r.id = id;
+      std::optional<uint16_t> port = ReadPortFile(node_dir);
+      if (!port) {
+        if (auto args = ReadArgsFile(node_dir); args.ok()) port = ListenPortInArgs(*args);
+      }
+      if (port && *port != 0) r.address = "127.0.0.1:" + std::to_string(*port);
+      r.pid = ReadPidFile(node_dir);
+      r.alive = RunningNodePid(node_dir).has_value();
+      if (!r.address.empty()) seeds.push_back(r.address);
+    }
+    if (rows.empty()) {
+      return ReportError("no cluster in " + dir + " (start one with 'shardkv cluster up')",
+                         kExitUnreachable);
+    }
+  }
+  std::map<std::string, Probe> probes;
+  ProbeAll(prober, seeds, timeout, &probes);
+  std::optional<ClusterMap> map;
+  for (auto& [address, p] : probes) {
+    if (p.map && (!map || p.map->epoch() > map->epoch())) map = p.map;
+  }
+  if (map) {
+    const std::map<uint32_t, double> shares = PrimaryShares(*map);
+    std::vector<std::string> more;
+    for (const ClusterNode& n : map->nodes()) {
+      NodeRow& r = rows[n.id];
+      r.id = n.id;
+      r.address = n.address;  // what clients and peers use
+      r.map_state = std::string(NodeStateName(n.state));
+      if (auto it = shares.find(n.id); it != shares.end()) r.share_pct = it->second;
+      more.push_back(n.address);
+    }
+    ProbeAll(prober, more, timeout, &probes);
+  }
+  std::vector<NodeRow> out;
+  bool any_up = false;
+  for (auto& [id, r] : rows) {
+    if (auto it = probes.find(r.address); it != probes.end()) {
+      r.up = it->second.up;
+      r.keys = it->second.keys;
+    }
+    any_up = any_up || r.up;
+    out.push_back(std::move(r));
+  }
+  if (g.json) {
+    PrintJson(map, out);
+  } else {
+    PrintTable(dir, map, out);
+  }
+  return any_up ? kExitOk : kExitUnreachable;
+}
+
+}  // namespace shardkv::cli
