@@ -35,11 +35,12 @@ std::string WaitForPort(const std::string& data_dir, std::chrono::seconds timeou
   return "";
 }
 
-std::unique_ptr<BackgroundProcess> StartNode(const TempDir& dir) {
+std::unique_ptr<BackgroundProcess> StartNode(const TempDir& dir,
+                                             const std::string& log_level = "warn") {
   std::filesystem::remove(dir.Sub("data/port"));
   return std::make_unique<BackgroundProcess>(
       std::vector<std::string>{SHARDKV_NODE_PATH, "--id", "1", "--data", dir.Sub("data"),
-                               "--listen", "127.0.0.1:0", "--log-level", "warn"},
+                               "--listen", "127.0.0.1:0", "--log-level", log_level},
       dir.Sub("node.log"));
 }
 
@@ -66,9 +67,9 @@ TEST_CASE("node process: acknowledged writes survive kill -9", "[multiprocess]")
   CHECK(verify.out.find(count + " ok, 0 missing, 0 mismatched") != std::string::npos);
 }
 
-TEST_CASE("node process: SIGTERM shuts down gracefully; a second signal forces", "[multiprocess]") {
+TEST_CASE("node process: SIGTERM shuts down gracefully", "[multiprocess]") {
   TempDir dir;
-  auto node = StartNode(dir);
+  auto node = StartNode(dir, "info");
   const std::string address = WaitForPort(dir.Sub("data"), std::chrono::seconds(20));
   REQUIRE_FALSE(address.empty());
   REQUIRE(RunProcess({SHARDKV_CLI_PATH, "--cluster", address, "put", "k", "v"}).exit_code == 0);
@@ -76,7 +77,14 @@ TEST_CASE("node process: SIGTERM shuts down gracefully; a second signal forces",
   CHECK(node->Wait(std::chrono::seconds(20)) == 0);
   std::ifstream log(dir.Sub("node.log"));
   std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
-  CHECK(text.find("stopped") != std::string::npos);
+  CHECK(text.find("shutting down gracefully") != std::string::npos);
+  CHECK(text.find("node 1 stopped") != std::string::npos);
+  // The data was flushed and closed cleanly: it reopens with the key in place.
+  node = StartNode(dir);
+  const std::string again = WaitForPort(dir.Sub("data"), std::chrono::seconds(20));
+  REQUIRE_FALSE(again.empty());
+  auto get = RunProcess({SHARDKV_CLI_PATH, "--cluster", again, "get", "k"});
+  CHECK(get.out == "v\n");
 }
 
 TEST_CASE("cli: bad input exits 2 with one line; unreachable exits 3", "[multiprocess]") {
