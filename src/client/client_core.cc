@@ -27,7 +27,8 @@ struct Client::Core::Attempt {
   std::string fixed_address;
   Clock::time_point deadline;
   int tries = 0;
-  size_t replica = 0;  // which replica of the token to try next
+  size_t replica = 0;   // which replica of the token to try next
+  std::string address;  // where the current attempt went
   Status last_error;
   // An error a node reported (say, a quorum failure naming the dead replicas) explains more than
   // a later "connection refused" from the next replica tried, so it is what the caller sees.
@@ -84,6 +85,20 @@ net::RpcClient* Client::Core::Rpc(const std::string& address) {
 std::shared_ptr<const ClusterMap> Client::Core::map() const {
   std::lock_guard lock(mu_);
   return map_;
+}
+
+bool Client::Core::Suspect(const std::string& address) {
+  std::lock_guard lock(mu_);
+  auto it = suspect_until_.find(address);
+  if (it == suspect_until_.end()) return false;
+  if (Clock::now() < it->second) return true;
+  suspect_until_.erase(it);
+  return false;
+}
+
+void Client::Core::MarkSuspect(const std::string& address) {
+  std::lock_guard lock(mu_);
+  suspect_until_[address] = Clock::now() + std::chrono::seconds(2);
 }
 
 void Client::Core::ObserveTimestamp(uint64_t ts) {
@@ -168,9 +183,16 @@ void Client::Core::Dispatch(std::shared_ptr<Attempt> attempt) {
       attempt->done(Status::Internal("the cluster map places no replica for this key"));
       return;
     }
-    const ClusterNode* node = current->FindNode(replicas[attempt->replica % replicas.size()]);
-    address = node->address;
+    // The first replica that is not suspect, starting from the attempt's position.
+    for (size_t k = 0; k < replicas.size(); ++k) {
+      address = current->FindNode(replicas[(attempt->replica + k) % replicas.size()])->address;
+      if (!Suspect(address)) {
+        attempt->replica += k;
+        break;
+      }
+    }
   }
+  attempt->address = address;
   net::Request& req = attempt->request;
   if (current) {
     req.epoch = current->epoch();
@@ -183,8 +205,13 @@ void Client::Core::Dispatch(std::shared_ptr<Attempt> attempt) {
     attempt->done(Status::Aborted("client closed"));
     return;
   }
+  // Each attempt gets a share of the budget, so a node that accepts connections but never
+  // answers (paused, overloaded) leaves time to try another replica.
+  const auto per_attempt = std::chrono::milliseconds(std::max<uint32_t>(
+      200, options_.timeout_ms / static_cast<uint32_t>(options_.max_retries + 1)));
+  const auto attempt_deadline = std::min(attempt->deadline, Clock::now() + per_attempt);
   auto self = shared_from_this();
-  rpc->Call(req, attempt->deadline, [self, attempt](StatusOr<net::Response> reply) {
+  rpc->Call(req, attempt_deadline, [self, attempt](StatusOr<net::Response> reply) {
     self->OnReply(attempt, std::move(reply));
   });
 }
@@ -202,6 +229,9 @@ void Client::Core::OnReply(std::shared_ptr<Attempt> attempt, StatusOr<net::Respo
     attempt->server_error = error;
   } else {
     error = reply.status();
+    if (error.code() == Status::Code::kUnavailable || error.code() == Status::Code::kTimeout) {
+      MarkSuspect(attempt->address);
+    }
   }
   attempt->last_error = error;
   // A stale map is fixed by the map the reply carried: same replica again. An unreachable or

@@ -55,6 +55,8 @@ class Client::Core : public std::enable_shared_from_this<Client::Core> {
   void OnReply(std::shared_ptr<Attempt> attempt, StatusOr<net::Response> reply);
   net::RpcClient* Rpc(const std::string& address);
   void ObserveTimestamp(uint64_t ts);
+  bool Suspect(const std::string& address);
+  void MarkSuspect(const std::string& address);
   void OfferMap(const std::string& encoded);
 
   const ClientOptions options_;
@@ -63,7 +65,10 @@ class Client::Core : public std::enable_shared_from_this<Client::Core> {
   mutable std::mutex mu_;
   std::shared_ptr<const ClusterMap> map_;                        // GUARDED_BY(mu_)
   std::map<std::string, std::unique_ptr<net::RpcClient>> rpcs_;  // GUARDED_BY(mu_)
-  bool closed_ = false;                                          // GUARDED_BY(mu_)
+  // Nodes that just failed to answer are tried last for a short while, so one dead or paused
+  // node does not cost every request a timeout.
+  std::map<std::string, Clock::time_point> suspect_until_;  // GUARDED_BY(mu_)
+  bool closed_ = false;                                     // GUARDED_BY(mu_)
 
   std::atomic<uint64_t> max_seen_ts_{0};
 };

@@ -1,6 +1,8 @@
 // Failure drills on a real 3-process cluster started with `shardkv cluster up` (design.md
 // "Replication": with one node of three killed by kill -9, quorum operations keep succeeding and
 // no acknowledged write is lost; with two killed they fail naming the unavailable replicas).
+#include <signal.h>
+
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdlib>
@@ -133,4 +135,63 @@ TEST_CASE("failure: two of three killed fails quorum naming the replicas", "[mul
   // The acknowledged write is still readable at consistency one.
   auto get = Cli(dir, {"--consistency", "one", "get", "k"});
   CHECK(get.out == "v\n");
+}
+
+TEST_CASE("failure: a node paused 10 s under load loses nothing and catches up", "[multiprocess]") {
+  TempDir dir;
+  ClusterGuard guard{dir};
+  REQUIRE(Cli(dir, {"cluster", "up", "--nodes", "3", "--base-port", "0"}).exit_code == 0);
+  std::ifstream pid_file(dir.Sub("node-2/pid"));
+  pid_t pid = 0;
+  pid_file >> pid;
+  REQUIRE(pid > 0);
+  shardkv::ClientOptions o;
+  o.seeds = {NodeAddress(dir, 1), NodeAddress(dir, 3)};
+  o.timeout_ms = 5000;
+  auto client = shardkv::Client::Connect(o);
+  REQUIRE(client.ok());
+
+  // Write continuously for ~12 s; node 2 is stopped for 10 s of it.
+  std::vector<std::string> written;
+  int failures = 0;
+  std::string first_failure;
+  const auto start = std::chrono::steady_clock::now();
+  bool paused = false, resumed = false;
+  for (int i = 0; i < 1000000; ++i) {
+    const auto elapsed = std::chrono::steady_clock::now() - start;
+    if (!paused && elapsed > std::chrono::seconds(1)) {
+      REQUIRE(kill(pid, SIGSTOP) == 0);
+      paused = true;
+    }
+    if (paused && !resumed && elapsed > std::chrono::seconds(11)) {
+      REQUIRE(kill(pid, SIGCONT) == 0);
+      resumed = true;
+    }
+    if (elapsed > std::chrono::seconds(12)) break;
+    const std::string key = "p:" + std::to_string(i);
+    auto put = (*client)->Put(key, "v" + std::to_string(i));
+    if (put.ok()) {
+      written.push_back(key);
+    } else if (failures++ == 0) {
+      first_failure = put.status().ToString();
+    }
+  }
+  if (!resumed) kill(pid, SIGCONT);
+  INFO("first failure: " << first_failure);
+  CHECK(failures == 0);
+  CHECK(written.size() > 100);
+  // Every acknowledged write is readable, and node 2 catches up through hints.
+  for (const std::string& key : written) {
+    auto got = (*client)->Get(key);
+    REQUIRE(got.ok());
+  }
+  auto map = (*client)->map();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  int held = 0;
+  while (std::chrono::steady_clock::now() < deadline) {
+    held = LocallyHeld(dir, 2, *map, written);
+    if (held == static_cast<int>(written.size())) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+  CHECK(held == static_cast<int>(written.size()));
 }

@@ -181,6 +181,7 @@ void HistoryChecker::Wait() {
   threads_.clear();
   clients_.clear();
   joined_ = true;
+  if (!options_.check_reads) return;
   std::lock_guard lock(mu_);
   for (const KeyHistory& h : histories_) {
     std::vector<std::string> found = CheckReads(h);
