@@ -12,6 +12,7 @@
 #include "lab/subprocess.h"
 #include "net/rpc_client.h"
 #include "shardkv/client.h"
+#include "testing/history_checker.h"
 #include "testing/temp_dir.h"
 
 using shardkv::testing::ProcessResult;
@@ -194,4 +195,38 @@ TEST_CASE("failure: a node paused 10 s under load loses nothing and catches up",
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
   }
   CHECK(held == static_cast<int>(written.size()));
+}
+
+TEST_CASE("failure: history holds through kill -9 and restarts of nodes", "[multiprocess]") {
+  TempDir dir;
+  ClusterGuard guard{dir};
+  REQUIRE(Cli(dir, {"cluster", "up", "--nodes", "3", "--base-port", "0"}).exit_code == 0);
+  shardkv::ClientOptions co;
+  for (int id = 1; id <= 3; ++id) co.seeds.push_back(NodeAddress(dir, id));
+  co.timeout_ms = 5000;
+  shardkv::testing::HistoryOptions ho;
+  ho.keys = 100;
+  ho.duration = std::chrono::milliseconds(15000);
+  shardkv::testing::HistoryChecker checker(co, ho);
+  REQUIRE(checker.Start().ok());
+  uint64_t target = 300;
+  for (const char* id : {"2", "3", "1"}) {
+    REQUIRE(checker.WaitUntil([&](const auto& s) { return s.acked >= target; },
+                              std::chrono::seconds(30)));
+    REQUIRE(Cli(dir, {"cluster", "stop-node", id, "--kill"}).exit_code == 0);
+    target += 300;
+    REQUIRE(checker.WaitUntil([&](const auto& s) { return s.acked >= target; },
+                              std::chrono::seconds(30)));
+    auto start = Cli(dir, {"cluster", "start-node", id});
+    INFO(start.out << start.err);
+    REQUIRE(start.exit_code == 0);
+    target += 300;
+  }
+  checker.Wait();
+  const auto stats = checker.stats();
+  INFO("acked " << stats.acked << " failed " << stats.failed << " last error " << stats.last_error);
+  CHECK(checker.Violations().empty());
+  shardkv::Status final_check = checker.FinalCheck();
+  INFO(final_check.ToString());
+  CHECK(final_check.ok());
 }

@@ -88,9 +88,11 @@ TEST_CASE("node process: SIGTERM shuts down gracefully", "[multiprocess]") {
 }
 
 TEST_CASE("cli: bad input exits 2 with one line; unreachable exits 3", "[multiprocess]") {
-  for (const std::vector<std::string>& args :
-       {std::vector<std::string>{"get"}, {"load"}, {"load", "--count", "0"},
-        {"put", "--consistency", "most", "k", "v"}, {"nosuchcommand"}}) {
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"get"},
+                                               {"load"},
+                                               {"load", "--count", "0"},
+                                               {"put", "--consistency", "most", "k", "v"},
+                                               {"nosuchcommand"}}) {
     std::vector<std::string> argv = {SHARDKV_CLI_PATH, "--cluster", "127.0.0.1:1"};
     argv.insert(argv.end(), args.begin(), args.end());
     auto r = RunProcess(argv);
@@ -98,8 +100,8 @@ TEST_CASE("cli: bad input exits 2 with one line; unreachable exits 3", "[multipr
     CHECK(r.exit_code == 2);
     CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
   }
-  auto r = RunProcess({SHARDKV_CLI_PATH, "--cluster", "127.0.0.1:1", "--timeout", "2000", "get",
-                       "k"});
+  auto r =
+      RunProcess({SHARDKV_CLI_PATH, "--cluster", "127.0.0.1:1", "--timeout", "2000", "get", "k"});
   CHECK(r.exit_code == 3);
   CHECK(r.err.find("127.0.0.1:1") != std::string::npos);
   auto help = RunProcess({SHARDKV_CLI_PATH, "load", "--help"});
