@@ -80,14 +80,16 @@ class HashRing final : public Placement {
     std::unique_ptr<Point[]> data_;
     size_t size_ = 0;
   };
-  // Owner() reads owners_[i]; the owners live inside points_, so this is a view of them.
+  // Owner() reads owners_[i]; the owners live inside points_, so this is a view of them. It holds
+  // the array itself rather than &points_ to save Owner() a dependent load. Build() sets it once
+  // the points are allocated, and they never move after that.
   class OwnerView {
    public:
-    explicit OwnerView(const Points* points) : points_(points) {}
-    uint32_t operator[](size_t i) const { return (*points_)[i].owner; }
+    uint32_t operator[](size_t i) const { return points_[i].owner; }
+    void Reset(const Point* points) { points_ = points; }
 
    private:
-    const Points* points_;
+    const Point* points_ = nullptr;
   };
 
   HashRing(std::vector<NodeSpec> nodes, int vnodes, hash::HashKind hash)
@@ -98,7 +100,7 @@ class HashRing final : public Placement {
   int vnodes_;
   hash::HashKind hash_;
   Points points_;
-  OwnerView owners_{&points_};
+  OwnerView owners_;
   // prefix_[b] = index of the first point whose top bits are >= b, for b in [0, 2^bits]; the
   // last entry is point_count().
   std::unique_ptr<uint32_t[]> prefix_;

@@ -30,6 +30,10 @@ class Node {
   uint16_t port() const;
   std::string address() const;  // host:port actually bound
 
+  // Compacts the whole store now, which also runs tombstone GC (outside protected ranges).
+  // Returns how many tombstones compaction has collected since the node started.
+  StatusOr<uint64_t> Compact();
+
   // Graceful shutdown: stop accepting, finish in-flight requests, flush, close the store.
   void Stop();
   // Blocks until Stop() has completed (from any thread).

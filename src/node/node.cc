@@ -36,6 +36,11 @@ class Node::Impl {
   uint16_t port() const { return server_ ? server_->bound_port() : 0; }
   std::string address() const { return host_ + ":" + std::to_string(port()); }
   uint32_t id() const { return options_.id; }
+  StatusOr<uint64_t> Compact() {
+    SHARDKV_RETURN_IF_ERROR(storage_->Flush());
+    SHARDKV_RETURN_IF_ERROR(storage_->CompactRange(TokenRange{0, UINT64_MAX}));
+    return storage_->TombstonesDropped();
+  }
 
  private:
   Status WritePortFile();
@@ -236,6 +241,7 @@ uint32_t Node::id() const { return impl_->id(); }
 uint16_t Node::port() const { return impl_->port(); }
 std::string Node::address() const { return impl_->address(); }
 void Node::Stop() { impl_->Stop(); }
+StatusOr<uint64_t> Node::Compact() { return impl_->Compact(); }
 void Node::Wait() { impl_->Wait(); }
 
 }  // namespace shardkv

@@ -260,3 +260,33 @@ TEST_CASE("cluster: history holds while nodes stop and restart", "[replication][
     CHECK(stats.failed == 0);
   }
 }
+
+TEST_CASE("cluster: deleted keys stay deleted after tombstone GC", "[replication][history]") {
+  // A grace of one second: tombstones become collectable almost at once.
+  InProcessCluster cluster(3, Params(), /*tombstone_grace_ms=*/1000);
+  REQUIRE(cluster.Start().ok());
+  ClientOptions co;
+  co.seeds = cluster.Addresses();
+  shardkv::testing::HistoryOptions ho;
+  ho.keys = 40;
+  ho.delete_fraction = 0.3;
+  ho.duration = std::chrono::milliseconds(1500);
+  shardkv::testing::HistoryChecker checker(co, ho);
+  REQUIRE(checker.Start().ok());
+  checker.Wait();
+  REQUIRE(checker.FinalCheck().ok());
+  // Wait out the grace, then compact every node until each has collected tombstones.
+  REQUIRE(Eventually(
+      [&] {
+        for (uint32_t id = 1; id <= 3; ++id) {
+          auto dropped = cluster.node(id)->Compact();
+          if (!dropped.ok() || *dropped == 0) return false;
+        }
+        return true;
+      },
+      std::chrono::seconds(20)));
+  Status after_gc = checker.FinalCheck();
+  INFO(after_gc.ToString());
+  CHECK(after_gc.ok());
+  CHECK(checker.Violations().empty());
+}

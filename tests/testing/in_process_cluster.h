@@ -26,6 +26,7 @@ class InProcessCluster {
   // Restarts a stopped node on the same data and the same port.
   Status RestartNode(uint32_t id);
   bool running(uint32_t id) const { return nodes_[id - 1] != nullptr; }
+  Node* node(uint32_t id) const { return nodes_[id - 1].get(); }
 
   std::vector<std::string> Addresses() const;
   std::string Address(uint32_t id) const { return addresses_[id - 1]; }
