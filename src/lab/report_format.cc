@@ -7,6 +7,8 @@
 #include <string_view>
 #include <vector>
 
+#include "common/json.h"
+
 namespace shardkv::lab {
 namespace {
 
@@ -26,35 +28,7 @@ std::string JsonNumber(double v, int precision) {
 // Shortest round-trip form: weights are user input, so print them as given ("1", "2.5").
 std::string JsonWeight(double w) { return std::isfinite(w) ? fmt::format("{}", w) : "null"; }
 
-std::string JsonString(std::string_view s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (c < 0x20) {
-          out += fmt::format("\\u{:04x}", c);
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  return out + "\"";
-}
+std::string JsonString(std::string_view s) { return JsonQuote(s); }
 
 // RFC 4180: quote a field only when it needs it.
 std::string CsvField(std::string_view s) {

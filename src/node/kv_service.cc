@@ -230,17 +230,21 @@ void KvService::MultiPut(const std::shared_ptr<const ClusterMap>& map, net::Cons
   }
 }
 
+Status KvService::CheckFence(const ClusterMap& map, uint64_t sender_epoch, uint64_t token) const {
+  // Fencing (design.md): a sender behind our epoch may only touch tokens we still hold, so a node
+  // paused or partitioned through a change cannot write into ranges that have moved.
+  if (sender_epoch >= map.epoch()) return Status::OK();
+  const auto replicas = map.Replicas(token);
+  if (std::find(replicas.begin(), replicas.end(), d_.self_id) != replicas.end()) {
+    return Status::OK();
+  }
+  return Status::StaleEpoch("node " + std::to_string(d_.self_id) +
+                            " does not hold this token at epoch " + std::to_string(map.epoch()));
+}
+
 net::ResponseBody KvService::ReplicaWrite(const ClusterMap& map, uint64_t sender_epoch,
                                           const net::ReplicaWriteRequest& r) {
-  // Fencing: a sender behind our epoch may only write tokens we still hold.
-  if (sender_epoch < map.epoch()) {
-    const auto replicas = map.Replicas(r.token);
-    if (std::find(replicas.begin(), replicas.end(), d_.self_id) == replicas.end()) {
-      return Error(Status::StaleEpoch("node " + std::to_string(d_.self_id) +
-                                      " does not hold this token at epoch " +
-                                      std::to_string(map.epoch())));
-    }
-  }
+  if (Status s = CheckFence(map, sender_epoch, r.token); !s.ok()) return Error(s);
   auto written = d_.storage->Write(r.token, r.key, Envelope{r.ts, r.node_id, r.tombstone, r.value});
   if (!written.ok()) return Error(written.status());
   return net::ReplicaWriteResponse{static_cast<uint8_t>(written->outcome)};
@@ -248,14 +252,7 @@ net::ResponseBody KvService::ReplicaWrite(const ClusterMap& map, uint64_t sender
 
 net::ResponseBody KvService::ReplicaRead(const ClusterMap& map, uint64_t sender_epoch,
                                          const net::ReplicaReadRequest& r) {
-  if (sender_epoch < map.epoch()) {
-    const auto replicas = map.Replicas(r.token);
-    if (std::find(replicas.begin(), replicas.end(), d_.self_id) == replicas.end()) {
-      return Error(Status::StaleEpoch("node " + std::to_string(d_.self_id) +
-                                      " does not hold this token at epoch " +
-                                      std::to_string(map.epoch())));
-    }
-  }
+  if (Status s = CheckFence(map, sender_epoch, r.token); !s.ok()) return Error(s);
   auto env = d_.storage->GetEnvelope(r.token, r.key);
   if (env.ok()) {
     return net::ReplicaReadResponse{true, env->timestamp, env->node_id, env->tombstone,

@@ -61,6 +61,7 @@ class KvService : public net::RequestHandler {
 
   Status CheckKey(std::string_view key) const;
   Status CheckValue(std::string_view value) const;
+  Status CheckFence(const ClusterMap& map, uint64_t sender_epoch, uint64_t token) const;
   void Dispatch(const std::shared_ptr<const ClusterMap>& map, net::Request& request, Reply reply);
   void Get(const std::shared_ptr<const ClusterMap>& map, net::Consistency c, net::GetRequest& r,
            Reply reply);

@@ -8,41 +8,13 @@
 #include <string_view>
 #include <type_traits>
 
+#include "common/json.h"
+
 namespace shardkv::cli {
 
 class JsonWriter {
  public:
-  static std::string Quote(std::string_view s) {
-    std::string out = "\"";
-    for (unsigned char c : s) {
-      switch (c) {
-        case '"':
-          out += "\\\"";
-          break;
-        case '\\':
-          out += "\\\\";
-          break;
-        case '\n':
-          out += "\\n";
-          break;
-        case '\r':
-          out += "\\r";
-          break;
-        case '\t':
-          out += "\\t";
-          break;
-        default:
-          if (c < 0x20) {
-            char buf[8];
-            std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-            out += buf;
-          } else {
-            out += static_cast<char>(c);
-          }
-      }
-    }
-    return out + "\"";
-  }
+  static std::string Quote(std::string_view s) { return JsonQuote(s); }
 
   JsonWriter& Begin() { return Open('{'); }
   JsonWriter& End() { return Close('}'); }

@@ -1,0 +1,12 @@
+// JSON string quoting shared by every --json output (CLI, lab, benchmarks).
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace shardkv {
+
+// `s` as a JSON string literal, quotes included; control characters are \u-escaped.
+std::string JsonQuote(std::string_view s);
+
+}  // namespace shardkv
