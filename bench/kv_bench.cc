@@ -21,7 +21,6 @@
 //
 // A GET of a missing key counts as a completed op (and is reported as a miss).
 #include <errno.h>
-#include <fcntl.h>
 #include <hiredis/hiredis.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -59,6 +58,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/json.h"
 #include "shardkv/client.h"
 #include "shardkv/options.h"
 #include "shardkv/status.h"
@@ -869,33 +869,11 @@ struct Report {
   std::string first_error;
 };
 
+// Without the surrounding quotes: the printf formats below supply them.
 std::string JsonEscape(std::string_view s) {
-  std::string out;
-  for (char ch : s) {
-    switch (ch) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      default:
-        if (static_cast<unsigned char>(ch) < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof(buf), "\\u%04x", ch);
-          out += buf;
-        } else {
-          out += ch;
-        }
-    }
-  }
-  return out;
+  const std::string quoted = shardkv::JsonQuote(s);
+  return quoted.substr(1, quoted.size() - 2);
 }
-
-std::string DistName(const Config& c) { return c.dist; }
 
 void PrintJson(const Config& c, const Report& r) {
   std::printf(
@@ -906,7 +884,7 @@ void PrintJson(const Config& c, const Report& r) {
       "\"max_us\":%.1f,\"client_cpu_pct\":%.1f,\"client_cpu_us_per_op\":%.2f",
       JsonEscape(c.label).c_str(), c.target.c_str(), PhaseName(r.phase), c.clients, c.pipeline,
       c.threads, c.ratio.c_str(), c.value_size, static_cast<unsigned long long>(c.keyspace),
-      JsonEscape(DistName(c)).c_str(), static_cast<unsigned long long>(c.seed),
+      JsonEscape(c.dist).c_str(), static_cast<unsigned long long>(c.seed),
       static_cast<unsigned long long>(r.completed), static_cast<unsigned long long>(r.misses),
       static_cast<unsigned long long>(r.errors), r.elapsed_s, r.ops_per_s, r.mean_us, r.p50_us,
       r.p99_us, r.p999_us, r.max_us, r.client_cpu_pct, r.client_cpu_us_per_op);

@@ -17,7 +17,9 @@
 # Usage: bench/scripts/kv_compare.sh [--build DIR] [--duration SECONDS] [--repeat N]
 #                                    [--clients N] [--node-threads N] [--bench-threads N]
 #                                    [--quiet PCT] [--quiet-wait SECONDS] [--nice N]
-#                                    [--out DIR]
+#                                    [--redis-args "ARGS"] [--out DIR]
+# --redis-args adds redis-server options, e.g. "--appendonly yes --appendfsync no" for a redis
+# that, like shardkv's RocksDB WAL, writes every update to the OS (not fsynced) before replying.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -30,6 +32,7 @@ BENCH_THREADS=1
 QUIET=40
 QUIET_WAIT=10
 NICE=0
+REDIS_ARGS=""
 OUT=""
 
 # Prints the header comment.
@@ -45,6 +48,7 @@ while [[ $# -gt 0 ]]; do
     --quiet) QUIET=$2; shift 2 ;;
     --quiet-wait) QUIET_WAIT=$2; shift 2 ;;
     --nice) NICE=$2; shift 2 ;;
+    --redis-args) REDIS_ARGS=$2; shift 2 ;;
     --out) OUT=$2; shift 2 ;;
     -h|--help) usage; exit 0 ;;
     *) echo "kv_compare.sh: unknown argument: $1 (see --help)" >&2; exit 2 ;;
@@ -108,11 +112,12 @@ NODE_ADDR="127.0.0.1:$(cat "$WORK/node/port")"
 # --- redis-server: it cannot report a kernel-chosen port, so try random free ones.
 mkdir -p "$WORK/redis"
 REDIS_PORT=""
+read -r -a REDIS_EXTRA <<<"$REDIS_ARGS"  # later options override the defaults above
 for _ in $(seq 20); do
   port=$((20000 + RANDOM % 40000))
   if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then continue; fi  # in use
   nice -n "$NICE" redis-server --bind 127.0.0.1 --port "$port" --save '' --appendonly no --daemonize no \
-    --dir "$WORK/redis" --logfile "$OUT/redis.log" --protected-mode yes &
+    --dir "$WORK/redis" --logfile "$OUT/redis.log" --protected-mode yes "${REDIS_EXTRA[@]}" &
   REDIS_PID=$!
   for _ in $(seq 50); do
     if [[ "$(timeout 2 redis-cli -h 127.0.0.1 -p "$port" ping 2>/dev/null)" == PONG ]]; then
@@ -130,7 +135,7 @@ done
 REDIS_ADDR="127.0.0.1:$REDIS_PORT"
 
 echo "# shardkv node $NODE_ADDR (pid $NODE_PID, $NODE_THREADS I/O threads), redis $REDIS_ADDR (pid $REDIS_PID, $(redis-server --version | awk '{print $3}'))" >&2
-echo "# duration ${DURATION}s x $REPEAT repeats, $CLIENTS clients, bench threads $BENCH_THREADS, nice $NICE; raw results in $OUT" >&2
+echo "# duration ${DURATION}s x $REPEAT repeats, $CLIENTS clients, bench threads $BENCH_THREADS, nice $NICE, redis args '$REDIS_ARGS'; raw results in $OUT" >&2
 
 RESULTS="$OUT/results.jsonl"
 : >"$RESULTS"

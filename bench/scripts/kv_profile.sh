@@ -7,12 +7,12 @@
 # for redis-server (--save '' --appendonly no) driven by the same load generator, for contrast.
 # Stops everything it started.
 #
-# Without perf it falls back to valgrind --tool=callgrind on the node for a short --ops run
-# (about 50x slower, so the numbers are instruction counts, not time).
+# Without perf (or with --no-perf) it falls back to valgrind --tool=callgrind on the node for
+# a short --ops run (about 50x slower, so the numbers are instruction counts, not time).
 #
 # Usage: bench/scripts/kv_profile.sh [--build DIR] [--seconds N] [--pipeline N] [--top N]
 #                                    [--workloads get,put] [--callgraph] [--with-redis]
-#                                    [--out DIR]
+#                                    [--no-perf] [--out DIR]
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -23,6 +23,7 @@ TOP=25
 WORKLOADS=get,put
 CALLGRAPH=0
 WITH_REDIS=0
+NO_PERF=0
 COUNT_OPS=200000
 OUT=""
 
@@ -37,6 +38,7 @@ while [[ $# -gt 0 ]]; do
     --workloads) WORKLOADS=$2; shift 2 ;;
     --callgraph) CALLGRAPH=1; shift ;;
     --with-redis) WITH_REDIS=1; shift ;;
+    --no-perf) NO_PERF=1; shift ;;
     --out) OUT=$2; shift 2 ;;
     -h|--help) usage; exit 0 ;;
     *) echo "kv_profile.sh: unknown argument: $1 (see --help)" >&2; exit 2 ;;
@@ -73,6 +75,7 @@ cleanup() {
   stop_pid "$NODE_PID"
   stop_pid "$REDIS_PID"
   rm -rf "$WORK/node" "$WORK/redis"
+  [[ "$OUT" == "$WORK/out" ]] || rm -rf "$WORK"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -93,26 +96,31 @@ start_node() {  # extra node args...
 
 ratio_of() { [[ "$1" == get ]] && echo 1:0 || echo 0:1; }
 
-# --- Fallback: no usable perf.
-if ! perf stat -e cpu-clock true >/dev/null 2>&1; then
+# --- Fallback: no usable perf (or --no-perf).
+if [[ $NO_PERF == 1 ]] || ! perf stat -e cpu-clock true >/dev/null 2>&1; then
   command -v valgrind >/dev/null || { echo "kv_profile.sh: neither perf nor valgrind" >&2; exit 2; }
-  echo "# perf unusable here: callgrind on the node (instruction counts, short runs)"
+  echo "# no perf: callgrind on the node (instruction counts of short runs, not time)"
   for wl in ${WORKLOADS//,/ }; do
     start_node valgrind --tool=callgrind --callgrind-out-file="$OUT/callgrind.$wl.out" "$NODE_BIN"
-    timeout 600 "$BENCH_BIN" --cluster "$NODE_ADDR" --ratio "$(ratio_of "$wl")" --ops 20000 \
-      --pipeline "$PIPELINE" --timeout-ms 60000 $([[ $wl == get ]] && echo --preload --keyspace 20000)
+    extra=()
+    [[ $wl == get ]] && extra=(--preload --keyspace 5000)
+    # Generous timeouts: the node runs about 50x slower under callgrind.
+    timeout 600 "$BENCH_BIN" --cluster "$NODE_ADDR" --ratio "$(ratio_of "$wl")" --ops 5000 \
+      --pipeline "$PIPELINE" --timeout-ms 60000 "${extra[@]}"
     stop_pid "$NODE_PID"
     NODE_PID=""
-    callgrind_annotate "$OUT/callgrind.$wl.out" 2>/dev/null | head -$((TOP + 25))
+    echo "## node ($wl): top functions by instructions (inclusive of nothing: self cost)"
+    callgrind_annotate "$OUT/callgrind.$wl.out" 2>/dev/null | sed -n '/^Ir/,$p' | head -$((TOP + 3))
   done
   exit 0
 fi
 
 SYSCALLS=recvfrom,sendto,epoll_wait,epoll_ctl,read,write,readv,writev,recvmsg,sendmsg,futex
-EVENTS=$(echo "$SYSCALLS" | sed 's/\([a-z_]*\)/syscalls:sys_enter_\1/g')
+EVENTS=""
+for call in ${SYSCALLS//,/ }; do EVENTS+="${EVENTS:+,}syscalls:sys_enter_$call"; done
 if ! perf stat -e syscalls:sys_enter_sendto true >/dev/null 2>&1; then EVENTS=""; fi
 CG_ARGS=()
-[[ $CALLGRAPH == 1 ]] && CG_ARGS=(--call-graph dwarf,32768)
+[[ $CALLGRAPH == 1 ]] && CG_ARGS=(--call-graph "dwarf,32768")
 
 report() {  # perf.data title
   echo "## $2: top self time (perf cpu-clock samples)"
