@@ -182,7 +182,9 @@ void KvService::MultiGet(const std::shared_ptr<const ClusterMap>& map, net::Cons
       });
   for (size_t i = 0; i < r.keys.size(); ++i) {
     if (Status s = CheckKey(r.keys[i].key); !s.ok()) {
-      gather->Set(i, net::ItemResult{s});
+      net::ItemResult failed;
+      failed.status = s;
+      gather->Set(i, std::move(failed));
       continue;
     }
     const uint64_t token = map->TokenOf(r.keys[i].key);
@@ -213,7 +215,9 @@ void KvService::MultiPut(const std::shared_ptr<const ClusterMap>& map, net::Cons
     Status s = CheckKey(item.key);
     if (s.ok()) s = CheckValue(item.value);
     if (!s.ok()) {
-      gather->Set(i, net::ItemResult{s});
+      net::ItemResult failed;
+      failed.status = s;
+      gather->Set(i, std::move(failed));
       continue;
     }
     const uint64_t token = map->TokenOf(item.key);
