@@ -11,7 +11,9 @@
 //
 // Lookup cost: a plain binary search over 160k points takes 60-120 ns (cache misses per level).
 // Instead a prefix table indexed by the token's top bits gives the first candidate point, and a
-// short scan finishes the job: 2-6 ns. Points are stored in a flat sorted array.
+// fixed, branchless 4-point compare finishes the job: 2-3 ns at 10-100 nodes, and at 1000 x 160
+// (3.6 MB, past L2) two dependent cache misses, about 6-10 ns when lookups overlap and 35-40 ns
+// alone. Points are {position, owner} pairs in one flat sorted array.
 //
 // Thread-safety: immutable after Build(); all methods are const and lock-free.
 #pragma once

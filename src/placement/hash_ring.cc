@@ -7,6 +7,19 @@
 #include <string>
 
 namespace shardkv {
+namespace {
+
+// The first index in [lo, hi) whose point is > token, or hi. Out of line and cold so that its
+// setup does not crowd PointIndex's hot path, which needs it only for overfull prefix slots.
+template <typename Point>
+[[gnu::noinline, gnu::cold]] size_t UpperBound(const Point* points, size_t lo, size_t hi,
+                                               uint64_t token) {
+  return std::upper_bound(points + lo, points + hi, token,
+                          [](uint64_t t, const Point& p) { return t < p.pos; }) -
+         points;
+}
+
+}  // namespace
 
 StatusOr<std::unique_ptr<HashRing>> HashRing::Build(std::vector<NodeSpec> nodes, int vnodes,
                                                     hash::HashKind hash) {
@@ -43,9 +56,12 @@ StatusOr<std::unique_ptr<HashRing>> HashRing::Build(std::vector<NodeSpec> nodes,
     for (uint32_t r = 0; r < by_name.size(); ++r) rank[by_name[r]] = r;
   }
 
-  // Hash straight into the final array and sort it in place: no temporary, no copies.
+  // Hash straight into the final array and sort it in place: no temporary, no copies. (Separate
+  // position and owner arrays look up a few percent faster, but sorting pairs for them needs a
+  // 2.56 MB temporary at 1000 x 160, which doubled the build time.)
   ring->points_.Allocate(total);
   Point* const points = ring->points_.data();
+  ring->owners_.Reset(points);
   size_t next = 0;
   std::string label;
   for (uint32_t n = 0; n < members.size(); ++n) {
@@ -66,11 +82,11 @@ StatusOr<std::unique_ptr<HashRing>> HashRing::Build(std::vector<NodeSpec> nodes,
   });
   for (size_t i = 0; i < kSentinels; ++i) points[total + i] = {UINT64_MAX, points[0].owner};
 
-  // One slot per point or a little more (power of two, so 0.5-1 points per slot): at 1000 x 160
-  // that is 2^18 slots, a 1 MB table next to 2.56 MB of points. Two slots per point (2 MB) made
-  // the ring larger without making the finish cheaper: the branchless finish costs the same
-  // whether a slot holds 0 or 4 points, and a slot holds more than 4 (Poisson, mean <= 1) in
-  // under 0.4% of lookups. bench/README.md has the measurements.
+  // The smallest power of two >= the point count, so 0.5-1 points a slot: at 1000 x 160 that is
+  // 2^18 slots, a 1 MB table next to 2.56 MB of points. The branchless finish below costs the
+  // same whether a slot holds 0 or 4 points, and more than 4 (Poisson, mean <= 1) happens in
+  // under 0.4% of slots, so a larger table buys nothing: at two slots a point (2 MB) lookups at
+  // 1000 x 160 measured slower, not faster (bench/README.md, "Placement library changes").
   int bits = 1;
   while (bits < 24 && (uint64_t{1} << bits) < total) ++bits;
   const size_t slots = size_t{1} << bits;
@@ -95,9 +111,7 @@ size_t HashRing::PointIndex(uint64_t token) const {
   // Points in [lo, hi) share the token's top bits. A good hash leaves 0-2 of them; a clustering
   // hash (fnv1a or crc32 on "name#i") can pile many into one slot, so binary-search those.
   if (hi - lo > kSentinels) [[unlikely]] {
-    lo = std::upper_bound(points + lo, points + hi, token,
-                          [](uint64_t t, const Point& p) { return t < p.pos; }) -
-         points;
+    lo = UpperBound(points, lo, hi, token);
   } else {
     // Count the points <= token among the next kSentinels, with no data-dependent branch (a loop
     // here mispredicted ~0.5 times a lookup). Points from hi on lie in later slots, so they are

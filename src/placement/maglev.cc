@@ -40,8 +40,10 @@ StatusOr<std::unique_ptr<Maglev>> Maglev::Build(std::vector<NodeSpec> nodes, uin
 
   double max_weight = 0;
   for (const NodeSpec& s : m->nodes_) max_weight = std::max(max_weight, s.weight);
-  // `slot` is the node's current permutation entry, (offset + next * skip) % size, advanced by
-  // one addition and a conditional subtraction instead of a 64-bit division per probe.
+  // `slot` is the node's next permutation entry, (offset + next * skip) % size. Since offset and
+  // skip are both < size, stepping it by `slot += skip; if (slot >= size) slot -= size;` gives
+  // exactly that value without a 64-bit division per probe, so the table is unchanged (checked
+  // slot by slot against the division form for N up to 2000 nodes, mixed weights, several M).
   struct Entry {
     uint64_t slot, skip;
     double weight, credit = 0;
@@ -59,7 +61,13 @@ StatusOr<std::unique_ptr<Maglev>> Maglev::Build(std::vector<NodeSpec> nodes, uin
   m->table_.resize(size);
   uint32_t* const table = m->table_.data();
   // Occupancy lives in a bitmap (8 KB for M = 65537, so it stays in L1) rather than in the
-  // 256 KB table: most of the ~M ln M probes land on taken slots and only test this bit.
+  // 256 KB table: most probes land on taken slots and only test this bit.
+  //
+  // What remains is mostly per turn, not per probe: the probe loop below runs a random number of
+  // times, so its exit mispredicts about 0.9 times a turn, and there are M turns. Finishing the
+  // last empty slots from per-node sorted lists (each node's order over them is
+  // (slot - cursor) * skip^-1 mod M) removed half the probes but only 3-5% of the time at
+  // N = 10, so it is not worth its code.
   std::vector<uint64_t> taken((size + 63) / 64, 0);
   uint64_t filled = 0;
   // Each round every node earns credit equal to its normalized weight and takes one turn per
@@ -77,7 +85,7 @@ StatusOr<std::unique_ptr<Maglev>> Maglev::Build(std::vector<NodeSpec> nodes, uin
       }
       taken[slot >> 6] |= uint64_t{1} << (slot & 63);
       table[slot] = order[e];
-      // The entry just taken is never offered again: step past it for the next turn.
+      // The node never needs this entry again (taken now, and slots never empty): step past it.
       slot += en.skip;
       if (slot >= size) slot -= size;
       en.slot = slot;
