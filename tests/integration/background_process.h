@@ -3,13 +3,13 @@
 // failing test never leaks processes.
 #pragma once
 
+#include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
-#include <fcntl.h>
 #include <string>
 #include <thread>
 #include <vector>
