@@ -122,6 +122,47 @@ std::map<uint32_t, std::vector<size_t>> GroupByCoordinator(const ClusterMap& map
 
 }  // namespace
 
+namespace {
+
+// Sends one Batch per coordinator of `tokens` (in parallel) and fills out[i] for every input i,
+// blocking until every batch has replied. `add(batch, i)` appends input i to a batch;
+// `convert(item)` turns a successful reply item into the caller's result.
+template <typename Batch, typename ReplyBody, typename Result, typename Add, typename Convert>
+void SendBatches(Client::Core& core, const ClusterMap& map, const std::vector<uint64_t>& tokens,
+                 net::Consistency consistency, std::vector<StatusOr<Result>>& out, Add add,
+                 Convert convert) {
+  auto groups = GroupByCoordinator(map, tokens);
+  std::vector<std::future<void>> pending;
+  for (auto& [node, idx] : groups) {
+    Batch batch;
+    for (size_t i : idx) add(batch, i);
+    net::Request req;
+    req.consistency = consistency;
+    req.body = std::move(batch);
+    auto done = std::make_shared<std::promise<void>>();
+    pending.push_back(done->get_future());
+    core.Send(std::move(req), tokens[idx.front()], {},
+              [&out, &idx, &convert, done](StatusOr<net::Response> r) {
+                auto body = Expect<ReplyBody>(r);
+                for (size_t k = 0; k < idx.size(); ++k) {
+                  if (!body.ok()) {
+                    out[idx[k]] = body.status();
+                  } else if (k >= (*body)->results.size()) {
+                    out[idx[k]] = Status::Corruption("short batch reply");
+                  } else if (!(*body)->results[k].status.ok()) {
+                    out[idx[k]] = (*body)->results[k].status;
+                  } else {
+                    out[idx[k]] = convert((*body)->results[k]);
+                  }
+                }
+                done->set_value();
+              });
+  }
+  for (auto& f : pending) f.wait();
+}
+
+}  // namespace
+
 std::vector<StatusOr<std::string>> Client::MultiGet(const std::vector<std::string>& keys,
                                                     Consistency c) {
   std::vector<StatusOr<std::string>> out(keys.size(), Status::Internal("no reply"));
@@ -129,39 +170,15 @@ std::vector<StatusOr<std::string>> Client::MultiGet(const std::vector<std::strin
   auto m = core_->map();
   std::vector<uint64_t> tokens;
   for (const auto& k : keys) tokens.push_back(m->TokenOf(k));
-  auto groups = GroupByCoordinator(*m, tokens);
-  std::vector<std::future<void>> pending;
-  for (auto& [node, idx] : groups) {
-    net::MultiGetRequest batch;
-    for (size_t i : idx) batch.keys.push_back({tokens[i], keys[i]});
-    net::Request req;
-    req.consistency = core_->WireConsistency(c);
-    req.body = std::move(batch);
-    auto done = std::make_shared<std::promise<void>>();
-    pending.push_back(done->get_future());
-    core_->Send(std::move(req), tokens[idx.front()], {},
-                [&out, &idx, done](StatusOr<net::Response> r) {
-                  auto body = Expect<net::MultiGetResponse>(r);
-                  for (size_t k = 0; k < idx.size(); ++k) {
-                    if (!body.ok()) {
-                      out[idx[k]] = body.status();
-                    } else if (k >= (*body)->results.size()) {
-                      out[idx[k]] = Status::Corruption("short multi-get reply");
-                    } else {
-                      const net::ItemResult& item = (*body)->results[k];
-                      if (!item.status.ok()) {
-                        out[idx[k]] = item.status;
-                      } else if (!item.found) {
-                        out[idx[k]] = Status::NotFound("not found");
-                      } else {
-                        out[idx[k]] = item.value;
-                      }
-                    }
-                  }
-                  done->set_value();
-                });
-  }
-  for (auto& f : pending) f.wait();
+  SendBatches<net::MultiGetRequest, net::MultiGetResponse>(
+      *core_, *m, tokens, core_->WireConsistency(c), out,
+      [&](net::MultiGetRequest& batch, size_t i) {
+        batch.keys.push_back({tokens[i], keys[i]});
+      },
+      [](const net::ItemResult& item) -> StatusOr<std::string> {
+        if (!item.found) return Status::NotFound("not found");
+        return item.value;
+      });
   return out;
 }
 
@@ -172,34 +189,12 @@ std::vector<StatusOr<uint64_t>> Client::MultiPut(
   auto m = core_->map();
   std::vector<uint64_t> tokens;
   for (const auto& kv : items) tokens.push_back(m->TokenOf(kv.first));
-  auto groups = GroupByCoordinator(*m, tokens);
-  std::vector<std::future<void>> pending;
-  for (auto& [node, idx] : groups) {
-    net::MultiPutRequest batch;
-    for (size_t i : idx) batch.items.push_back({tokens[i], items[i].first, items[i].second});
-    net::Request req;
-    req.consistency = core_->WireConsistency(c);
-    req.body = std::move(batch);
-    auto done = std::make_shared<std::promise<void>>();
-    pending.push_back(done->get_future());
-    core_->Send(std::move(req), tokens[idx.front()], {},
-                [&out, &idx, done](StatusOr<net::Response> r) {
-                  auto body = Expect<net::MultiPutResponse>(r);
-                  for (size_t k = 0; k < idx.size(); ++k) {
-                    if (!body.ok()) {
-                      out[idx[k]] = body.status();
-                    } else if (k >= (*body)->results.size()) {
-                      out[idx[k]] = Status::Corruption("short multi-put reply");
-                    } else if (!(*body)->results[k].status.ok()) {
-                      out[idx[k]] = (*body)->results[k].status;
-                    } else {
-                      out[idx[k]] = (*body)->results[k].ts;
-                    }
-                  }
-                  done->set_value();
-                });
-  }
-  for (auto& f : pending) f.wait();
+  SendBatches<net::MultiPutRequest, net::MultiPutResponse>(
+      *core_, *m, tokens, core_->WireConsistency(c), out,
+      [&](net::MultiPutRequest& batch, size_t i) {
+        batch.items.push_back({tokens[i], items[i].first, items[i].second});
+      },
+      [](const net::ItemResult& item) -> StatusOr<uint64_t> { return item.ts; });
   return out;
 }
 
