@@ -13,6 +13,15 @@
 //
 // Two maps with the same epoch but different content are a conflict: compare ContentHash().
 //
+// Membership changes (design.md "Rebalancing"): a map may carry a pending placement next to the
+// current one, and the change's stage. nodes() lists every member of either placement: a
+// kJoining node is only in the pending placement, a kLeaving node only in the current one. The
+// stage decides the read and write sets:
+//   kJointWrites (e+1): reads use O (current), writes go to O and N (pending), W acks in each;
+//   kReadNew     (e+2): reads use N, writes still joint;
+//   kNewOnly     (e+3): reads and writes use N; old replicas may drop what they lost once the
+//                       change is committed (current := pending) at the next epoch.
+//
 // Thread-safety: immutable; safe to share across threads.
 #pragma once
 
@@ -32,10 +41,12 @@ class ShardMap;
 
 enum class PlacementMode : uint8_t { kRing, kJump };
 enum class NodeState : uint8_t { kUp, kJoining, kLeaving, kDown };
+enum class ChangeStage : uint8_t { kNone = 0, kJointWrites = 1, kReadNew = 2, kNewOnly = 3 };
 
 std::string_view PlacementModeName(PlacementMode mode);
 StatusOr<PlacementMode> ParsePlacementMode(std::string_view name);
 std::string_view NodeStateName(NodeState state);
+std::string_view ChangeStageName(ChangeStage stage);
 
 struct ClusterNode {
   uint32_t id = 0;
@@ -91,9 +102,30 @@ class ClusterMap {
   // of them.
   std::vector<uint32_t> Replicas(uint64_t token) const;
 
+  // ---- Membership change ----
+  bool has_pending() const;
+  ChangeStage stage() const;  // kNone without a pending placement
+  // The rebalancer's record of the pending (or last) change; opaque here. Kept after the change
+  // completes so every node can report how the last change ended.
+  const std::string& change_detail() const;
+  // Under the pending placement (empty without one), primary first.
+  std::vector<uint32_t> PendingReplicas(uint64_t token) const;
+  uint32_t PendingEffectiveReplicas() const;
+  // The replicas a read uses at this stage (O before kReadNew, N from it on).
+  std::vector<uint32_t> ReadReplicas(uint64_t token) const;
+  // The write sets at this stage: `old_set` always; `new_set` non-empty only while writes are
+  // joint (kJointWrites, kReadNew). At kNewOnly `old_set` is N.
+  void WriteReplicas(uint64_t token, std::vector<uint32_t>* old_set,
+                     std::vector<uint32_t>* new_set) const;
+  // True if `node` holds or is pending for `token` (the fencing rule).
+  bool Holds(uint32_t node, uint64_t token) const;
+
   // The placement objects (exactly one is non-null, per mode).
   const HashRing* ring() const;
   const ShardMap* shard_map() const;
+  // The pending placement's (null without one).
+  const HashRing* pending_ring() const;
+  const ShardMap* pending_shard_map() const;
 
   // A copy with a new epoch and claimant (the content otherwise unchanged).
   ClusterMap WithEpoch(uint64_t epoch, uint32_t claimant) const;
@@ -101,12 +133,30 @@ class ClusterMap {
   StatusOr<ClusterMap> WithNodeUpdated(uint32_t id, NodeState state,
                                        std::string_view address = {}) const;
 
+  // Starts a change (stage kJointWrites) that adds `node` (state set to kJoining). The pending
+  // ring is rebuilt with the node; in jump mode the shard map moves the minimum of replicas to
+  // it. FailedPrecondition if a change is already pending; InvalidArgument for a duplicate id or
+  // address or a bad weight.
+  StatusOr<ClusterMap> WithNodeJoining(ClusterNode node) const;
+  // Starts a change that removes node `id` (state kLeaving). NotFound if absent;
+  // FailedPrecondition if a change is pending or it is the last node.
+  StatusOr<ClusterMap> WithNodeLeaving(uint32_t id) const;
+  // The same change at another stage. REQUIRES: has_pending().
+  ClusterMap WithStage(ChangeStage stage) const;
+  ClusterMap WithChangeDetail(std::string detail) const;
+  // Ends the change: the pending placement becomes current (joining nodes up, leaving nodes
+  // gone). FailedPrecondition without a pending change.
+  StatusOr<ClusterMap> WithChangeCommitted() const;
+  // Drops the pending placement (joining nodes gone, leaving nodes up again).
+  StatusOr<ClusterMap> WithChangeCancelled() const;
+
   std::string DebugString() const;
 
  private:
   struct Rep;
   explicit ClusterMap(std::shared_ptr<const Rep> rep) : rep_(std::move(rep)) {}
   static StatusOr<ClusterMap> Build(std::shared_ptr<Rep> rep);
+  friend struct ClusterMapCodec;
 
   std::shared_ptr<const Rep> rep_;
 };

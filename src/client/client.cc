@@ -114,7 +114,7 @@ std::map<uint32_t, std::vector<size_t>> GroupByCoordinator(const ClusterMap& map
                                                            const std::vector<uint64_t>& tokens) {
   std::map<uint32_t, std::vector<size_t>> groups;
   for (size_t i = 0; i < tokens.size(); ++i) {
-    auto replicas = map.Replicas(tokens[i]);
+    auto replicas = map.ReadReplicas(tokens[i]);
     groups[replicas.empty() ? 0 : replicas.front()].push_back(i);
   }
   return groups;

@@ -178,7 +178,7 @@ void Client::Core::Dispatch(std::shared_ptr<Attempt> attempt) {
       attempt->done(Status::Unavailable("no cluster map"));
       return;
     }
-    const std::vector<uint32_t> replicas = current->Replicas(*attempt->token);
+    const std::vector<uint32_t> replicas = current->ReadReplicas(*attempt->token);
     if (replicas.empty()) {
       attempt->done(Status::Internal("the cluster map places no replica for this key"));
       return;

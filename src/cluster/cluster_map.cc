@@ -1,35 +1,106 @@
 #include "shardkv/cluster_map.h"
 
-#include <capnp/message.h>
-#include <capnp/serialize.h>
-#include <kj/exception.h>
-
 #include <algorithm>
-#include <cstring>
 #include <set>
 #include <sstream>
 
-#include "cluster/cluster_map.capnp.h"
+#include "cluster/cluster_map_rep.h"
 #include "shardkv/hash.h"
 #include "shardkv/hash_ring.h"
 #include "shardkv/jump_hash.h"
 #include "shardkv/shard_map.h"
 
 namespace shardkv {
+namespace {
 
-struct ClusterMap::Rep {
-  uint64_t cluster_id = 0;
-  uint64_t epoch = 0;
-  uint32_t claimant = 0;
-  ClusterParams params;
-  std::vector<ClusterNode> nodes;
-  // Jump mode: shard rows as node ids, primary first.
-  std::vector<std::vector<uint32_t>> shard_rows;
-  // Derived from the above at Build().
-  std::shared_ptr<const HashRing> ring;
-  std::shared_ptr<const ShardMap> shard_map;
-  std::vector<uint32_t> index_to_id;  // placement node index -> node id
-};
+bool InCurrent(const ClusterNode& n) { return n.state != NodeState::kJoining; }
+bool InPending(const ClusterNode& n) { return n.state != NodeState::kLeaving; }
+
+// "node-<id>" back to the id (ShardMap keeps names, the cluster map keeps ids).
+uint32_t IdOfName(std::string_view name) {
+  return static_cast<uint32_t>(std::stoul(std::string(name.substr(5))));
+}
+
+// Shard rows of `sm` as node ids.
+std::vector<std::vector<uint32_t>> RowsAsIds(const ShardMap& sm) {
+  std::vector<std::vector<uint32_t>> rows;
+  rows.reserve(static_cast<size_t>(sm.shard_count()));
+  for (int32_t s = 0; s < sm.shard_count(); ++s) {
+    std::vector<uint32_t> row;
+    for (uint32_t idx : sm.ShardReplicas(s)) row.push_back(IdOfName(sm.nodes()[idx].name));
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+// Builds one placement from the nodes passing `member`. In jump mode `rows` (ids) are validated,
+// or created balanced when empty.
+template <typename Filter>
+Status BuildPlacement(const ClusterParams& p, const std::vector<ClusterNode>& nodes, Filter member,
+                      std::vector<std::vector<uint32_t>>* rows, PlacementView* out) {
+  std::vector<NodeSpec> specs;
+  for (const ClusterNode& n : nodes) {
+    if (!member(n)) continue;
+    specs.push_back({PlacementName(n.id), n.weight});
+    out->index_to_id.push_back(n.id);
+  }
+  if (specs.empty()) return Status::InvalidArgument("a placement needs at least one node");
+  out->replicas = std::min<uint32_t>(p.replication_factor, static_cast<uint32_t>(specs.size()));
+  if (p.mode == PlacementMode::kRing) {
+    auto ring = HashRing::Build(specs, static_cast<int>(p.vnodes));
+    if (!ring.ok()) return ring.status();
+    out->ring = std::move(ring).value();
+    return Status::OK();
+  }
+  if (rows->empty()) {
+    auto sm = ShardMap::Create(specs, static_cast<int32_t>(p.shards), static_cast<int>(out->replicas));
+    if (!sm.ok()) return sm.status();
+    *rows = RowsAsIds(*sm);
+  }
+  if (rows->size() != p.shards) {
+    return Status::Corruption("shard map has " + std::to_string(rows->size()) +
+                              " rows, expected " + std::to_string(p.shards));
+  }
+  std::vector<std::vector<uint32_t>> idx_rows;
+  idx_rows.reserve(rows->size());
+  for (const auto& id_row : *rows) {
+    std::vector<uint32_t> row;
+    for (uint32_t id : id_row) {
+      auto it = std::find(out->index_to_id.begin(), out->index_to_id.end(), id);
+      if (it == out->index_to_id.end()) {
+        return Status::Corruption("shard map names unknown node " + std::to_string(id));
+      }
+      row.push_back(static_cast<uint32_t>(it - out->index_to_id.begin()));
+    }
+    idx_rows.push_back(std::move(row));
+  }
+  auto built = ShardMap::FromAssignment(specs, std::move(idx_rows));
+  if (!built.ok()) return built.status();
+  out->shard_map = std::make_shared<const ShardMap>(std::move(built).value());
+  return Status::OK();
+}
+
+bool SameSet(std::vector<uint32_t> a, std::vector<uint32_t> b) {
+  std::sort(a.begin(), a.end());
+  std::sort(b.begin(), b.end());
+  return a == b;
+}
+
+}  // namespace
+
+std::vector<uint32_t> PlacementView::Replicas(uint64_t token) const {
+  std::vector<uint32_t> out;
+  if (ring) {
+    std::vector<uint32_t> idx;
+    if (!ring->Replicas(token, replicas, &idx).ok()) return out;
+    for (uint32_t i : idx) out.push_back(index_to_id[i]);
+  } else if (shard_map) {
+    const int32_t shard = static_cast<int32_t>(token >> 32);
+    if (shard >= shard_map->shard_count()) return out;
+    for (uint32_t i : shard_map->ShardReplicas(shard)) out.push_back(index_to_id[i]);
+  }
+  return out;
+}
 
 std::string_view PlacementModeName(PlacementMode mode) {
   return mode == PlacementMode::kRing ? "ring" : "jump";
@@ -55,6 +126,20 @@ std::string_view NodeStateName(NodeState state) {
   return "?";
 }
 
+std::string_view ChangeStageName(ChangeStage stage) {
+  switch (stage) {
+    case ChangeStage::kNone:
+      return "none";
+    case ChangeStage::kJointWrites:
+      return "joint_writes";
+    case ChangeStage::kReadNew:
+      return "read_new";
+    case ChangeStage::kNewOnly:
+      return "new_only";
+  }
+  return "?";
+}
+
 std::string PlacementName(uint32_t node_id) { return "node-" + std::to_string(node_id); }
 
 StatusOr<ClusterMap> ClusterMap::Build(std::shared_ptr<Rep> rep) {
@@ -71,7 +156,6 @@ StatusOr<ClusterMap> ClusterMap::Build(std::shared_ptr<Rep> rep) {
   if (p.shards == 0 || p.shards > (1u << 31)) return Status::InvalidArgument("bad shard count");
   std::set<uint32_t> ids;
   std::set<std::string> addresses;
-  std::vector<NodeSpec> specs;
   for (const ClusterNode& n : rep->nodes) {
     if (!ids.insert(n.id).second) {
       return Status::InvalidArgument("duplicate node id " + std::to_string(n.id));
@@ -79,51 +163,25 @@ StatusOr<ClusterMap> ClusterMap::Build(std::shared_ptr<Rep> rep) {
     if (n.address.empty() || !addresses.insert(n.address).second) {
       return Status::InvalidArgument("empty or duplicate node address '" + n.address + "'");
     }
-    specs.push_back({PlacementName(n.id), n.weight});
-    rep->index_to_id.push_back(n.id);
+    if (!(n.weight > 0)) {
+      return Status::InvalidArgument("node " + std::to_string(n.id) + " has weight <= 0");
+    }
+    if (!rep->has_pending && (n.state == NodeState::kJoining || n.state == NodeState::kLeaving)) {
+      return Status::Corruption("node " + std::to_string(n.id) +
+                                " is joining or leaving but no change is pending");
+    }
   }
-  if (p.mode == PlacementMode::kRing) {
-    auto ring = HashRing::Build(specs, static_cast<int>(p.vnodes));
-    if (!ring.ok()) return ring.status();
-    rep->ring = std::move(ring).value();
+  rep->current = {};
+  rep->pending = {};
+  Status s = BuildPlacement(p, rep->nodes, InCurrent, &rep->shard_rows, &rep->current);
+  if (!s.ok()) return s;
+  if (rep->has_pending) {
+    if (rep->stage == ChangeStage::kNone) return Status::Corruption("pending change without stage");
+    s = BuildPlacement(p, rep->nodes, InPending, &rep->pending_shard_rows, &rep->pending);
+    if (!s.ok()) return s.WithContext("pending placement");
   } else {
-    const int rf = static_cast<int>(std::min<size_t>(p.replication_factor, specs.size()));
-    StatusOr<ShardMap> sm = Status::Internal("unset");
-    if (rep->shard_rows.empty()) {
-      sm = ShardMap::Create(specs, static_cast<int32_t>(p.shards), rf);
-      if (!sm.ok()) return sm.status();
-      // Create() orders nodes by name; record rows as ids so the map is self-describing.
-      for (int32_t s = 0; s < sm->shard_count(); ++s) {
-        std::vector<uint32_t> row;
-        for (uint32_t idx : sm->ShardReplicas(s)) {
-          const std::string& name = sm->nodes()[idx].name;
-          for (const ClusterNode& n : rep->nodes) {
-            if (PlacementName(n.id) == name) row.push_back(n.id);
-          }
-        }
-        rep->shard_rows.push_back(std::move(row));
-      }
-    }
-    if (rep->shard_rows.size() != p.shards) {
-      return Status::Corruption("shard map has " + std::to_string(rep->shard_rows.size()) +
-                                " rows, expected " + std::to_string(p.shards));
-    }
-    std::vector<std::vector<uint32_t>> rows;
-    rows.reserve(rep->shard_rows.size());
-    for (const auto& id_row : rep->shard_rows) {
-      std::vector<uint32_t> row;
-      for (uint32_t id : id_row) {
-        auto it = std::find(rep->index_to_id.begin(), rep->index_to_id.end(), id);
-        if (it == rep->index_to_id.end()) {
-          return Status::Corruption("shard map names unknown node " + std::to_string(id));
-        }
-        row.push_back(static_cast<uint32_t>(it - rep->index_to_id.begin()));
-      }
-      rows.push_back(std::move(row));
-    }
-    auto built = ShardMap::FromAssignment(specs, std::move(rows));
-    if (!built.ok()) return built.status();
-    rep->shard_map = std::make_shared<const ShardMap>(std::move(built).value());
+    rep->stage = ChangeStage::kNone;
+    rep->pending_shard_rows.clear();
   }
   return ClusterMap(std::move(rep));
 }
@@ -139,93 +197,9 @@ StatusOr<ClusterMap> ClusterMap::Create(uint64_t cluster_id, ClusterParams param
   return Build(std::move(rep));
 }
 
-std::string ClusterMap::Encode() const {
-  capnp::MallocMessageBuilder message;
-  auto m = message.initRoot<mapwire::ClusterMap>();
-  m.setFormatVersion(kFormatVersion);
-  m.setClusterId(rep_->cluster_id);
-  m.setEpoch(rep_->epoch);
-  m.setClaimant(rep_->claimant);
-  m.setMode(rep_->params.mode == PlacementMode::kRing ? mapwire::PlacementMode::RING
-                                                      : mapwire::PlacementMode::JUMP);
-  m.setVnodes(rep_->params.vnodes);
-  m.setShardCount(rep_->params.shards);
-  m.setReplicationFactor(rep_->params.replication_factor);
-  m.setWriteQuorum(rep_->params.write_quorum);
-  m.setReadQuorum(rep_->params.read_quorum);
-  auto current = m.initCurrent();
-  auto nodes = current.initNodes(static_cast<unsigned>(rep_->nodes.size()));
-  for (size_t i = 0; i < rep_->nodes.size(); ++i) {
-    const ClusterNode& n = rep_->nodes[i];
-    nodes[i].setId(n.id);
-    nodes[i].setAddress(n.address);
-    nodes[i].setWeight(n.weight);
-    nodes[i].setState(static_cast<mapwire::NodeState>(n.state));
-  }
-  auto rows = current.initShards(static_cast<unsigned>(rep_->shard_rows.size()));
-  for (size_t s = 0; s < rep_->shard_rows.size(); ++s) {
-    auto row = rows[s].initNodes(static_cast<unsigned>(rep_->shard_rows[s].size()));
-    for (size_t k = 0; k < rep_->shard_rows[s].size(); ++k) row.set(k, rep_->shard_rows[s][k]);
-  }
-  kj::Array<capnp::word> words = capnp::messageToFlatArray(message);
-  auto bytes = words.asBytes();
-  return std::string(reinterpret_cast<const char*>(bytes.begin()), bytes.size());
-}
-
+std::string ClusterMap::Encode() const { return ClusterMapCodec::Encode(*rep_); }
 StatusOr<ClusterMap> ClusterMap::Decode(std::string_view bytes) {
-  if (bytes.size() % sizeof(capnp::word) != 0 || bytes.empty()) {
-    return Status::Corruption("cluster map: " + std::to_string(bytes.size()) +
-                              " bytes is not a whole Cap'n Proto message");
-  }
-  // Copy into word-aligned memory: the input string need not be aligned.
-  kj::Array<capnp::word> words = kj::heapArray<capnp::word>(bytes.size() / sizeof(capnp::word));
-  std::memcpy(words.begin(), bytes.data(), bytes.size());
-  auto rep = std::make_shared<Rep>();
-  kj::Maybe<kj::Exception> error = kj::runCatchingExceptions([&]() {
-    capnp::ReaderOptions options;
-    options.traversalLimitInWords = 64 * 1024 * 1024 / sizeof(capnp::word);
-    options.nestingLimit = 16;
-    capnp::FlatArrayMessageReader reader(words.asPtr(), options);
-    auto m = reader.getRoot<mapwire::ClusterMap>();
-    if (m.getFormatVersion() != kFormatVersion) {
-      rep->epoch = UINT64_MAX;  // marks the version error below; no exception for control flow
-      rep->claimant = m.getFormatVersion();
-      return;
-    }
-    rep->cluster_id = m.getClusterId();
-    rep->epoch = m.getEpoch();
-    rep->claimant = m.getClaimant();
-    rep->params.mode =
-        m.getMode() == mapwire::PlacementMode::RING ? PlacementMode::kRing : PlacementMode::kJump;
-    rep->params.vnodes = m.getVnodes();
-    rep->params.shards = m.getShardCount();
-    rep->params.replication_factor = m.getReplicationFactor();
-    rep->params.write_quorum = m.getWriteQuorum();
-    rep->params.read_quorum = m.getReadQuorum();
-    for (auto n : m.getCurrent().getNodes()) {
-      const auto state = static_cast<uint16_t>(n.getState());
-      rep->nodes.push_back({n.getId(), n.getAddress().cStr(), n.getWeight(),
-                            state <= 3 ? static_cast<NodeState>(state) : NodeState::kDown});
-    }
-    for (auto row : m.getCurrent().getShards()) {
-      std::vector<uint32_t> ids;
-      for (uint32_t id : row.getNodes()) ids.push_back(id);
-      rep->shard_rows.push_back(std::move(ids));
-    }
-  });
-  KJ_IF_MAYBE (e, error) {
-    return Status::Corruption(std::string("cluster map: ") + e->getDescription().cStr());
-  }
-  if (rep->epoch == UINT64_MAX) {
-    return Status::FailedPrecondition("cluster map format version " +
-                                      std::to_string(rep->claimant) +
-                                      " is unknown (this build "
-                                      "reads version " +
-                                      std::to_string(kFormatVersion) + ")");
-  }
-  auto built = Build(std::move(rep));
-  if (!built.ok()) return built.status().WithContext("cluster map");
-  return built;
+  return ClusterMapCodec::Decode(bytes);
 }
 
 uint64_t ClusterMap::ContentHash() const { return hash::Xxh3(Encode()); }
@@ -234,8 +208,13 @@ uint64_t ClusterMap::epoch() const { return rep_->epoch; }
 uint32_t ClusterMap::claimant() const { return rep_->claimant; }
 const ClusterParams& ClusterMap::params() const { return rep_->params; }
 const std::vector<ClusterNode>& ClusterMap::nodes() const { return rep_->nodes; }
-const HashRing* ClusterMap::ring() const { return rep_->ring.get(); }
-const ShardMap* ClusterMap::shard_map() const { return rep_->shard_map.get(); }
+const HashRing* ClusterMap::ring() const { return rep_->current.ring.get(); }
+const ShardMap* ClusterMap::shard_map() const { return rep_->current.shard_map.get(); }
+const HashRing* ClusterMap::pending_ring() const { return rep_->pending.ring.get(); }
+const ShardMap* ClusterMap::pending_shard_map() const { return rep_->pending.shard_map.get(); }
+bool ClusterMap::has_pending() const { return rep_->has_pending; }
+ChangeStage ClusterMap::stage() const { return rep_->stage; }
+const std::string& ClusterMap::change_detail() const { return rep_->detail; }
 
 const ClusterNode* ClusterMap::FindNode(uint32_t id) const {
   for (const ClusterNode& n : rep_->nodes) {
@@ -251,10 +230,8 @@ const ClusterNode* ClusterMap::FindNodeByAddress(std::string_view address) const
   return nullptr;
 }
 
-uint32_t ClusterMap::EffectiveReplicas() const {
-  return std::min<uint32_t>(rep_->params.replication_factor,
-                            static_cast<uint32_t>(rep_->nodes.size()));
-}
+uint32_t ClusterMap::EffectiveReplicas() const { return rep_->current.replicas; }
+uint32_t ClusterMap::PendingEffectiveReplicas() const { return rep_->pending.replicas; }
 uint32_t ClusterMap::EffectiveWriteQuorum() const {
   return std::min(rep_->params.write_quorum, EffectiveReplicas());
 }
@@ -271,17 +248,44 @@ uint64_t ClusterMap::TokenOf(std::string_view key) const {
 }
 
 std::vector<uint32_t> ClusterMap::Replicas(uint64_t token) const {
-  std::vector<uint32_t> out;
-  if (rep_->ring) {
-    std::vector<uint32_t> idx;
-    if (!rep_->ring->Replicas(token, EffectiveReplicas(), &idx).ok()) return out;
-    for (uint32_t i : idx) out.push_back(rep_->index_to_id[i]);
-  } else {
-    const int32_t shard = static_cast<int32_t>(token >> 32);
-    if (shard >= rep_->shard_map->shard_count()) return out;
-    for (uint32_t i : rep_->shard_map->ShardReplicas(shard)) out.push_back(rep_->index_to_id[i]);
+  return rep_->current.Replicas(token);
+}
+
+std::vector<uint32_t> ClusterMap::PendingReplicas(uint64_t token) const {
+  if (!rep_->has_pending) return {};
+  return rep_->pending.Replicas(token);
+}
+
+std::vector<uint32_t> ClusterMap::ReadReplicas(uint64_t token) const {
+  if (rep_->has_pending && rep_->stage >= ChangeStage::kReadNew) {
+    return rep_->pending.Replicas(token);
   }
-  return out;
+  return rep_->current.Replicas(token);
+}
+
+void ClusterMap::WriteReplicas(uint64_t token, std::vector<uint32_t>* old_set,
+                               std::vector<uint32_t>* new_set) const {
+  new_set->clear();
+  if (!rep_->has_pending) {
+    *old_set = rep_->current.Replicas(token);
+    return;
+  }
+  if (rep_->stage == ChangeStage::kNewOnly) {
+    *old_set = rep_->pending.Replicas(token);
+    return;
+  }
+  *old_set = rep_->current.Replicas(token);
+  auto n = rep_->pending.Replicas(token);
+  // A token whose replica set does not change needs no second quorum.
+  if (!SameSet(*old_set, n)) *new_set = std::move(n);
+}
+
+bool ClusterMap::Holds(uint32_t node, uint64_t token) const {
+  auto has = [node](const std::vector<uint32_t>& v) {
+    return std::find(v.begin(), v.end(), node) != v.end();
+  };
+  if (has(rep_->current.Replicas(token))) return true;
+  return rep_->has_pending && has(rep_->pending.Replicas(token));
 }
 
 ClusterMap ClusterMap::WithEpoch(uint64_t epoch, uint32_t claimant) const {
@@ -296,6 +300,12 @@ StatusOr<ClusterMap> ClusterMap::WithNodeUpdated(uint32_t id, NodeState state,
   auto rep = std::make_shared<Rep>(*rep_);
   for (ClusterNode& n : rep->nodes) {
     if (n.id != id) continue;
+    // Joining/leaving are set only by the change builders below: they move placements.
+    if (state == NodeState::kJoining || state == NodeState::kLeaving ||
+        n.state == NodeState::kJoining || n.state == NodeState::kLeaving) {
+      return Status::FailedPrecondition("node " + std::to_string(id) +
+                                        "'s joining/leaving state belongs to a change");
+    }
     n.state = state;
     if (!address.empty()) n.address = std::string(address);
     // Addresses take no part in placement, so the derived objects stay valid; only re-check
@@ -311,6 +321,99 @@ StatusOr<ClusterMap> ClusterMap::WithNodeUpdated(uint32_t id, NodeState state,
   return Status::NotFound("node " + std::to_string(id) + " is not in the cluster map");
 }
 
+StatusOr<ClusterMap> ClusterMap::WithNodeJoining(ClusterNode node) const {
+  if (rep_->has_pending) return Status::FailedPrecondition("a change is already pending");
+  auto rep = std::make_shared<Rep>(*rep_);
+  node.state = NodeState::kJoining;
+  rep->nodes.push_back(node);
+  rep->has_pending = true;
+  rep->stage = ChangeStage::kJointWrites;
+  rep->pending_shard_rows.clear();
+  if (rep->params.mode == PlacementMode::kJump) {
+    const ShardMap* sm = shard_map();
+    const uint32_t new_rf = std::min<uint32_t>(rep->params.replication_factor,
+                                               static_cast<uint32_t>(rep_->current.index_to_id.size() + 1));
+    if (static_cast<uint32_t>(sm->replica_count()) == new_rf) {
+      // Minimal movement: only replicas moving to the new node.
+      auto added = sm->WithNodeAdded({PlacementName(node.id), node.weight});
+      if (!added.ok()) return added.status();
+      rep->pending_shard_rows = RowsAsIds(*added);
+    }  // else the effective RF grows: Build() creates a balanced map for the new node set
+  }
+  return Build(std::move(rep));
+}
+
+StatusOr<ClusterMap> ClusterMap::WithNodeLeaving(uint32_t id) const {
+  if (rep_->has_pending) return Status::FailedPrecondition("a change is already pending");
+  if (FindNode(id) == nullptr) {
+    return Status::NotFound("node " + std::to_string(id) + " is not in the cluster map");
+  }
+  if (rep_->nodes.size() == 1) return Status::FailedPrecondition("cannot remove the last node");
+  auto rep = std::make_shared<Rep>(*rep_);
+  for (ClusterNode& n : rep->nodes) {
+    if (n.id == id) n.state = NodeState::kLeaving;
+  }
+  rep->has_pending = true;
+  rep->stage = ChangeStage::kJointWrites;
+  rep->pending_shard_rows.clear();
+  if (rep->params.mode == PlacementMode::kJump) {
+    const ShardMap* sm = shard_map();
+    const uint32_t new_rf = std::min<uint32_t>(rep->params.replication_factor,
+                                               static_cast<uint32_t>(rep_->nodes.size() - 1));
+    if (static_cast<uint32_t>(sm->replica_count()) == new_rf) {
+      auto removed = sm->WithNodeRemoved(PlacementName(id));
+      if (!removed.ok()) return removed.status();
+      rep->pending_shard_rows = RowsAsIds(*removed);
+    }
+  }
+  return Build(std::move(rep));
+}
+
+ClusterMap ClusterMap::WithStage(ChangeStage stage) const {
+  auto rep = std::make_shared<Rep>(*rep_);
+  rep->stage = stage;
+  return ClusterMap(std::move(rep));
+}
+
+ClusterMap ClusterMap::WithChangeDetail(std::string detail) const {
+  auto rep = std::make_shared<Rep>(*rep_);
+  rep->detail = std::move(detail);
+  return ClusterMap(std::move(rep));
+}
+
+StatusOr<ClusterMap> ClusterMap::WithChangeCommitted() const {
+  if (!rep_->has_pending) return Status::FailedPrecondition("no change is pending");
+  auto rep = std::make_shared<Rep>(*rep_);
+  std::vector<ClusterNode> kept;
+  for (ClusterNode n : rep->nodes) {
+    if (n.state == NodeState::kLeaving) continue;
+    if (n.state == NodeState::kJoining) n.state = NodeState::kUp;
+    kept.push_back(std::move(n));
+  }
+  rep->nodes = std::move(kept);
+  rep->shard_rows = rep->pending_shard_rows;
+  rep->has_pending = false;
+  rep->stage = ChangeStage::kNone;
+  rep->pending_shard_rows.clear();
+  return Build(std::move(rep));
+}
+
+StatusOr<ClusterMap> ClusterMap::WithChangeCancelled() const {
+  if (!rep_->has_pending) return Status::FailedPrecondition("no change is pending");
+  auto rep = std::make_shared<Rep>(*rep_);
+  std::vector<ClusterNode> kept;
+  for (ClusterNode n : rep->nodes) {
+    if (n.state == NodeState::kJoining) continue;
+    if (n.state == NodeState::kLeaving) n.state = NodeState::kUp;
+    kept.push_back(std::move(n));
+  }
+  rep->nodes = std::move(kept);
+  rep->has_pending = false;
+  rep->stage = ChangeStage::kNone;
+  rep->pending_shard_rows.clear();
+  return Build(std::move(rep));
+}
+
 std::string ClusterMap::DebugString() const {
   std::ostringstream out;
   out << "cluster " << rep_->cluster_id << " epoch " << rep_->epoch << " mode "
@@ -320,6 +423,7 @@ std::string ClusterMap::DebugString() const {
     out << " " << n.id << "@" << n.address << ":" << NodeStateName(n.state);
   }
   out << " ]";
+  if (rep_->has_pending) out << " pending stage " << ChangeStageName(rep_->stage);
   return out.str();
 }
 

@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 namespace shardkv {
 namespace {
 
@@ -13,19 +15,28 @@ std::string Describe(const ClusterNode& node, const Status& s) {
 
 }  // namespace
 
+// Joint writes (design.md "Rebalancing"): while a change is pending a write goes to O and N and
+// needs `required_old` acks from O and `required_new` from N. Without a change N is empty.
 struct Coordinator::WriteOp {
   std::shared_ptr<const ClusterMap> map;
   uint64_t token = 0;
   std::string key;
   Envelope envelope;
-  uint32_t required = 0;
+  net::Consistency consistency = net::Consistency::kDefault;
+  std::vector<uint32_t> old_set;
+  std::vector<uint32_t> new_set;
+  uint32_t required_old = 0;
+  uint32_t required_new = 0;
   size_t total = 0;
+  int redrives = 0;
   WriteDone done;
 
   std::mutex mu;
-  size_t acks = 0;        // GUARDED_BY(mu)
+  size_t acks_old = 0;    // GUARDED_BY(mu)
+  size_t acks_new = 0;    // GUARDED_BY(mu)
   size_t replies = 0;     // GUARDED_BY(mu)
   bool answered = false;  // GUARDED_BY(mu)
+  bool stale = false;     // GUARDED_BY(mu): a replica answered at a newer epoch
   std::string failures;   // GUARDED_BY(mu)
 };
 
@@ -33,32 +44,50 @@ struct Coordinator::ReadOp {
   std::shared_ptr<const ClusterMap> map;
   uint64_t token = 0;
   std::string key;
+  net::Consistency consistency = net::Consistency::kDefault;
   uint32_t required = 0;
   size_t total = 0;
+  int redrives = 0;
   ReadDone done;
 
   std::mutex mu;
   size_t replies = 0;              // GUARDED_BY(mu)
   size_t answers = 0;              // GUARDED_BY(mu): replies that carried a result
   bool answered = false;           // GUARDED_BY(mu)
+  bool stale = false;              // GUARDED_BY(mu)
   std::string failures;            // GUARDED_BY(mu)
   std::optional<Envelope> newest;  // GUARDED_BY(mu)
   std::vector<std::pair<ClusterNode, std::optional<Envelope>>> results;  // GUARDED_BY(mu)
 };
 
+namespace {
+constexpr int kMaxRedrives = 3;
+bool In(const std::vector<uint32_t>& v, uint32_t id) {
+  return std::find(v.begin(), v.end(), id) != v.end();
+}
+}  // namespace
+
 Coordinator::Coordinator(CoordinatorOptions options, Storage* storage, MapStore* maps,
                          PeerPool* peers, HintStore* hints)
     : options_(options), storage_(storage), maps_(maps), peers_(peers), hints_(hints) {}
 
-uint32_t Coordinator::Required(const ClusterMap& map, net::Consistency c, bool write) const {
+uint32_t Coordinator::Required(const ClusterMap& map, net::Consistency c, bool write,
+                               size_t set_size) const {
+  const auto n = static_cast<uint32_t>(set_size);
   switch (c) {
     case net::Consistency::kOne:
-      return 1;
+      return std::min<uint32_t>(1, n);
     case net::Consistency::kAll:
-      return map.EffectiveReplicas();
+      return n;
     default:
-      return write ? map.EffectiveWriteQuorum() : map.EffectiveReadQuorum();
+      return std::min(write ? map.params().write_quorum : map.params().read_quorum, n);
   }
+}
+
+std::shared_ptr<const ClusterMap> Coordinator::NewerMap(const ClusterMap& than) const {
+  auto current = maps_->Current();
+  if (current && current->epoch() > than.epoch()) return current;
+  return nullptr;
 }
 
 void Coordinator::BeginOp(uint64_t epoch) {
@@ -97,6 +126,13 @@ void Coordinator::NoteReply(const net::Response& reply) {
 void Coordinator::SendReplicaWrite(const ClusterNode& node, uint64_t epoch, uint64_t token,
                                    const std::string& key, const Envelope& envelope,
                                    std::function<void(Status)> done) {
+  SendReplicaWriteAt(node, epoch, token, key, envelope,
+                     [done = std::move(done)](Status s, uint64_t) { done(std::move(s)); });
+}
+
+void Coordinator::SendReplicaWriteAt(const ClusterNode& node, uint64_t epoch, uint64_t token,
+                                     const std::string& key, const Envelope& envelope,
+                                     std::function<void(Status, uint64_t)> done) {
   net::Request req;
   auto current = maps_->Current();
   req.epoch = epoch;
@@ -106,13 +142,13 @@ void Coordinator::SendReplicaWrite(const ClusterNode& node, uint64_t epoch, uint
   auto self = shared_from_this();
   peers_->Call(node.address, std::move(req), options_.replica_timeout,
                [self, done = std::move(done)](StatusOr<net::Response> reply) {
-                 if (!reply.ok()) return done(reply.status());
+                 if (!reply.ok()) return done(reply.status(), 0);
                  self->NoteReply(*reply);
                  if (reply->status().code() == Status::Code::kStaleEpoch) {
                    std::lock_guard lock(self->mu_);
                    ++self->stats_.stale_epoch_replies;
                  }
-                 done(reply->status());
+                 done(reply->status(), reply->epoch);
                });
 }
 
@@ -125,52 +161,79 @@ void Coordinator::Write(std::shared_ptr<const ClusterMap> map, uint64_t token, s
   op->envelope = Envelope{*ts, options_.self_id, !value.has_value(), value.value_or("")};
   op->token = token;
   op->key = std::move(key);
-  op->required = Required(*map, consistency, true);
+  op->consistency = consistency;
   op->done = std::move(done);
-  const std::vector<uint32_t> replicas = map->Replicas(token);
-  op->total = replicas.size();
   op->map = std::move(map);
+  StartWrite(op);
+}
+
+void Coordinator::StartWrite(const std::shared_ptr<WriteOp>& op) {
+  op->map->WriteReplicas(op->token, &op->old_set, &op->new_set);
+  std::vector<uint32_t> targets = op->old_set;
+  for (uint32_t id : op->new_set) {
+    if (!In(targets, id)) targets.push_back(id);
+  }
+  op->required_old = Required(*op->map, op->consistency, true, op->old_set.size());
+  op->required_new =
+      op->new_set.empty() ? 0 : Required(*op->map, op->consistency, true, op->new_set.size());
+  op->total = targets.size();
   if (op->total == 0) return op->done(Status::Internal("the cluster map places no replica"));
   BeginOp(op->map->epoch());
-  for (uint32_t id : replicas) {
+  for (uint32_t id : targets) {
     const ClusterNode node = *op->map->FindNode(id);
     if (id == options_.self_id) {
       auto local = storage_->Write(op->token, op->key, op->envelope);
-      FinishReplicaWrite(op, node, local.status());
+      FinishReplicaWrite(op, node, local.status(), op->map->epoch());
       continue;
     }
-    SendReplicaWrite(node, op->map->epoch(), op->token, op->key, op->envelope,
-                     [self = shared_from_this(), op, node](Status s) {
-                       self->FinishReplicaWrite(op, node, std::move(s));
-                     });
+    SendReplicaWriteAt(node, op->map->epoch(), op->token, op->key, op->envelope,
+                       [self = shared_from_this(), op, node](Status s, uint64_t epoch) {
+                         self->FinishReplicaWrite(op, node, std::move(s), epoch);
+                       });
   }
 }
 
 void Coordinator::FinishReplicaWrite(const std::shared_ptr<WriteOp>& op, const ClusterNode& node,
-                                     Status result) {
+                                     Status result, uint64_t reply_epoch) {
   std::optional<StatusOr<uint64_t>> answer;
+  std::shared_ptr<const ClusterMap> redrive;
   bool last = false;
+  const bool fenced = result.code() == Status::Code::kStaleEpoch;
   {
     std::lock_guard lock(op->mu);
     ++op->replies;
-    if (result.ok()) {
-      ++op->acks;
+    if (result.ok() && reply_epoch <= op->map->epoch()) {
+      if (In(op->old_set, node.id)) ++op->acks_old;
+      if (In(op->new_set, node.id)) ++op->acks_new;
+    } else if (result.ok() || fenced) {
+      // Fencing: only acks given at the op's own epoch count; a newer epoch means the write
+      // must be re-driven under the newer map (same timestamp, so it stays idempotent).
+      op->stale = true;
     } else {
       if (!op->failures.empty()) op->failures += ", ";
       op->failures += Describe(node, result);
     }
-    if (!op->answered && op->acks >= op->required) {
+    last = op->replies == op->total;
+    if (!op->answered && op->acks_old >= op->required_old && op->acks_new >= op->required_new) {
       op->answered = true;
       answer = op->envelope.timestamp;
-    } else if (!op->answered && op->replies == op->total) {
+    } else if (!op->answered && last) {
       op->answered = true;
-      answer = Status::Unavailable("write quorum not reached: " + std::to_string(op->acks) +
-                                   " of " + std::to_string(op->required) +
-                                   " required acks; unavailable replicas: " + op->failures);
+      if (op->stale && op->redrives < kMaxRedrives) redrive = NewerMap(*op->map);
+      if (!redrive) {
+        std::string need = std::to_string(op->acks_old) + " of " +
+                           std::to_string(op->required_old) + " required acks";
+        if (op->required_new > 0) {
+          need += " from the old replicas and " + std::to_string(op->acks_new) + " of " +
+                  std::to_string(op->required_new) + " from the new ones";
+        }
+        answer = Status::Unavailable("write quorum not reached: " + need +
+                                     "; unavailable replicas: " +
+                                     (op->failures.empty() ? "none (stale epoch)" : op->failures));
+      }
     }
-    last = op->replies == op->total;
   }
-  if (!result.ok() && node.id != options_.self_id) {
+  if (!result.ok() && !fenced && node.id != options_.self_id) {
     // The replica missed this write: keep it for hinted handoff (repair only, never an ack).
     Status s = hints_->Add(node.id, op->token, op->key, op->envelope);
     std::lock_guard lock(mu_);
@@ -184,6 +247,21 @@ void Coordinator::FinishReplicaWrite(const std::shared_ptr<WriteOp>& op, const C
     op->done(std::move(*answer));
   }
   if (last) EndOp(op->map->epoch());
+  if (redrive) {
+    {
+      std::lock_guard lock(mu_);
+      ++stats_.redriven;
+    }
+    auto again = std::make_shared<WriteOp>();
+    again->map = std::move(redrive);
+    again->token = op->token;
+    again->key = op->key;
+    again->envelope = op->envelope;
+    again->consistency = op->consistency;
+    again->redrives = op->redrives + 1;
+    again->done = op->done;
+    StartWrite(again);
+  }
 }
 
 void Coordinator::Read(std::shared_ptr<const ClusterMap> map, uint64_t token, std::string key,
@@ -191,23 +269,29 @@ void Coordinator::Read(std::shared_ptr<const ClusterMap> map, uint64_t token, st
   auto op = std::make_shared<ReadOp>();
   op->token = token;
   op->key = std::move(key);
-  op->required = Required(*map, consistency, false);
+  op->consistency = consistency;
   op->done = std::move(done);
-  const std::vector<uint32_t> replicas = map->Replicas(token);
-  op->total = replicas.size();
   op->map = std::move(map);
+  StartRead(op);
+}
+
+void Coordinator::StartRead(const std::shared_ptr<ReadOp>& op) {
+  const std::vector<uint32_t> replicas = op->map->ReadReplicas(op->token);
+  op->required = Required(*op->map, op->consistency, false, replicas.size());
+  op->total = replicas.size();
   if (op->total == 0) return op->done(Status::Internal("the cluster map places no replica"));
   BeginOp(op->map->epoch());
   for (uint32_t id : replicas) {
     const ClusterNode node = *op->map->FindNode(id);
     if (id == options_.self_id) {
       auto local = storage_->GetEnvelope(op->token, op->key);
+      const uint64_t epoch = op->map->epoch();
       if (local.ok()) {
-        FinishReplicaRead(op, node, std::optional<Envelope>(std::move(local).value()));
+        FinishReplicaRead(op, node, std::optional<Envelope>(std::move(local).value()), epoch);
       } else if (local.status().IsNotFound()) {
-        FinishReplicaRead(op, node, std::optional<Envelope>());
+        FinishReplicaRead(op, node, std::optional<Envelope>(), epoch);
       } else {
-        FinishReplicaRead(op, node, local.status());
+        FinishReplicaRead(op, node, local.status(), epoch);
       }
       continue;
     }
@@ -217,39 +301,48 @@ void Coordinator::Read(std::shared_ptr<const ClusterMap> map, uint64_t token, st
     req.body = net::ReplicaReadRequest{op->token, op->key};
     peers_->Call(node.address, std::move(req), options_.replica_timeout,
                  [self = shared_from_this(), op, node](StatusOr<net::Response> reply) {
-                   if (!reply.ok()) return self->FinishReplicaRead(op, node, reply.status());
+                   if (!reply.ok()) return self->FinishReplicaRead(op, node, reply.status(), 0);
                    self->NoteReply(*reply);
-                   if (!reply->ok()) return self->FinishReplicaRead(op, node, reply->status());
+                   const uint64_t epoch = reply->epoch;
+                   if (!reply->ok()) {
+                     return self->FinishReplicaRead(op, node, reply->status(), epoch);
+                   }
                    const auto* body = std::get_if<net::ReplicaReadResponse>(&reply->body);
                    if (body == nullptr) {
                      return self->FinishReplicaRead(
-                         op, node, Status::Corruption("unexpected reply to a replica read"));
+                         op, node, Status::Corruption("unexpected reply to a replica read"), epoch);
                    }
                    std::optional<Envelope> env;
                    if (body->found) {
                      env = Envelope{body->ts, body->node_id, body->tombstone, body->value};
                    }
-                   self->FinishReplicaRead(op, node, std::move(env));
+                   self->FinishReplicaRead(op, node, std::move(env), epoch);
                  });
   }
 }
 
 void Coordinator::FinishReplicaRead(const std::shared_ptr<ReadOp>& op, const ClusterNode& node,
-                                    StatusOr<std::optional<Envelope>> result) {
+                                    StatusOr<std::optional<Envelope>> result,
+                                    uint64_t reply_epoch) {
   std::optional<StatusOr<Envelope>> answer;
+  std::shared_ptr<const ClusterMap> redrive;
   bool last = false;
+  const bool fenced = result.status().code() == Status::Code::kStaleEpoch;
   {
     std::lock_guard lock(op->mu);
     ++op->replies;
-    if (result.ok()) {
+    if (result.ok() && reply_epoch <= op->map->epoch()) {
       ++op->answers;
       const std::optional<Envelope>& env = *result;
       if (env && (!op->newest || Newer(*env, *op->newest))) op->newest = env;
       op->results.push_back({node, *result});
+    } else if (result.ok() || fenced) {
+      op->stale = true;  // answered at a newer epoch: re-read under that map if needed
     } else {
       if (!op->failures.empty()) op->failures += ", ";
       op->failures += Describe(node, result.status());
     }
+    last = op->replies == op->total;
     if (!op->answered && op->answers >= op->required) {
       op->answered = true;
       if (op->newest) {
@@ -257,13 +350,16 @@ void Coordinator::FinishReplicaRead(const std::shared_ptr<ReadOp>& op, const Clu
       } else {
         answer = Status::NotFound("not found");
       }
-    } else if (!op->answered && op->replies == op->total) {
+    } else if (!op->answered && last) {
       op->answered = true;
-      answer = Status::Unavailable("read quorum not reached: " + std::to_string(op->answers) +
-                                   " of " + std::to_string(op->required) +
-                                   " required replies; unavailable replicas: " + op->failures);
+      if (op->stale && op->redrives < kMaxRedrives) redrive = NewerMap(*op->map);
+      if (!redrive) {
+        answer = Status::Unavailable(
+            "read quorum not reached: " + std::to_string(op->answers) + " of " +
+            std::to_string(op->required) + " required replies; unavailable replicas: " +
+            (op->failures.empty() ? "none (stale epoch)" : op->failures));
+      }
     }
-    last = op->replies == op->total;
   }
   if (answer) {
     if (!answer->ok() && !answer->status().IsNotFound()) {
@@ -275,6 +371,20 @@ void Coordinator::FinishReplicaRead(const std::shared_ptr<ReadOp>& op, const Clu
   if (last) {
     RepairStale(op);
     EndOp(op->map->epoch());
+  }
+  if (redrive) {
+    {
+      std::lock_guard lock(mu_);
+      ++stats_.redriven;
+    }
+    auto again = std::make_shared<ReadOp>();
+    again->map = std::move(redrive);
+    again->token = op->token;
+    again->key = op->key;
+    again->consistency = op->consistency;
+    again->redrives = op->redrives + 1;
+    again->done = op->done;
+    StartRead(again);
   }
 }
 

@@ -48,6 +48,7 @@ struct CoordinatorStats {
   uint64_t read_repairs = 0;
   uint64_t hints_written = 0;
   uint64_t stale_epoch_replies = 0;
+  uint64_t redriven = 0;  // ops re-run under a newer map after a replica answered at a newer epoch
 };
 
 class Coordinator : public std::enable_shared_from_this<Coordinator> {
@@ -81,13 +82,22 @@ class Coordinator : public std::enable_shared_from_this<Coordinator> {
   struct WriteOp;
   struct ReadOp;
 
-  uint32_t Required(const ClusterMap& map, net::Consistency c, bool write) const;
+  // Acks needed from a replica set of `set_size` nodes at consistency `c`.
+  uint32_t Required(const ClusterMap& map, net::Consistency c, bool write, size_t set_size) const;
   void BeginOp(uint64_t epoch);
   void EndOp(uint64_t epoch);
+  void StartWrite(const std::shared_ptr<WriteOp>& op);
+  void StartRead(const std::shared_ptr<ReadOp>& op);
+  // A replica's reply to a write, with the epoch the replica answered at (0 if unknown).
+  void SendReplicaWriteAt(const ClusterNode& node, uint64_t epoch, uint64_t token,
+                          const std::string& key, const Envelope& envelope,
+                          std::function<void(Status, uint64_t)> done);
   void FinishReplicaWrite(const std::shared_ptr<WriteOp>& op, const ClusterNode& node,
-                          Status result);
+                          Status result, uint64_t reply_epoch);
   void FinishReplicaRead(const std::shared_ptr<ReadOp>& op, const ClusterNode& node,
-                         StatusOr<std::optional<Envelope>> result);
+                         StatusOr<std::optional<Envelope>> result, uint64_t reply_epoch);
+  // A newer map than the op's, if this node has one now (after a reply carried it).
+  std::shared_ptr<const ClusterMap> NewerMap(const ClusterMap& than) const;
   void RepairStale(const std::shared_ptr<ReadOp>& op);
   void NoteReply(const net::Response& reply);
 

@@ -36,16 +36,32 @@ Status MapStore::Install(const ClusterMap& map) {
       return Status::Aborted("two different maps with epoch " + std::to_string(map.epoch()));
     }
   }
-  SHARDKV_RETURN_IF_ERROR(Persist(map));
-  current_ = std::make_shared<const ClusterMap>(map);
-  return Status::OK();
+  return PublishLocked(map);
 }
 
 Status MapStore::Reset(const ClusterMap& map) {
   std::lock_guard lock(mu_);
+  if (current_ && current_->ContentHash() == map.ContentHash()) return Status::OK();
+  return PublishLocked(map);
+}
+
+Status MapStore::PublishLocked(const ClusterMap& map) {
+  std::shared_ptr<const ClusterMap> old = current_;
+  if (before_) SHARDKV_RETURN_IF_ERROR(before_(old.get(), map));
   SHARDKV_RETURN_IF_ERROR(Persist(map));
   current_ = std::make_shared<const ClusterMap>(map);
+  for (const AfterHook& hook : after_) hook(old.get(), *current_);
   return Status::OK();
+}
+
+void MapStore::SetBeforePublish(BeforeHook hook) {
+  std::lock_guard lock(mu_);
+  before_ = std::move(hook);
+}
+
+void MapStore::AddAfterPublish(AfterHook hook) {
+  std::lock_guard lock(mu_);
+  after_.push_back(std::move(hook));
 }
 
 std::shared_ptr<const ClusterMap> MapStore::Current() const {

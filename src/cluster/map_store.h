@@ -7,8 +7,10 @@
 // Thread-safety: all methods are thread-safe.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <mutex>
+#include <vector>
 
 #include "shardkv/cluster_map.h"
 #include "shardkv/status.h"
@@ -36,12 +38,24 @@ class MapStore {
   // The current map, or null before Load()/Install().
   std::shared_ptr<const ClusterMap> Current() const;
 
+  // Hooks around every Install()/Reset() that changes the map (the rebalancer's local data
+  // rules: drop leftovers before a new change's joint writes can land, drop lost ranges after).
+  // `old` is null on a node's first map. A failing before-hook fails the install. Both run with
+  // the store's lock held, so installs are applied one at a time and in order.
+  using BeforeHook = std::function<Status(const ClusterMap* old, const ClusterMap& next)>;
+  using AfterHook = std::function<void(const ClusterMap* old, const ClusterMap& next)>;
+  void SetBeforePublish(BeforeHook hook);
+  void AddAfterPublish(AfterHook hook);
+
  private:
   Status Persist(const ClusterMap& map);
+  Status PublishLocked(const ClusterMap& map);
 
   Storage* storage_;
   mutable std::mutex mu_;
   std::shared_ptr<const ClusterMap> current_;  // GUARDED_BY(mu_)
+  BeforeHook before_;                           // GUARDED_BY(mu_)
+  std::vector<AfterHook> after_;                // GUARDED_BY(mu_)
 };
 
 }  // namespace shardkv

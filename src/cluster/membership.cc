@@ -20,8 +20,69 @@ Membership::Membership(MembershipOptions options, MapStore* maps, PeerPool* peer
 Membership::~Membership() { Stop(); }
 
 void Membership::Start() {
+  started_ = std::chrono::steady_clock::now();
   gossip_thread_ = std::thread([this] { GossipLoop(); });
   admin_thread_ = std::thread([this] { AdminLoop(); });
+  waiter_thread_ = std::thread([this] { WaiterLoop(); });
+}
+
+bool Membership::Settled() const {
+  return std::chrono::steady_clock::now() - started_ > 3 * options_.gossip_interval;
+}
+
+void Membership::AwaitEpoch(uint64_t epoch, std::chrono::milliseconds timeout,
+                            std::function<void(bool)> done) {
+  auto map = maps_->Current();
+  if (map && map->epoch() >= epoch) return done(true);
+  {
+    std::lock_guard lock(mu_);
+    if (!stopping_) {
+      waiters_.push_back({epoch, std::chrono::steady_clock::now() + timeout, std::move(done)});
+      wake_.notify_all();
+      return;
+    }
+  }
+  done(false);
+}
+
+void Membership::WaiterLoop() {
+  auto last_pull = std::chrono::steady_clock::time_point();
+  for (;;) {
+    std::vector<std::pair<std::function<void(bool)>, bool>> ready;
+    bool pull = false;
+    {
+      std::unique_lock lock(mu_);
+      // Polls: installs come from several paths (admin, gossip, replies), so a short poll is
+      // simpler than a notification from each.
+      wake_.wait_for(lock, std::chrono::milliseconds(waiters_.empty() ? 200 : 20),
+                     [&] { return stopping_; });
+      if (stopping_) {
+        for (Waiter& w : waiters_) ready.emplace_back(std::move(w.done), false);
+        waiters_.clear();
+      } else {
+        auto map = maps_->Current();
+        const uint64_t epoch = map ? map->epoch() : 0;
+        const auto now = std::chrono::steady_clock::now();
+        for (auto it = waiters_.begin(); it != waiters_.end();) {
+          if (it->epoch <= epoch || now >= it->deadline) {
+            ready.emplace_back(std::move(it->done), it->epoch <= epoch);
+            it = waiters_.erase(it);
+          } else {
+            ++it;
+          }
+        }
+        // Give an install already under way a moment, then fetch from the peers.
+        pull = !waiters_.empty() && now - last_pull > std::chrono::milliseconds(200);
+        if (pull) last_pull = now;
+      }
+    }
+    for (auto& [done, ok] : ready) done(ok);
+    {
+      std::lock_guard lock(mu_);
+      if (stopping_ && waiters_.empty()) return;
+    }
+    if (pull) FetchNewestMap(options_.ping_timeout);
+  }
 }
 
 void Membership::Stop() {
@@ -32,6 +93,7 @@ void Membership::Stop() {
   wake_.notify_all();
   if (gossip_thread_.joinable()) gossip_thread_.join();
   if (admin_thread_.joinable()) admin_thread_.join();
+  if (waiter_thread_.joinable()) waiter_thread_.join();
   // Installs still queued are refused rather than dropped silently.
   std::deque<std::pair<net::InstallMapRequest, std::function<void(net::ResponseBody)>>> left;
   {
@@ -192,6 +254,10 @@ void Membership::ReplayHints() {
     const uint64_t epoch = map->epoch();
     auto sent = hints_->Replay(target, options_.hint_replay_per_tick,
                                [&](uint64_t token, const std::string& key, const Envelope& env) {
+                                 // Re-resolved against the current map: a target that no
+                                 // longer holds the token gets nothing (the range moved with
+                                 // its data; joint writes and streams covered the new owners).
+                                 if (!map->Holds(target, token)) return Status::OK();
                                  std::promise<Status> p;
                                  coordinator_->SendReplicaWrite(
                                      copy, epoch, token, key, env,

@@ -24,6 +24,7 @@
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "cluster/coordinator.h"
 #include "cluster/hint_store.h"
@@ -59,6 +60,19 @@ class Membership {
   void FetchNewestMap(std::chrono::milliseconds timeout);
 
   bool IsAlive(uint32_t id) const;
+  // True once the node has gossiped long enough for IsAlive() to mean something (a node that
+  // just started has heard from nobody yet).
+  bool Settled() const;
+
+  // Installs a map proposed by this node itself (the rebalancer's commits), with the same rules
+  // and epoch barrier as a remote InstallMap. Blocks; not on a network thread.
+  net::ResponseBody InstallNow(const net::InstallMapRequest& request) { return Install(request); }
+
+  // Calls done(true) once this node's map reaches `epoch`, or done(false) after `timeout`.
+  // Meanwhile the node pulls maps from its peers: a request carrying a newer epoch than ours
+  // makes us fetch that map before serving it (design.md "Propagation").
+  void AwaitEpoch(uint64_t epoch, std::chrono::milliseconds timeout,
+                  std::function<void(bool)> done);
 
  private:
   void GossipLoop();
@@ -67,6 +81,13 @@ class Membership {
   void ReplayHints();
   net::ResponseBody Install(const net::InstallMapRequest& request);
   void PullMapFrom(const std::string& address);
+  void WaiterLoop();
+
+  struct Waiter {
+    uint64_t epoch;
+    std::chrono::steady_clock::time_point deadline;
+    std::function<void(bool)> done;
+  };
 
   const MembershipOptions options_;
   MapStore* maps_;
@@ -80,8 +101,11 @@ class Membership {
   std::map<uint32_t, std::chrono::steady_clock::time_point> last_seen_;  // GUARDED_BY(mu_)
   std::deque<std::pair<net::InstallMapRequest, std::function<void(net::ResponseBody)>>>
       installs_;  // GUARDED_BY(mu_)
+  std::vector<Waiter> waiters_;  // GUARDED_BY(mu_)
+  std::chrono::steady_clock::time_point started_;
   std::thread gossip_thread_;
   std::thread admin_thread_;
+  std::thread waiter_thread_;
 };
 
 }  // namespace shardkv

@@ -15,6 +15,27 @@
 #include "shardkv.capnp.h"
 
 namespace shardkv::net {
+
+// The rebalancer's ops, defined in codec_stream.cc to keep this file short. Declared here, not
+// in a header, because nothing but this file may call them: they take generated capnp types,
+// which stay private to src/net.
+namespace codec_internal {
+void FillStreamScan(const StreamScanRequest& s, wire::StreamScan::Builder b);
+StreamScanRequest ReadStreamScan(wire::StreamScan::Reader r);
+void FillStreamRange(const StreamRangeRequest& s, wire::StreamRange::Builder b);
+StreamRangeRequest ReadStreamRange(wire::StreamRange::Reader r);
+void FillCountRanges(const CountRangesRequest& c, capnp::List<wire::TokenSpan>::Builder list);
+CountRangesRequest ReadCountRanges(capnp::List<wire::TokenSpan>::Reader list);
+void FillAdmin(const AdminRequest& a, wire::Admin::Builder b);
+AdminRequest ReadAdmin(wire::Admin::Reader r);
+void FillStreamScan(const StreamScanResponse& s, wire::Response::Body::StreamScan::Builder b);
+StreamScanResponse ReadStreamScan(wire::Response::Body::StreamScan::Reader r);
+void FillStreamRange(const StreamRangeResponse& s, wire::Response::Body::StreamRange::Builder b);
+StreamRangeResponse ReadStreamRange(wire::Response::Body::StreamRange::Reader r);
+void FillCountRanges(const CountRangesResponse& c, capnp::List<wire::RangeCount>::Builder list);
+CountRangesResponse ReadCountRanges(capnp::List<wire::RangeCount>::Reader list);
+}  // namespace codec_internal
+
 namespace {
 
 namespace wire = ::shardkv::net::wire;
@@ -200,6 +221,17 @@ void FillRequest(const Request& r, wire::Request::Builder b) {
                    out.setExpectedEpoch(m.expected_epoch);
                    out.setAdopt(m.adopt);
                  },
+                 [&](const StreamScanRequest& s) {
+                   codec_internal::FillStreamScan(s, body.initStreamScan());
+                 },
+                 [&](const StreamRangeRequest& s) {
+                   codec_internal::FillStreamRange(s, body.initStreamRange());
+                 },
+                 [&](const CountRangesRequest& c) {
+                   codec_internal::FillCountRanges(
+                       c, body.initCountRanges(static_cast<unsigned>(c.ranges.size())));
+                 },
+                 [&](const AdminRequest& a) { codec_internal::FillAdmin(a, body.initAdmin()); },
              },
              r.body);
 }
@@ -271,6 +303,18 @@ void FillResponse(const Response& r, wire::Response::Builder b) {
             out.setAccepted(m.accepted);
             out.setEpoch(m.epoch);
           },
+          [&](const StreamScanResponse& s) {
+            codec_internal::FillStreamScan(s, body.initStreamScan());
+          },
+          [&](const StreamRangeResponse& s) {
+            codec_internal::FillStreamRange(s, body.initStreamRange());
+          },
+          [&](const CountRangesResponse& c) {
+            codec_internal::FillCountRanges(
+                c, body.initCountRanges(static_cast<unsigned>(c.counts.size())));
+          },
+          // Always set, even when empty: setting the member is what selects the union arm.
+          [&](const AdminResponse& a) { body.setAdmin(AsData(a.payload)); },
       },
       r.body);
 }
@@ -382,6 +426,18 @@ StatusOr<Request> ReadRequest(wire::Request::Reader root, uint64_t* request_id) 
       r.body = InstallMapRequest{ToString(m.getMap()), m.getExpectedEpoch(), m.getAdopt()};
       break;
     }
+    case wire::Request::Body::STREAM_SCAN:
+      r.body = codec_internal::ReadStreamScan(body.getStreamScan());
+      break;
+    case wire::Request::Body::STREAM_RANGE:
+      r.body = codec_internal::ReadStreamRange(body.getStreamRange());
+      break;
+    case wire::Request::Body::COUNT_RANGES:
+      r.body = codec_internal::ReadCountRanges(body.getCountRanges());
+      break;
+    case wire::Request::Body::ADMIN:
+      r.body = codec_internal::ReadAdmin(body.getAdmin());
+      break;
     default:
       return Status::NotSupported("unknown request op " +
                                   std::to_string(static_cast<int>(body.which())));
@@ -470,6 +526,18 @@ StatusOr<Response> ReadResponse(wire::Response::Reader root) {
       r.body = InstallMapResponse{m.getAccepted(), m.getEpoch()};
       break;
     }
+    case wire::Response::Body::STREAM_SCAN:
+      r.body = codec_internal::ReadStreamScan(body.getStreamScan());
+      break;
+    case wire::Response::Body::STREAM_RANGE:
+      r.body = codec_internal::ReadStreamRange(body.getStreamRange());
+      break;
+    case wire::Response::Body::COUNT_RANGES:
+      r.body = codec_internal::ReadCountRanges(body.getCountRanges());
+      break;
+    case wire::Response::Body::ADMIN:
+      r.body = AdminResponse{ToString(body.getAdmin())};
+      break;
     default:
       return Status::NotSupported("unknown response op " +
                                   std::to_string(static_cast<int>(body.which())));

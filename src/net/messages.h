@@ -89,10 +89,52 @@ struct InstallMapRequest {
   bool adopt = false;
 };
 
+// Node to node, during a membership change: the destination of a stream pulls one batch of a
+// token range (inclusive) from a source, read through a source-side snapshot named stream_id.
+struct StreamScanRequest {
+  uint64_t stream_id = 0;
+  uint64_t first = 0;
+  uint64_t last = 0;
+  std::string cursor;  // continue strictly after this (empty: from the start of the range)
+  uint32_t max_entries = 0;
+  uint64_t max_bytes = 0;
+};
+
+// Rebalancer driver to a stream's destination: run one stream task for up to slice_ms.
+struct StreamRangeRequest {
+  uint64_t change_id = 0;
+  uint64_t task_id = 0;
+  uint64_t first = 0;
+  uint64_t last = 0;
+  std::vector<uint32_t> source_ids;  // the preferred source first, then the other old replicas
+  std::vector<std::string> source_addresses;  // same order
+  uint32_t merge_count = 1;  // old replicas to merge from when the preferred one is unreachable
+  uint64_t rate_bytes_per_s = 0;  // 0 = unthrottled
+  uint32_t slice_ms = 1000;
+};
+
+struct TokenSpan {
+  uint64_t first = 0;
+  uint64_t last = 0;
+};
+
+// Rebalancer driver to a replica: exact counts of live keys, tombstones and bytes per range.
+struct CountRangesRequest {
+  std::vector<TokenSpan> ranges;
+};
+
+// CLI to a node: a rebalancer command ("plan", "begin", "status", "cancel", "resume",
+// "throttle") with string arguments. The answer's payload is encoded by src/rebalance.
+struct AdminRequest {
+  std::string command;
+  std::map<std::string, std::string> args;
+};
+
 using RequestBody =
     std::variant<PingRequest, GetRequest, PutRequest, DeleteRequest, MultiGetRequest,
                  MultiPutRequest, StatsRequest, GetClusterMapRequest, ReplicaWriteRequest,
-                 ReplicaReadRequest, InstallMapRequest>;
+                 ReplicaReadRequest, InstallMapRequest, StreamScanRequest, StreamRangeRequest,
+                 CountRangesRequest, AdminRequest>;
 
 struct Request {
   uint64_t id = 0;          // set by RpcClient; 0 is reserved for "unknown" in error replies
@@ -171,10 +213,52 @@ struct InstallMapResponse {
   uint64_t epoch = 0;  // the responder's epoch after the call
 };
 
+struct StreamEntry {
+  uint64_t token = 0;
+  std::string key;
+  uint64_t ts = 0;
+  uint32_t node_id = 0;
+  bool tombstone = false;
+  std::string value;
+};
+
+struct StreamScanResponse {
+  std::vector<StreamEntry> entries;
+  std::string cursor;  // pass back to continue
+  bool done = false;   // the range is exhausted
+  bool snapshot_renewed = false;  // the source took a new snapshot for this call
+};
+
+// Cumulative progress of the task (from its checkpoint), not just this slice.
+struct StreamRangeResponse {
+  bool done = false;
+  uint64_t copies = 0;      // live keys streamed
+  uint64_t tombstones = 0;  // tombstones streamed
+  uint64_t bytes = 0;       // key + value bytes streamed
+  bool resumed = false;     // this call continued from a checkpoint left by an earlier run
+  uint32_t source_id = 0;   // the source used (0 when merging)
+  uint32_t sources_merged = 0;
+};
+
+struct RangeCount {
+  uint64_t live = 0;
+  uint64_t tombstones = 0;
+  uint64_t bytes = 0;
+};
+
+struct CountRangesResponse {
+  std::vector<RangeCount> counts;  // one per requested range, same order
+};
+
+struct AdminResponse {
+  std::string payload;  // opaque to src/net
+};
+
 using ResponseBody =
     std::variant<ErrorResponse, PingResponse, GetResponse, PutResponse, DeleteResponse,
                  MultiGetResponse, MultiPutResponse, StatsResponse, GetClusterMapResponse,
-                 ReplicaWriteResponse, ReplicaReadResponse, InstallMapResponse>;
+                 ReplicaWriteResponse, ReplicaReadResponse, InstallMapResponse,
+                 StreamScanResponse, StreamRangeResponse, CountRangesResponse, AdminResponse>;
 
 struct Response {
   uint64_t id = 0;     // the request's id; 0 if the request could not be parsed

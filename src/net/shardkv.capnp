@@ -8,12 +8,18 @@
 # union members with the next free ordinal. A peer that receives a union member it does not
 # know answers NotSupported for that request and keeps the connection open.
 #
-# Planned members of Request.body / Response.body, in the order they are expected to land:
-#   replicaWrite  {token, key, value, ts :UInt64, nodeId :UInt32, tombstone :Bool}
-#   replicaRead   {token, key} -> {found, value, ts, nodeId, tombstone}
-#   streamBatch   {streamId, seq, list of replica entries, done :Bool} -> {ackedSeq}
-#   proposeMap    {expectedEpoch, map :Data} -> {accepted, map :Data}
-#   admin ops     addNode / removeNode / rebalanceStatus / cancel, each its own member.
+# Members of Request.body / Response.body beyond the client ops, in the order they landed:
+#   replicaWrite  ReplicaWrite -> outcome :UInt8
+#   replicaRead   KeyRef -> {found, ts, nodeId, tombstone, value}
+#   installMap    InstallMap -> {accepted, epoch}
+#   streamScan    StreamScan -> {entries :List(StreamEntry), cursor, done, snapshotRenewed}
+#   streamRange   StreamRange -> {done, copies, tombstones, bytes, resumed, sourceId,
+#                 sourcesMerged}
+#   countRanges   List(TokenSpan) -> List(RangeCount), one per span
+#   admin         Admin {command, args :List(AdminArg)} -> payload :Data
+# The earlier plans for a push-style streamBatch and proposeMap were replaced by the pull-style
+# streamScan and by installMap; the rebalancer's admin commands share one `admin` member (their
+# payload is encoded by src/rebalance) instead of one member per command.
 # The Status code list in ErrorCode grows with shardkv::Status::Code, appended only.
 
 @0x96f5cac81178cbab;
@@ -75,6 +81,68 @@ struct InstallMap {
   adopt @2 :Bool;
 }
 
+# A stream's source-side read: one batch of the inclusive token range [first, last], read
+# through the source's snapshot `streamId`, continuing strictly after `cursor` (empty: from
+# the start). The batch ends at whichever of maxEntries / maxBytes is reached first.
+struct StreamScan {
+  streamId @0 :UInt64;
+  first @1 :UInt64;
+  last @2 :UInt64;
+  cursor @3 :Data;
+  maxEntries @4 :UInt32;
+  maxBytes @5 :UInt64;
+}
+
+# One stored version inside a StreamScan batch: the same fields as a ReplicaWrite (plus the
+# token), so the destination applies it with the ordinary LWW replica write.
+struct StreamEntry {
+  token @0 :UInt64;
+  key @1 :Data;
+  ts @2 :UInt64;
+  nodeId @3 :UInt32;
+  tombstone @4 :Bool;
+  value @5 :Data;
+}
+
+# Run one stream task on its destination for up to sliceMs. sourceIds and sourceAddresses are
+# parallel lists, the preferred source first.
+struct StreamRange {
+  changeId @0 :UInt64;
+  taskId @1 :UInt64;
+  first @2 :UInt64;
+  last @3 :UInt64;
+  sourceIds @4 :List(UInt32);
+  sourceAddresses @5 :List(Text);
+  mergeCount @6 :UInt32;
+  rateBytesPerS @7 :UInt64;  # 0 = unthrottled
+  sliceMs @8 :UInt32;
+}
+
+# An inclusive token range.
+struct TokenSpan {
+  first @0 :UInt64;
+  last @1 :UInt64;
+}
+
+struct RangeCount {
+  live @0 :UInt64;
+  tombstones @1 :UInt64;
+  bytes @2 :UInt64;
+}
+
+# One argument of an admin command. A list of pairs rather than a capnp Map so that the schema
+# needs no generics; the decoder lets a repeated key's last value win.
+struct AdminArg {
+  key @0 :Text;
+  value @1 :Text;
+}
+
+# A rebalancer command ("plan", "begin", "status", ...) from the CLI.
+struct Admin {
+  command @0 :Text;
+  args @1 :List(AdminArg);
+}
+
 struct Request {
   id @0 :UInt64;         # chosen by the sender, echoed in the Response; 0 is reserved
   epoch @1 :UInt64;      # the sender's cluster map epoch (0 = none yet)
@@ -94,6 +162,10 @@ struct Request {
     replicaWrite @13 :ReplicaWrite;
     replicaRead @14 :KeyRef;
     installMap @15 :InstallMap;
+    streamScan @16 :StreamScan;
+    streamRange @17 :StreamRange;
+    countRanges @18 :List(TokenSpan);
+    admin @19 :Admin;
   }
 }
 
@@ -154,5 +226,23 @@ struct Response {
       accepted @22 :Bool;
       epoch @23 :UInt64;
     }
+    streamScan :group {
+      entries @24 :List(StreamEntry);
+      cursor @25 :Data;          # pass back to continue
+      done @26 :Bool;            # the range is exhausted
+      snapshotRenewed @27 :Bool; # the source took a new snapshot for this call
+    }
+    # Cumulative progress of the task (from its checkpoint), not just this slice.
+    streamRange :group {
+      done @28 :Bool;
+      copies @29 :UInt64;
+      tombstones @30 :UInt64;
+      bytes @31 :UInt64;
+      resumed @32 :Bool;
+      sourceId @33 :UInt32;  # 0 when merging
+      sourcesMerged @34 :UInt32;
+    }
+    countRanges @35 :List(RangeCount);  # one per requested span, same order
+    admin @36 :Data;  # opaque to src/net
   }
 }

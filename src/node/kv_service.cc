@@ -1,5 +1,8 @@
 #include "node/kv_service.h"
 
+#include "rebalance/stream_sink.h"
+#include "rebalance/stream_source.h"
+
 #include <array>
 #include <chrono>
 #include <type_traits>
@@ -8,10 +11,10 @@ namespace shardkv {
 namespace {
 
 // Stats names per net::RequestBody alternative, in its order.
-constexpr std::array<std::string_view, 11> kOpNames = {
-    "ping",          "get",          "put",        "delete",
-    "multi_get",     "multi_put",    "stats",      "get_cluster_map",
-    "replica_write", "replica_read", "install_map"};
+constexpr std::array<std::string_view, 15> kOpNames = {
+    "ping",          "get",          "put",         "delete",       "multi_get",
+    "multi_put",     "stats",        "get_cluster_map", "replica_write", "replica_read",
+    "install_map",   "stream_scan",  "stream_range", "count_ranges", "admin"};
 static_assert(std::variant_size_v<net::RequestBody> == kOpNames.size(),
               "name every request op for stats");
 
@@ -103,6 +106,19 @@ void KvService::Handle(net::Request request, std::function<void(net::Response)> 
     Status s = d_.storage->clock().Update(request.client_ts);
     if (!s.ok()) return reply(Error(s.WithContext("client timestamp rejected")));
   }
+  const bool admin = adopt || std::holds_alternative<net::InstallMapRequest>(request.body) ||
+                     std::holds_alternative<net::AdminRequest>(request.body);
+  if (request.epoch > map->epoch() && !info_op && !admin && d_.membership != nullptr) {
+    // The sender knows a newer map: get it before serving (design.md "Propagation").
+    auto held = std::make_shared<net::Request>(std::move(request));
+    const uint64_t epoch = held->epoch;
+    d_.membership->AwaitEpoch(
+        epoch, std::chrono::milliseconds(2000),
+        [this, held, reply = std::move(reply)](bool) mutable {
+          Dispatch(d_.maps->Current(), *held, std::move(reply));
+        });
+    return;
+  }
   Dispatch(map, request, std::move(reply));
 }
 
@@ -135,6 +151,18 @@ void KvService::Dispatch(const std::shared_ptr<const ClusterMap>& map, net::Requ
           reply(ReplicaRead(*map, request.epoch, op));
         } else if constexpr (std::is_same_v<T, net::InstallMapRequest>) {
           d_.membership->HandleInstall(std::move(op), std::move(reply));
+        } else if constexpr (std::is_same_v<T, net::StreamScanRequest>) {
+          if (d_.stream_source == nullptr) return reply(Error(Status::NotSupported("no streams")));
+          reply(d_.stream_source->Scan(op));
+        } else if constexpr (std::is_same_v<T, net::StreamRangeRequest>) {
+          if (d_.stream_sink == nullptr) return reply(Error(Status::NotSupported("no streams")));
+          d_.stream_sink->HandleStream(std::move(op), std::move(reply));
+        } else if constexpr (std::is_same_v<T, net::CountRangesRequest>) {
+          if (d_.stream_sink == nullptr) return reply(Error(Status::NotSupported("no streams")));
+          d_.stream_sink->HandleCount(std::move(op), std::move(reply));
+        } else if constexpr (std::is_same_v<T, net::AdminRequest>) {
+          if (!d_.admin) return reply(Error(Status::NotSupported("no rebalancer on this node")));
+          d_.admin(std::move(op), std::move(reply));
         } else {
           reply(Error(Status::NotSupported("operation not supported by this node")));
         }
@@ -238,10 +266,7 @@ Status KvService::CheckFence(const ClusterMap& map, uint64_t sender_epoch, uint6
   // Fencing (design.md): a sender behind our epoch may only touch tokens we still hold, so a node
   // paused or partitioned through a change cannot write into ranges that have moved.
   if (sender_epoch >= map.epoch()) return Status::OK();
-  const auto replicas = map.Replicas(token);
-  if (std::find(replicas.begin(), replicas.end(), d_.self_id) != replicas.end()) {
-    return Status::OK();
-  }
+  if (map.Holds(d_.self_id, token)) return Status::OK();
   return Status::StaleEpoch("node " + std::to_string(d_.self_id) +
                             " does not hold this token at epoch " + std::to_string(map.epoch()));
 }
@@ -288,6 +313,8 @@ net::ResponseBody KvService::Stats() {
   out.counters["hints_replayed"] = static_cast<int64_t>(d_.hints->replayed());
   out.counters["hints_expired"] = static_cast<int64_t>(d_.hints->expired());
   out.counters["stale_epoch_replies"] = static_cast<int64_t>(cs.stale_epoch_replies);
+  out.counters["redriven"] = static_cast<int64_t>(cs.redriven);
+  if (d_.extra_counters) d_.extra_counters(&out.counters);
   if (auto map = d_.maps->Current()) out.counters["epoch"] = static_cast<int64_t>(map->epoch());
   auto range = d_.storage->ApproximateRangeStats(TokenRange{0, UINT64_MAX});
   if (range.ok()) {

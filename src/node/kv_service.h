@@ -5,7 +5,12 @@
 // - Replica operations (replicaWrite/replicaRead) apply to local storage, fenced by epoch: a
 //   sender with an older map is refused with STALE_EPOCH (and given the newer map) for a token
 //   this node does not hold under its own map.
-// - Admin and info: ping (gossip), stats, getClusterMap, installMap (via Membership).
+// - Admin and info: ping (gossip), stats, getClusterMap, installMap (via Membership), and the
+//   rebalancer's admin commands.
+// - Streams (rebalancing): streamScan is served by the StreamSource, streamRange and countRanges
+//   by the StreamSink's threads.
+// A request carrying a newer epoch than this node's waits until the node has that map (it pulls
+// it from its peers), so a joint write never lands before the node knows the change.
 // Every request is checked for cluster id, key and value limits; the node's HLC moves past the
 // client's newest timestamp first, so a client's later write always wins over its earlier one.
 //
@@ -29,6 +34,10 @@
 #include "storage/storage.h"
 
 namespace shardkv {
+namespace rebalance {
+class StreamSource;
+class StreamSink;
+}  // namespace rebalance
 
 struct KvServiceLimits {
   size_t max_key_bytes = size_t{64} << 10;
@@ -44,6 +53,12 @@ struct KvServiceDeps {
   Membership* membership = nullptr;
   HintStore* hints = nullptr;
   std::function<net::Server::Stats()> server_stats;  // may be empty
+  rebalance::StreamSource* stream_source = nullptr;
+  rebalance::StreamSink* stream_sink = nullptr;
+  // The rebalancer's admin commands (may be empty: NotSupported).
+  std::function<void(net::AdminRequest, std::function<void(net::ResponseBody)>)> admin;
+  // Extra counters for stats (the rebalancer's), may be empty.
+  std::function<void(std::map<std::string, int64_t>*)> extra_counters;
 };
 
 class KvService : public net::RequestHandler {

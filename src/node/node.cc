@@ -17,6 +17,10 @@
 #include "net/server.h"
 #include "node/kv_service.h"
 #include "node/node_stats.h"
+#include "rebalance/rebalancer.h"
+#include "rebalance/reconciler.h"
+#include "rebalance/stream_sink.h"
+#include "rebalance/stream_source.h"
 #include "storage/storage.h"
 
 namespace shardkv {
@@ -54,6 +58,10 @@ class Node::Impl {
   std::unique_ptr<PeerPool> peers_;
   std::shared_ptr<Coordinator> coordinator_;
   std::unique_ptr<Membership> membership_;
+  std::unique_ptr<rebalance::Reconciler> reconciler_;
+  std::unique_ptr<rebalance::StreamSource> stream_source_;
+  std::unique_ptr<rebalance::StreamSink> stream_sink_;
+  std::unique_ptr<rebalance::Rebalancer> rebalancer_;
   NodeStats stats_;
   std::unique_ptr<KvService> service_;
   std::unique_ptr<net::Server> server_;
@@ -132,6 +140,17 @@ Status Node::Impl::Start() {
   membership_ =
       std::make_unique<Membership>(mo, maps_.get(), peers_.get(), coordinator_, hints_.get());
 
+  reconciler_ = std::make_unique<rebalance::Reconciler>(options_.id, storage_.get());
+  reconciler_->Attach(maps_.get());
+  stream_source_ = std::make_unique<rebalance::StreamSource>(options_.id, storage_.get(), maps_.get());
+  rebalance::StreamSinkOptions sink_options;
+  sink_options.self_id = options_.id;
+  stream_sink_ = std::make_unique<rebalance::StreamSink>(sink_options, storage_.get(), maps_.get(),
+                                                         peers_.get(), stream_source_.get());
+  rebalance::RebalancerOptions rebalancer_options;
+  rebalancer_options.self_id = options_.id;
+  rebalancer_ = std::make_unique<rebalance::Rebalancer>(rebalancer_options, maps_.get(),
+                                                        peers_.get(), membership_.get());
   net::ServerOptions server_options;
   server_options.host = host_;
   server_options.port = port;
@@ -146,6 +165,16 @@ Status Node::Impl::Start() {
   deps.membership = membership_.get();
   deps.hints = hints_.get();
   deps.server_stats = [this] { return server_->stats(); };
+  deps.stream_source = stream_source_.get();
+  deps.stream_sink = stream_sink_.get();
+  deps.admin = [this](net::AdminRequest request, std::function<void(net::ResponseBody)> done) {
+    rebalancer_->HandleAdmin(std::move(request), std::move(done));
+  };
+  deps.extra_counters = [this](std::map<std::string, int64_t>* counters) {
+    rebalancer_->AddCounters(counters);
+    (*counters)["stream_tasks_resumed"] = static_cast<int64_t>(stream_sink_->resumed_tasks());
+    (*counters)["ranges_dropped"] = static_cast<int64_t>(reconciler_->ranges_dropped());
+  };
   service_ = std::make_unique<KvService>(
       std::move(deps), KvServiceLimits{options_.max_key_bytes, options_.max_value_bytes});
   server_ = std::make_unique<net::Server>(server_options, service_.get());
@@ -155,6 +184,8 @@ Status Node::Impl::Start() {
   // "Propagation"); the server already answers ping and getClusterMap meanwhile.
   membership_->FetchNewestMap(std::chrono::milliseconds(1000));
   membership_->Start();
+  stream_sink_->Start();
+  rebalancer_->Start();
   service_->SetReady(true);
   SHARDKV_RETURN_IF_ERROR(WritePortFile());
   spdlog::info("node {} listening on {} (data {})", options_.id, address(), options_.data_dir);
@@ -211,8 +242,11 @@ void Node::Impl::Stop() {
     stopping_ = true;
   }
   if (server_) server_->Stop();  // stop accepting, finish in-flight requests
+  if (rebalancer_) rebalancer_->Stop();
+  if (stream_sink_) stream_sink_->Stop();
   if (membership_) membership_->Stop();
   if (peers_) peers_->Close();
+  if (stream_source_) stream_source_->Close();
   if (storage_) {
     Status s = storage_->Flush();
     if (!s.ok()) spdlog::warn("node {}: flush at shutdown: {}", options_.id, s.ToString());

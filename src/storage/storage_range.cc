@@ -146,7 +146,10 @@ StatusOr<ApplyStats> Storage::ApplyBatch(const std::vector<RangeEntry>& entries)
         ++stats.duplicate;
         continue;
       }
-    } else if (!statuses[j].IsNotFound()) {
+    } else if (statuses[j].IsNotFound()) {
+      ++stats.created;
+      if (entry.envelope.tombstone) ++stats.created_tombstones;
+    } else {
       return FromRocks(statuses[j], "reading before batch write");
     }
     encoded.clear();

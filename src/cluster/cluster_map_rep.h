@@ -1,0 +1,49 @@
+// The shared representation behind ClusterMap (cluster_map.cc builds it, cluster_map_codec.cc
+// encodes it). Internal to src/cluster.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "shardkv/cluster_map.h"
+#include "shardkv/hash_ring.h"
+#include "shardkv/shard_map.h"
+
+namespace shardkv {
+
+// One placement (current or pending) derived from the node list.
+struct PlacementView {
+  std::shared_ptr<const HashRing> ring;
+  std::shared_ptr<const ShardMap> shard_map;
+  std::vector<uint32_t> index_to_id;  // placement node index -> node id
+  uint32_t replicas = 0;              // RF capped by this placement's node count
+
+  std::vector<uint32_t> Replicas(uint64_t token) const;
+};
+
+struct ClusterMap::Rep {
+  uint64_t cluster_id = 0;
+  uint64_t epoch = 0;
+  uint32_t claimant = 0;
+  ClusterParams params;
+  // Every member of either placement (kJoining: pending only; kLeaving: current only).
+  std::vector<ClusterNode> nodes;
+  // Jump mode: shard rows as node ids, primary first.
+  std::vector<std::vector<uint32_t>> shard_rows;
+  bool has_pending = false;
+  ChangeStage stage = ChangeStage::kNone;
+  std::vector<std::vector<uint32_t>> pending_shard_rows;
+  std::string detail;
+  // Derived at Build().
+  PlacementView current;
+  PlacementView pending;
+};
+
+// Encode/Decode live in cluster_map_codec.cc and need Rep and Build().
+struct ClusterMapCodec {
+  static std::string Encode(const ClusterMap::Rep& rep);
+  static StatusOr<ClusterMap> Decode(std::string_view bytes);
+};
+
+}  // namespace shardkv

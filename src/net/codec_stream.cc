@@ -1,0 +1,184 @@
+// Encoding and decoding of the rebalancer's ops (streamScan, streamRange, countRanges, admin).
+// Split from codec.cc only to keep that file readable; codec.cc declares these functions and
+// calls them from its FillRequest / FillResponse / ReadRequest / ReadResponse, so framing,
+// limits and exception handling stay in one place. Each reader visits every pointer once: the
+// traversal limit (codec.cc, MakeReaderOptions) assumes a legitimate message costs about its
+// own size.
+#include <capnp/list.h>
+
+#include <cstdint>
+#include <string>
+
+#include "net/messages.h"
+#include "shardkv.capnp.h"
+
+namespace shardkv::net::codec_internal {
+namespace {
+
+capnp::Data::Reader AsData(const std::string& s) {
+  return capnp::Data::Reader(reinterpret_cast<const kj::byte*>(s.data()), s.size());
+}
+
+// Explicit length: kj's conversion from std::string goes through strlen, which would silently
+// cut an address or argument at an embedded NUL instead of round-tripping it.
+capnp::Text::Reader AsText(const std::string& s) { return capnp::Text::Reader(s.data(), s.size()); }
+
+std::string ToString(capnp::Data::Reader d) {
+  return std::string(reinterpret_cast<const char*>(d.begin()), d.size());
+}
+
+std::string ToString(capnp::Text::Reader t) { return std::string(t.cStr(), t.size()); }
+
+}  // namespace
+
+// ---- Requests ----
+
+void FillStreamScan(const StreamScanRequest& s, wire::StreamScan::Builder b) {
+  b.setStreamId(s.stream_id);
+  b.setFirst(s.first);
+  b.setLast(s.last);
+  if (!s.cursor.empty()) b.setCursor(AsData(s.cursor));
+  b.setMaxEntries(s.max_entries);
+  b.setMaxBytes(s.max_bytes);
+}
+
+StreamScanRequest ReadStreamScan(wire::StreamScan::Reader r) {
+  return StreamScanRequest{r.getStreamId(),         r.getFirst(),      r.getLast(),
+                           ToString(r.getCursor()), r.getMaxEntries(), r.getMaxBytes()};
+}
+
+void FillStreamRange(const StreamRangeRequest& s, wire::StreamRange::Builder b) {
+  b.setChangeId(s.change_id);
+  b.setTaskId(s.task_id);
+  b.setFirst(s.first);
+  b.setLast(s.last);
+  auto ids = b.initSourceIds(static_cast<unsigned>(s.source_ids.size()));
+  for (unsigned i = 0; i < s.source_ids.size(); ++i) ids.set(i, s.source_ids[i]);
+  auto addresses = b.initSourceAddresses(static_cast<unsigned>(s.source_addresses.size()));
+  for (unsigned i = 0; i < s.source_addresses.size(); ++i) {
+    addresses.set(i, AsText(s.source_addresses[i]));
+  }
+  b.setMergeCount(s.merge_count);
+  b.setRateBytesPerS(s.rate_bytes_per_s);
+  b.setSliceMs(s.slice_ms);
+}
+
+// The two source lists are passed through as sent, even if their lengths differ: pairing them
+// up is the stream task's job, which can answer InvalidArgument for that request alone.
+StreamRangeRequest ReadStreamRange(wire::StreamRange::Reader r) {
+  StreamRangeRequest s;
+  s.change_id = r.getChangeId();
+  s.task_id = r.getTaskId();
+  s.first = r.getFirst();
+  s.last = r.getLast();
+  auto ids = r.getSourceIds();
+  s.source_ids.reserve(ids.size());
+  for (uint32_t id : ids) s.source_ids.push_back(id);
+  auto addresses = r.getSourceAddresses();
+  s.source_addresses.reserve(addresses.size());
+  for (auto a : addresses) s.source_addresses.push_back(ToString(a));
+  s.merge_count = r.getMergeCount();
+  s.rate_bytes_per_s = r.getRateBytesPerS();
+  s.slice_ms = r.getSliceMs();
+  return s;
+}
+
+void FillCountRanges(const CountRangesRequest& c, capnp::List<wire::TokenSpan>::Builder list) {
+  for (unsigned i = 0; i < c.ranges.size(); ++i) {
+    list[i].setFirst(c.ranges[i].first);
+    list[i].setLast(c.ranges[i].last);
+  }
+}
+
+CountRangesRequest ReadCountRanges(capnp::List<wire::TokenSpan>::Reader list) {
+  CountRangesRequest c;
+  c.ranges.reserve(list.size());
+  for (auto span : list) c.ranges.push_back(TokenSpan{span.getFirst(), span.getLast()});
+  return c;
+}
+
+void FillAdmin(const AdminRequest& a, wire::Admin::Builder b) {
+  b.setCommand(AsText(a.command));
+  auto args = b.initArgs(static_cast<unsigned>(a.args.size()));
+  unsigned i = 0;
+  for (const auto& [key, value] : a.args) {
+    args[i].setKey(AsText(key));
+    args[i++].setValue(AsText(value));
+  }
+}
+
+AdminRequest ReadAdmin(wire::Admin::Reader r) {
+  AdminRequest a;
+  a.command = ToString(r.getCommand());
+  // Our encoder never repeats a key; for a hand-made message the last value wins, as a map
+  // assignment would, rather than failing the whole command.
+  for (auto arg : r.getArgs()) a.args[ToString(arg.getKey())] = ToString(arg.getValue());
+  return a;
+}
+
+// ---- Responses ----
+
+void FillStreamScan(const StreamScanResponse& s, wire::Response::Body::StreamScan::Builder b) {
+  auto list = b.initEntries(static_cast<unsigned>(s.entries.size()));
+  for (unsigned i = 0; i < s.entries.size(); ++i) {
+    const StreamEntry& e = s.entries[i];
+    auto out = list[i];
+    out.setToken(e.token);
+    out.setKey(AsData(e.key));
+    out.setTs(e.ts);
+    out.setNodeId(e.node_id);
+    out.setTombstone(e.tombstone);
+    if (!e.value.empty()) out.setValue(AsData(e.value));
+  }
+  if (!s.cursor.empty()) b.setCursor(AsData(s.cursor));
+  b.setDone(s.done);
+  b.setSnapshotRenewed(s.snapshot_renewed);
+}
+
+StreamScanResponse ReadStreamScan(wire::Response::Body::StreamScan::Reader r) {
+  StreamScanResponse s;
+  auto list = r.getEntries();
+  s.entries.reserve(list.size());
+  for (auto e : list) {
+    s.entries.push_back(StreamEntry{e.getToken(), ToString(e.getKey()), e.getTs(), e.getNodeId(),
+                                    e.getTombstone(), ToString(e.getValue())});
+  }
+  s.cursor = ToString(r.getCursor());
+  s.done = r.getDone();
+  s.snapshot_renewed = r.getSnapshotRenewed();
+  return s;
+}
+
+void FillStreamRange(const StreamRangeResponse& s, wire::Response::Body::StreamRange::Builder b) {
+  b.setDone(s.done);
+  b.setCopies(s.copies);
+  b.setTombstones(s.tombstones);
+  b.setBytes(s.bytes);
+  b.setResumed(s.resumed);
+  b.setSourceId(s.source_id);
+  b.setSourcesMerged(s.sources_merged);
+}
+
+StreamRangeResponse ReadStreamRange(wire::Response::Body::StreamRange::Reader r) {
+  return StreamRangeResponse{r.getDone(),    r.getCopies(),   r.getTombstones(),   r.getBytes(),
+                             r.getResumed(), r.getSourceId(), r.getSourcesMerged()};
+}
+
+void FillCountRanges(const CountRangesResponse& c, capnp::List<wire::RangeCount>::Builder list) {
+  for (unsigned i = 0; i < c.counts.size(); ++i) {
+    list[i].setLive(c.counts[i].live);
+    list[i].setTombstones(c.counts[i].tombstones);
+    list[i].setBytes(c.counts[i].bytes);
+  }
+}
+
+CountRangesResponse ReadCountRanges(capnp::List<wire::RangeCount>::Reader list) {
+  CountRangesResponse c;
+  c.counts.reserve(list.size());
+  for (auto n : list) {
+    c.counts.push_back(RangeCount{n.getLive(), n.getTombstones(), n.getBytes()});
+  }
+  return c;
+}
+
+}  // namespace shardkv::net::codec_internal

@@ -1,0 +1,106 @@
+// ChangeRecord and RebalanceReport: what the rebalancer persists about a membership change (in
+// the cluster map's change detail, so every node and a takeover driver know it) and what it
+// reports to the CLI (plan, status, watch).
+//
+// Both encode as "key=value" lines: readable in logs, and a field added later is ignored by an
+// older reader instead of breaking it. Values never contain newlines (errors are flattened).
+//
+// Thread-safety: value types.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "shardkv/status.h"
+
+namespace shardkv::rebalance {
+
+// The states `rebalance status` reports (issue: planned|streaming|read_new|new_only|cleanup|
+// done|failed|cancelled).
+enum class ChangeState : uint8_t {
+  kPlanned,
+  kStreaming,
+  kReadNew,
+  kNewOnly,
+  kCleanup,
+  kDone,
+  kFailed,
+  kCancelled,
+};
+std::string_view ChangeStateName(ChangeState s);
+StatusOr<ChangeState> ParseChangeState(std::string_view name);
+
+struct ChangeRecord {
+  uint64_t change_id = 0;
+  std::string kind;  // "add" or "remove"
+  uint32_t node_id = 0;
+  ChangeState state = ChangeState::kPlanned;
+  std::string error;        // why it failed
+  uint64_t from_epoch = 0;  // the epoch the change started from
+  uint64_t rate_bytes_per_s = 32u << 20;
+  uint32_t streams_per_node = 2;
+  // Plan totals, counted exactly on the old replicas before the change was committed.
+  uint64_t planned_copies = 0;
+  uint64_t planned_tombstones = 0;
+  uint64_t planned_bytes = 0;
+  uint64_t planned_ranges = 0;  // stream tasks
+  uint64_t remapped_keys = 0;
+  uint64_t live_keys = 0;
+  uint64_t total_copies = 0;  // live keys x RF
+  double ideal_fraction = 0;
+  // Outcome (filled as the change ends).
+  uint64_t moved_copies = 0;
+  uint64_t moved_tombstones = 0;
+  uint64_t moved_bytes = 0;
+  uint64_t resumed_tasks = 0;
+  uint64_t started_ms = 0;
+  uint64_t finished_ms = 0;
+  int64_t client_errors_at_start = 0;
+  int64_t client_errors = 0;  // during the change, summed over the nodes
+
+  std::string Encode() const;
+  static StatusOr<ChangeRecord> Decode(std::string_view text);
+};
+
+// One source -> destination stream's progress.
+struct StreamProgress {
+  uint32_t source = 0;
+  uint32_t destination = 0;
+  uint64_t ranges_total = 0;
+  uint64_t ranges_done = 0;
+  uint64_t copies_planned = 0;
+  uint64_t copies_done = 0;
+  uint64_t bytes_planned = 0;
+  uint64_t bytes_done = 0;
+};
+
+struct NodeShare {
+  uint32_t id = 0;
+  std::string address;
+  std::string state;
+  double share_before = 0;  // of all copies
+  double share_after = 0;
+};
+
+struct RebalanceReport {
+  bool has_change = false;  // false: no change was ever made
+  ChangeRecord record;
+  uint64_t epoch = 0;
+  uint32_t driver = 0;  // the node driving the change (the claimant)
+  std::string driver_address;
+  bool from_driver = false;  // false: a snapshot from the map only, without live progress
+  double elapsed_s = 0;
+  uint64_t copies_done = 0;
+  uint64_t tombstones_done = 0;
+  uint64_t bytes_done = 0;
+  std::vector<StreamProgress> streams;
+  std::vector<NodeShare> shares;  // plan only
+
+  std::string Encode() const;
+  static StatusOr<RebalanceReport> Decode(std::string_view text);
+};
+
+}  // namespace shardkv::rebalance

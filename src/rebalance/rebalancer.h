@@ -1,0 +1,121 @@
+// Rebalancer: plans, commits and drives membership changes (design.md "Rebalancing: the
+// transition protocol"). Every node runs one; the claimant (the node the admin tool talked to)
+// drives the change, and if it dies the live member with the lowest id takes over by committing
+// the next epoch with itself as claimant.
+//
+// Stage machine, persisted in the map (stage + ChangeRecord in the change detail):
+//   begin      -> commit e+1: pending placement, joint writes, state streaming
+//   streaming  -> every stream task done (checkpointed at the destinations) -> commit e+2 read_new
+//   read_new   -> every live member acknowledged e+2 -> commit e+3 new_only
+//   new_only   -> every live member acknowledged e+3 -> commit e+4: pending becomes current,
+//                 state done; installing it makes the old replicas drop what they lost (cleanup)
+//   failed     -> a task kept failing; joint writes stay on; `resume` goes back to streaming
+//   cancel     -> only in streaming/failed: commit the old placement, state cancelled
+// A commit is a compare-and-set on the epoch, sent to every live member; the next stage starts
+// only once all of them acknowledged (each after its epoch barrier).
+//
+// Admin commands (net::AdminRequest): plan, begin, status, cancel, resume, throttle. Replies
+// carry an encoded RebalanceReport.
+//
+// Thread-safety: all public methods are thread-safe.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cluster/map_store.h"
+#include "cluster/membership.h"
+#include "cluster/peer_pool.h"
+#include "net/messages.h"
+#include "rebalance/change_record.h"
+#include "rebalance/plan.h"
+
+namespace shardkv::rebalance {
+
+struct RebalancerOptions {
+  uint32_t self_id = 0;
+  std::chrono::milliseconds tick{100};
+  std::chrono::milliseconds rpc_timeout{5000};
+  // A task failing this long without progress fails the change (state failed).
+  std::chrono::milliseconds task_failure_timeout{30000};
+  uint32_t slice_ms = 500;
+};
+
+class Rebalancer {
+ public:
+  using Reply = std::function<void(net::ResponseBody)>;
+
+  // REQUIRES: the pointers outlive the object (Stop() first).
+  Rebalancer(RebalancerOptions options, MapStore* maps, PeerPool* peers, Membership* membership);
+  ~Rebalancer();
+
+  void Start();
+  void Stop();
+
+  void HandleAdmin(net::AdminRequest request, Reply done);
+  void AddCounters(std::map<std::string, int64_t>* counters) const;
+
+ private:
+  struct TaskState {
+    StreamTask task;
+    uint64_t planned_copies = 0;
+    uint64_t planned_bytes = 0;
+    bool running = false;
+    bool done = false;
+    bool resumed = false;
+    uint64_t copies = 0, tombstones = 0, bytes = 0;
+    std::chrono::steady_clock::time_point failing_since{};
+    std::chrono::steady_clock::time_point retry_after{};
+    std::string last_error;
+  };
+
+  net::ResponseBody Admin(const net::AdminRequest& request);
+  StatusOr<RebalanceReport> PlanChange(const std::map<std::string, std::string>& args,
+                                       ClusterMap* target);
+  RebalanceReport Report();
+  // Runs `make` on the current map under the commit lock and commits its result at the next
+  // epoch to every live member; returns once all of them acknowledged.
+  ::shardkv::Status Commit(const std::function<StatusOr<ClusterMap>(const ClusterMap&)>& make);
+  ::shardkv::Status InstallEverywhere(const ClusterMap& current, const ClusterMap& next);
+
+  void DriveLoop();
+  void DriveOnce();
+  bool IsDriver(const ClusterMap& map) const;
+  ::shardkv::Status RunStreams(const ClusterMap& map, const ChangeRecord& record);
+  void RunTask(size_t index, const ClusterMap& map, uint64_t change_id, uint64_t rate,
+               uint32_t merge_count);
+  StatusOr<std::vector<net::RangeCount>> CountRanges(const ClusterMap& map,
+                                                     const std::vector<MovingRange>& ranges);
+  int64_t SumClientErrors(const ClusterMap& map);
+  bool ChangeStillRunning(uint64_t change_id) const;
+
+  const RebalancerOptions options_;
+  MapStore* maps_;
+  PeerPool* peers_;
+  Membership* membership_;
+
+  std::mutex commit_mu_;  // one commit at a time
+
+  mutable std::mutex mu_;
+  std::condition_variable wake_;
+  bool stopping_ = false;           // GUARDED_BY(mu_)
+  bool stopping_tasks_ = false;     // GUARDED_BY(mu_): RunStreams is winding down
+  uint64_t active_change_ = 0;      // GUARDED_BY(mu_): the change RunStreams works on
+  std::vector<TaskState> tasks_;    // GUARDED_BY(mu_)
+  std::string phase_;               // GUARDED_BY(mu_): cleanup while committing the end
+  std::chrono::steady_clock::time_point streams_started_;  // GUARDED_BY(mu_)
+  std::vector<std::thread> admin_threads_;  // GUARDED_BY(mu_)
+  std::thread drive_thread_;
+  std::atomic<uint64_t> commits_{0};
+  std::atomic<uint64_t> task_errors_{0};
+};
+
+}  // namespace shardkv::rebalance

@@ -1,0 +1,44 @@
+// Reconciler: the local data rules a node applies as its cluster map changes (design.md
+// "Rebalancing", steps 2, 6 and 7). Installed as MapStore hooks, so every install path (admin,
+// gossip, a reply carrying a map, startup) follows them.
+//
+// - Before a map that starts a new change is published, the node drops whatever it holds in the
+//   ranges it is a destination for: leftovers of an earlier, cancelled attempt. Doing it before
+//   publishing means no joint write of the new change can land first (a request carrying the
+//   newer epoch waits for this install; see KvService).
+// - After a map is published, ranges the node held (or was pending for) under the old map and
+//   holds under neither placement of the new one are dropped with DeleteRange. That is the
+//   cleanup once a change is committed (the old replicas' lost ranges), the destinations'
+//   partial data after a cancel, and a stale node's ranges when it catches up late. It is
+//   idempotent and recorded: `rebalance/cleaned/<epoch>` in meta lists what was dropped.
+//
+// Thread-safety: called with the MapStore lock held, one install at a time.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "cluster/map_store.h"
+#include "storage/storage.h"
+
+namespace shardkv::rebalance {
+
+class Reconciler {
+ public:
+  Reconciler(uint32_t self_id, Storage* storage) : self_id_(self_id), storage_(storage) {}
+
+  // Registers the hooks. REQUIRES: the Reconciler outlives every install on `maps`.
+  void Attach(MapStore* maps);
+
+  uint64_t ranges_dropped() const { return ranges_dropped_.load(); }
+
+ private:
+  Status BeforePublish(const ClusterMap* old, const ClusterMap& next);
+  void AfterPublish(const ClusterMap* old, const ClusterMap& next);
+
+  const uint32_t self_id_;
+  Storage* storage_;
+  std::atomic<uint64_t> ranges_dropped_{0};
+};
+
+}  // namespace shardkv::rebalance

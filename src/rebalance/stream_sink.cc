@@ -1,0 +1,305 @@
+#include "rebalance/stream_sink.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <sstream>
+
+#include "rebalance/change_record.h"
+#include "rebalance/stream_source.h"
+#include "shardkv/hash.h"
+
+namespace shardkv::rebalance {
+namespace {
+
+net::ResponseBody Error(const Status& s) { return net::ErrorResponse{s.code(), s.message()}; }
+
+std::string Hex(std::string_view bytes) {
+  static const char* kDigits = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : bytes) {
+    out += kDigits[c >> 4];
+    out += kDigits[c & 15];
+  }
+  return out;
+}
+
+std::string Unhex(std::string_view hex) {
+  std::string out;
+  for (size_t i = 0; i + 1 < hex.size(); i += 2) {
+    out += static_cast<char>(std::stoi(std::string(hex.substr(i, 2)), nullptr, 16));
+  }
+  return out;
+}
+
+}  // namespace
+
+// The per-(change, task) checkpoint in meta. phase 0: pulling from sources[0]; phase 1: merging
+// from merge_ids in turn, merge_index the current one.
+struct StreamSink::Checkpoint {
+  bool found = false;
+  int phase = 0;
+  std::string cursor;
+  bool done = false;
+  uint64_t copies = 0, tombstones = 0, bytes = 0;
+  std::vector<uint32_t> merge_ids;
+  size_t merge_index = 0;
+
+  static std::string Key(uint64_t change, uint64_t task) {
+    return "rebalance/ckpt/" + std::to_string(change) + "/" + std::to_string(task);
+  }
+  std::string Encode() const {
+    std::string ids;
+    for (uint32_t id : merge_ids) ids += std::to_string(id) + ",";
+    return std::to_string(phase) + " " + (done ? "1" : "0") + " " + std::to_string(copies) + " " +
+           std::to_string(tombstones) + " " + std::to_string(bytes) + " " +
+           std::to_string(merge_index) + " " + (ids.empty() ? "-" : ids) + " " +
+           (cursor.empty() ? "-" : Hex(cursor));
+  }
+  static Checkpoint Decode(const std::string& text) {
+    Checkpoint c;
+    std::istringstream in(text);
+    int done = 0;
+    std::string ids, cur;
+    if (!(in >> c.phase >> done >> c.copies >> c.tombstones >> c.bytes >> c.merge_index >> ids >>
+          cur)) {
+      return Checkpoint{};
+    }
+    c.found = true;
+    c.done = done != 0;
+    if (ids != "-") {
+      std::istringstream list(ids);
+      std::string id;
+      while (std::getline(list, id, ',')) {
+        if (!id.empty()) c.merge_ids.push_back(static_cast<uint32_t>(std::stoul(id)));
+      }
+    }
+    if (cur != "-") c.cursor = Unhex(cur);
+    return c;
+  }
+};
+
+StreamSink::StreamSink(StreamSinkOptions options, Storage* storage, MapStore* maps,
+                       PeerPool* peers, StreamSource* local_source)
+    : options_(options),
+      storage_(storage),
+      maps_(maps),
+      peers_(peers),
+      local_source_(local_source) {}
+
+StreamSink::~StreamSink() { Stop(); }
+
+void StreamSink::Start() {
+  for (int i = 0; i < options_.threads; ++i) threads_.emplace_back([this] { Worker(); });
+}
+
+void StreamSink::Stop() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  for (auto& t : threads_) t.join();
+  threads_.clear();
+}
+
+uint64_t StreamSink::resumed_tasks() const {
+  std::lock_guard lock(mu_);
+  return resumed_tasks_;
+}
+
+void StreamSink::Worker() {
+  for (;;) {
+    std::function<void()> job;
+    {
+      std::unique_lock lock(mu_);
+      wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      if (stopping_) return;
+      job = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    job();
+  }
+}
+
+void StreamSink::HandleStream(net::StreamRangeRequest request, Done done) {
+  std::unique_lock lock(mu_);
+  if (stopping_) {
+    lock.unlock();
+    return done(Error(Status::Unavailable("node is shutting down")));
+  }
+  queue_.push_back([this, request = std::move(request), done = std::move(done)] {
+    done(Run(request));
+  });
+  wake_.notify_one();
+}
+
+void StreamSink::HandleCount(net::CountRangesRequest request, Done done) {
+  std::unique_lock lock(mu_);
+  if (stopping_) {
+    lock.unlock();
+    return done(Error(Status::Unavailable("node is shutting down")));
+  }
+  queue_.push_back([this, request = std::move(request), done = std::move(done)] {
+    done(local_source_->Count(request));
+  });
+  wake_.notify_one();
+}
+
+StatusOr<net::StreamScanResponse> StreamSink::Pull(uint32_t source_id, const std::string& address,
+                                                   uint64_t stream_id,
+                                                   const net::StreamRangeRequest& r,
+                                                   const std::string& cursor) {
+  net::StreamScanRequest scan;
+  scan.stream_id = stream_id;
+  scan.first = r.first;
+  scan.last = r.last;
+  scan.cursor = cursor;
+  scan.max_entries = options_.batch_entries;
+  scan.max_bytes = options_.batch_bytes;
+  net::ResponseBody body;
+  if (source_id == options_.self_id) {
+    body = local_source_->Scan(scan);
+  } else {
+    net::Request req;
+    auto map = maps_->Current();
+    req.epoch = map ? map->epoch() : 0;
+    req.cluster_id = map ? map->cluster_id() : 0;
+    req.body = std::move(scan);
+    auto reply = peers_->CallSync(address, std::move(req), options_.source_timeout);
+    if (!reply.ok()) return reply.status();
+    body = std::move(reply->body);
+  }
+  if (auto* e = std::get_if<net::ErrorResponse>(&body)) return e->ToStatus();
+  auto* out = std::get_if<net::StreamScanResponse>(&body);
+  if (out == nullptr) return Status::Corruption("unexpected reply to a stream scan");
+  return std::move(*out);
+}
+
+net::ResponseBody StreamSink::Run(const net::StreamRangeRequest& r) {
+  auto map = maps_->Current();
+  if (!map || !map->has_pending()) {
+    return Error(Status::FailedPrecondition("no change is pending at node " +
+                                            std::to_string(options_.self_id)));
+  }
+  auto record = ChangeRecord::Decode(map->change_detail());
+  if (!record.ok() || record->change_id != r.change_id) {
+    return Error(Status::FailedPrecondition("change " + std::to_string(r.change_id) +
+                                            " is not the pending change at node " +
+                                            std::to_string(options_.self_id)));
+  }
+  if (r.source_ids.empty() || r.source_ids.size() != r.source_addresses.size()) {
+    return Error(Status::InvalidArgument("stream task without sources"));
+  }
+  const std::string key = Checkpoint::Key(r.change_id, r.task_id);
+  Checkpoint ck;
+  auto stored = storage_->GetAux(AuxColumn::kMeta, key);
+  if (stored.ok()) ck = Checkpoint::Decode(*stored);
+  bool resumed = false;
+  {
+    std::lock_guard lock(mu_);
+    if (seen_.insert({r.change_id, r.task_id}).second && ck.found && !ck.done) {
+      resumed = true;
+      ++resumed_tasks_;
+    }
+  }
+  auto progress = [&](const Checkpoint& c) {
+    net::StreamRangeResponse out;
+    out.done = c.done;
+    out.copies = c.copies;
+    out.tombstones = c.tombstones;
+    out.bytes = c.bytes;
+    out.resumed = resumed;
+    out.source_id = c.phase == 0 ? r.source_ids[0] : 0;
+    out.sources_merged = c.phase == 0 ? 0 : static_cast<uint32_t>(c.merge_ids.size());
+    return out;
+  };
+  if (ck.done) return progress(ck);
+
+  const auto start = std::chrono::steady_clock::now();
+  const auto deadline = start + std::chrono::milliseconds(r.slice_ms);
+  uint64_t bytes_this_call = 0;
+  while (!ck.done) {
+    uint32_t source;
+    std::string address;
+    if (ck.phase == 0) {
+      source = r.source_ids[0];
+      address = r.source_addresses[0];
+    } else {
+      source = ck.merge_ids[ck.merge_index];
+      address = r.source_addresses[static_cast<size_t>(
+          std::find(r.source_ids.begin(), r.source_ids.end(), source) - r.source_ids.begin())];
+    }
+    // One snapshot per (change, task, source) at the source.
+    const uint64_t stream_id = hash::Xxh3(std::to_string(r.change_id) + "/" +
+                                          std::to_string(r.task_id) + "/" + std::to_string(source));
+    auto batch = Pull(source, address, stream_id, r, ck.cursor);
+    if (!batch.ok()) {
+      if (ck.phase == 1) {
+        return Error(batch.status().WithContext("merging from node " + std::to_string(source)));
+      }
+      // The preferred source is unreachable: merge from RF - W + 1 other old replicas.
+      spdlog::warn("stream task {}: source node {} failed ({}); merging from {} old replicas",
+                   r.task_id, source, batch.status().ToString(), r.merge_count);
+      ck.phase = 1;
+      ck.cursor.clear();
+      ck.merge_index = 0;
+      ck.merge_ids.clear();
+      for (size_t i = 1; i < r.source_ids.size() && ck.merge_ids.size() < r.merge_count; ++i) {
+        ck.merge_ids.push_back(r.source_ids[i]);
+      }
+      if (ck.merge_ids.size() < r.merge_count) {
+        return Error(Status::Unavailable("source node " + std::to_string(source) +
+                                         " is unreachable and too few other old replicas exist "
+                                         "to merge from"));
+      }
+      continue;
+    }
+    std::vector<RangeEntry> entries;
+    entries.reserve(batch->entries.size());
+    uint64_t batch_bytes = 0, live = 0, tomb = 0;
+    for (net::StreamEntry& e : batch->entries) {
+      batch_bytes += e.key.size() + e.value.size();
+      (e.tombstone ? tomb : live) += 1;
+      entries.push_back({e.token, std::move(e.key),
+                         Envelope{e.ts, e.node_id, e.tombstone, std::move(e.value)}});
+    }
+    auto applied = storage_->ApplyBatch(entries);
+    if (!applied.ok()) return Error(applied.status().WithContext("applying a stream batch"));
+    if (ck.phase == 0) {
+      ck.copies += live;
+      ck.tombstones += tomb;
+      ck.bytes += batch_bytes;
+    } else {
+      // Merged sources overlap: count only keys this destination did not have yet.
+      ck.copies += applied->created - applied->created_tombstones;
+      ck.tombstones += applied->created_tombstones;
+      ck.bytes += applied->created == 0 ? 0 : batch_bytes * applied->created / entries.size();
+    }
+    ck.cursor = batch->cursor;
+    if (batch->done) {
+      if (ck.phase == 1 && ck.merge_index + 1 < ck.merge_ids.size()) {
+        ++ck.merge_index;
+        ck.cursor.clear();
+      } else {
+        ck.done = true;
+      }
+    }
+    Status s = storage_->PutAux(AuxColumn::kMeta, key, ck.Encode());
+    if (!s.ok()) return Error(s.WithContext("checkpointing a stream"));
+    bytes_this_call += batch_bytes;
+    // Throttle: keep this task's rate at or below rate_bytes_per_s.
+    const auto now = std::chrono::steady_clock::now();
+    if (r.rate_bytes_per_s > 0) {
+      const auto due = start + std::chrono::microseconds(bytes_this_call * 1000000 /
+                                                         r.rate_bytes_per_s);
+      if (due > now) std::this_thread::sleep_until(std::min(due, deadline + std::chrono::seconds(1)));
+    }
+    if (std::chrono::steady_clock::now() >= deadline) break;
+  }
+  return progress(ck);
+}
+
+}  // namespace shardkv::rebalance

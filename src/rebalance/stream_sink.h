@@ -1,0 +1,86 @@
+// StreamSink: the destination's side of a stream (design.md "Rebalancing", step 3).
+//
+// The driver asks the destination to run one stream task (a token range, for this change) for up
+// to a slice of time; the destination pulls batches from the preferred source, applies them with
+// LWW (ApplyBatch, so joint writes that landed first are never overwritten by older streamed
+// versions), and checkpoints its cursor and counts in `meta` after every batch. A restart of
+// either side, or a new driver, continues from the checkpoint instead of starting over.
+//
+// If the preferred source is unreachable, the task switches to merging: it pulls the whole range
+// from each of `merge_count` (RF - W + 1) other old replicas, so every write acknowledged by a
+// W-quorum of the old replicas arrives. Counts stay deduplicated: a merged source adds only keys
+// the destination did not have.
+//
+// Work runs on the sink's own threads (it blocks on the source); slow tasks never hold an I/O
+// thread.
+//
+// Thread-safety: all methods are thread-safe.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cluster/map_store.h"
+#include "cluster/peer_pool.h"
+#include "net/messages.h"
+#include "storage/storage.h"
+
+namespace shardkv::rebalance {
+
+class StreamSource;
+
+struct StreamSinkOptions {
+  uint32_t self_id = 0;
+  int threads = 4;
+  uint32_t batch_entries = 2048;
+  uint64_t batch_bytes = uint64_t{2} << 20;
+  std::chrono::milliseconds source_timeout{3000};
+};
+
+class StreamSink {
+ public:
+  StreamSink(StreamSinkOptions options, Storage* storage, MapStore* maps, PeerPool* peers,
+             StreamSource* local_source);
+  ~StreamSink();
+
+  void Start();
+  void Stop();  // joins; queued work is refused
+
+  using Done = std::function<void(net::ResponseBody)>;
+  void HandleStream(net::StreamRangeRequest request, Done done);
+  // Counting scans the whole range, so it runs here too, not on an I/O thread.
+  void HandleCount(net::CountRangesRequest request, Done done);
+
+  uint64_t resumed_tasks() const;
+
+ private:
+  struct Checkpoint;
+  void Worker();
+  net::ResponseBody Run(const net::StreamRangeRequest& request);
+  StatusOr<net::StreamScanResponse> Pull(uint32_t source_id, const std::string& address,
+                                         uint64_t stream_id, const net::StreamRangeRequest& r,
+                                         const std::string& cursor);
+
+  const StreamSinkOptions options_;
+  Storage* storage_;
+  MapStore* maps_;
+  PeerPool* peers_;
+  StreamSource* local_source_;
+
+  mutable std::mutex mu_;
+  std::condition_variable wake_;
+  bool stopping_ = false;                       // GUARDED_BY(mu_)
+  std::deque<std::function<void()>> queue_;     // GUARDED_BY(mu_)
+  std::set<std::pair<uint64_t, uint64_t>> seen_;  // GUARDED_BY(mu_): (change, task) run here
+  uint64_t resumed_tasks_ = 0;                  // GUARDED_BY(mu_)
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace shardkv::rebalance
