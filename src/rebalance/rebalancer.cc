@@ -78,6 +78,9 @@ bool Rebalancer::ChangeStillRunning(uint64_t change_id) const {
 
 net::ResponseBody Rebalancer::Admin(const net::AdminRequest& request) {
   const std::string& cmd = request.command;
+  if (cmd == "plan" || cmd == "begin") {
+    membership_->FetchNewestMap(options_.rpc_timeout);  // never plan from a stale map
+  }
   auto map = maps_->Current();
   if (!map) return Error(::shardkv::Status::Unavailable("node has no cluster map"));
   auto current_record = ChangeRecord::Decode(map->change_detail());
@@ -281,6 +284,18 @@ StatusOr<std::vector<net::RangeCount>> Rebalancer::CountRanges(
         break;
       }
     }
+    // Gossip may not have reached anyone yet (a node that just started): try the first old
+    // replica that is not the node being removed; the call fails if it is really down.
+    if (!found) {
+      for (uint32_t id : ranges[i].old_set) {
+        const ClusterNode* n = map.FindNode(id);
+        if (n != nullptr && n->state != NodeState::kLeaving) {
+          chosen = id;
+          found = true;
+          break;
+        }
+      }
+    }
     if (!found) {
       return ::shardkv::Status::Unavailable("no live replica holds tokens from " +
                                             std::to_string(ranges[i].range.first));
@@ -391,27 +406,47 @@ RebalanceReport Rebalancer::Report() {
 ::shardkv::Status Rebalancer::InstallEverywhere(const ClusterMap& current,
                                                 const ClusterMap& next) {
   const std::string bytes = next.Encode();
-  // Every member of either map that is alive (or joining now: it has never been gossiped with),
-  // except a node that is not in the next map (a removed node learns nothing more).
+  // Sends the proposal to `targets` in parallel; one status per target.
+  auto send = [&](const std::vector<ClusterNode>& targets) {
+    std::vector<std::future<::shardkv::Status>> replies;
+    for (const ClusterNode& n : targets) {
+      auto promise = std::make_shared<std::promise<::shardkv::Status>>();
+      replies.push_back(promise->get_future());
+      net::Request req;
+      req.epoch = current.epoch();
+      req.body = net::InstallMapRequest{bytes, current.epoch(), current.FindNode(n.id) == nullptr};
+      const uint32_t id = n.id;
+      peers_->Call(n.address, std::move(req), options_.rpc_timeout,
+                   [promise, id](StatusOr<net::Response> reply) {
+                     ::shardkv::Status s = reply.ok() ? reply->status() : reply.status();
+                     promise->set_value(s.ok() ? s : s.WithContext("node " + std::to_string(id)));
+                   });
+    }
+    std::vector<::shardkv::Status> out;
+    for (auto& r : replies) out.push_back(r.get());
+    return out;
+  };
+  auto unreachable = [](const ::shardkv::Status& s) {
+    return s.code() == ::shardkv::Status::Code::kUnavailable ||
+           s.code() == ::shardkv::Status::Code::kTimeout ||
+           s.code() == ::shardkv::Status::Code::kIOError;
+  };
+  // Every member of the next map (a removed node learns nothing more). A member that cannot be
+  // reached is tolerated only once gossip also finds it down; it pulls the map when it is back.
   std::vector<ClusterNode> targets;
   for (const ClusterNode& n : next.nodes()) {
-    if (n.id == options_.self_id) continue;
-    const bool newcomer = current.FindNode(n.id) == nullptr;
-    if (newcomer || membership_->IsAlive(n.id)) targets.push_back(n);
+    if (n.id != options_.self_id) targets.push_back(n);
   }
-  std::vector<std::future<::shardkv::Status>> replies;
-  for (const ClusterNode& n : targets) {
-    auto promise = std::make_shared<std::promise<::shardkv::Status>>();
-    replies.push_back(promise->get_future());
-    net::Request req;
-    req.epoch = current.epoch();
-    req.body = net::InstallMapRequest{bytes, current.epoch(), current.FindNode(n.id) == nullptr};
-    const uint32_t id = n.id;
-    peers_->Call(n.address, std::move(req), options_.rpc_timeout + std::chrono::seconds(5),
-                 [promise, id](StatusOr<net::Response> reply) {
-                   ::shardkv::Status s = reply.ok() ? reply->status() : reply.status();
-                   promise->set_value(s.ok() ? s : s.WithContext("node " + std::to_string(id)));
-                 });
+  std::vector<::shardkv::Status> results = send(targets);
+  std::string refusals;
+  for (const auto& s : results) {
+    // A refusal (another map with this epoch, another cluster) means this proposal lost: do not
+    // install it here.
+    if (!s.ok() && !unreachable(s)) refusals += (refusals.empty() ? "" : "; ") + s.ToString();
+  }
+  if (!refusals.empty()) {
+    return ::shardkv::Status::Aborted("epoch " + std::to_string(next.epoch()) +
+                                      " refused: " + refusals);
   }
   net::InstallMapRequest local{bytes, current.epoch(), false};
   net::ResponseBody mine = membership_->InstallNow(local);
@@ -420,18 +455,35 @@ RebalanceReport Rebalancer::Report() {
                                      " locally");
   }
   ++commits_;
-  std::string failed;
-  for (size_t i = 0; i < replies.size(); ++i) {
-    ::shardkv::Status s = replies[i].get();
-    if (!s.ok()) failed += (failed.empty() ? "" : "; ") + s.ToString();
+  // Committed. The next stage may start only once every live member acknowledged, so keep
+  // re-sending to the ones that did not until they do or are found down.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  for (;;) {
+    std::vector<ClusterNode> again;
+    std::string waiting;
+    for (size_t i = 0; i < targets.size(); ++i) {
+      if (results[i].ok()) continue;
+      if (membership_->Settled() && !membership_->IsAlive(targets[i].id)) continue;
+      again.push_back(targets[i]);
+      waiting += (waiting.empty() ? "" : "; ") + results[i].ToString();
+    }
+    if (again.empty()) break;
+    if (std::chrono::steady_clock::now() > deadline) {
+      return ::shardkv::Status::Unavailable("epoch " + std::to_string(next.epoch()) +
+                                            " not acknowledged: " + waiting);
+    }
+    {
+      std::unique_lock lock(mu_);
+      wake_.wait_for(lock, std::chrono::milliseconds(200), [&] { return stopping_; });
+      if (stopping_) return ::shardkv::Status::Aborted("node is stopping");
+    }
+    std::vector<::shardkv::Status> retried = send(again);
+    results.assign(targets.size(), ::shardkv::Status::OK());
+    for (size_t i = 0, j = 0; i < targets.size() && j < again.size(); ++i) {
+      if (targets[i].id == again[j].id) results[i] = retried[j++];
+    }
   }
-  if (!failed.empty()) {
-    // Committed here; the others pull it by gossip. The caller retries before the next stage.
-    spdlog::warn("epoch {} not acknowledged by every live member: {}", next.epoch(), failed);
-    return ::shardkv::Status::Unavailable("epoch " + std::to_string(next.epoch()) +
-                                          " not acknowledged: " + failed);
-  }
-  spdlog::info("committed epoch {} ({} members acknowledged)", next.epoch(), targets.size() + 1);
+  spdlog::info("committed epoch {} ({} members)", next.epoch(), targets.size() + 1);
   return ::shardkv::Status::OK();
 }
 

@@ -60,6 +60,15 @@ Status InProcessCluster::RestartNode(uint32_t id) {
   return Status::OK();
 }
 
+StatusOr<uint32_t> InProcessCluster::AddStandaloneNode() {
+  const auto id = static_cast<uint32_t>(nodes_.size() + 1);
+  auto node = Node::Start(OptionsFor(id, 0));
+  if (!node.ok()) return node.status();
+  addresses_.push_back((*node)->address());
+  nodes_.push_back(std::move(node).value());
+  return id;
+}
+
 std::vector<std::string> InProcessCluster::Addresses() const { return addresses_; }
 
 StatusOr<std::unique_ptr<Client>> InProcessCluster::Connect(ClientOptions options) const {

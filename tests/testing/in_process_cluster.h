@@ -25,6 +25,9 @@ class InProcessCluster {
   void StopNode(uint32_t id);
   // Restarts a stopped node on the same data and the same port.
   Status RestartNode(uint32_t id);
+  // Starts one more node (id = size() + 1), standalone, for a scale-out. Returns its id.
+  StatusOr<uint32_t> AddStandaloneNode();
+  uint32_t size() const { return static_cast<uint32_t>(nodes_.size()); }
   bool running(uint32_t id) const { return nodes_[id - 1] != nullptr; }
   Node* node(uint32_t id) const { return nodes_[id - 1].get(); }
 

@@ -1,0 +1,256 @@
+// In-process scale-out and scale-in through the rebalancer's admin commands, with the history
+// checker running throughout (design.md "Rebalancing", "Testing"). Fast enough for the sanitizer
+// build; the multi-process drills live in tests/integration.
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <set>
+#include <thread>
+
+#include "rebalance/change_record.h"
+#include "rebalance/plan.h"
+#include "testing/history_checker.h"
+#include "testing/in_process_cluster.h"
+
+using namespace shardkv;
+using shardkv::rebalance::ChangeState;
+using shardkv::rebalance::RebalanceReport;
+using shardkv::testing::InProcessCluster;
+
+namespace {
+
+StatusOr<RebalanceReport> Admin(const InProcessCluster& c, uint32_t id, const std::string& cmd,
+                                std::map<std::string, std::string> args = {}) {
+  net::Request req;
+  req.body = net::AdminRequest{cmd, std::move(args)};
+  auto reply = c.Call(id, std::move(req));
+  if (!reply.ok()) return reply.status();
+  if (!reply->ok()) return reply->status();
+  const auto* body = std::get_if<net::AdminResponse>(&reply->body);
+  if (body == nullptr) return Status::Corruption("not an admin reply");
+  return RebalanceReport::Decode(body->payload);
+}
+
+// Polls `status` on node `id` until the change ends (done, failed or cancelled) or 60 s pass.
+RebalanceReport WaitForEnd(const InProcessCluster& c, uint32_t id) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  RebalanceReport last;
+  while (std::chrono::steady_clock::now() < deadline) {
+    auto r = Admin(c, id, "status");
+    if (r.ok()) {
+      last = *r;
+      const ChangeState s = r->record.state;
+      if (s == ChangeState::kDone || s == ChangeState::kFailed || s == ChangeState::kCancelled) {
+        return last;
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  FAIL("change did not end within 60 s; last state " +
+       std::string(rebalance::ChangeStateName(last.record.state)));
+  return last;
+}
+
+StatusOr<ClusterMap> MapOf(const InProcessCluster& c, uint32_t id) {
+  net::Request req;
+  req.body = net::GetClusterMapRequest{};
+  auto reply = c.Call(id, std::move(req));
+  if (!reply.ok()) return reply.status();
+  const auto* body = std::get_if<net::GetClusterMapResponse>(&reply->body);
+  if (body == nullptr) return Status::Corruption("no map");
+  return ClusterMap::Decode(body->map);
+}
+
+// Live keys + tombstones node `id` stores in `ranges`.
+uint64_t EntriesIn(const InProcessCluster& c, uint32_t id, const std::vector<TokenRange>& ranges) {
+  if (ranges.empty()) return 0;
+  net::CountRangesRequest count;
+  for (const TokenRange& r : ranges) count.ranges.push_back({r.first, r.last});
+  net::Request req;
+  req.body = std::move(count);
+  auto reply = c.Call(id, std::move(req));
+  REQUIRE(reply.ok());
+  REQUIRE(reply->ok());
+  uint64_t n = 0;
+  for (const auto& rc : std::get<net::CountRangesResponse>(reply->body).counts) {
+    n += rc.live + rc.tombstones;
+  }
+  return n;
+}
+
+int64_t ClientErrors(const InProcessCluster& c) {
+  int64_t sum = 0;
+  for (uint32_t id = 1; id <= c.size(); ++id) {
+    if (!c.running(id)) continue;
+    net::Request req;
+    req.body = net::StatsRequest{};
+    auto reply = c.Call(id, std::move(req));
+    if (reply.ok() && reply->ok()) {
+      sum += std::get<net::StatsResponse>(reply->body).counters.at("client_errors");
+    }
+  }
+  return sum;
+}
+
+void Load(const InProcessCluster& c, int n) {
+  auto client = c.Connect();
+  REQUIRE(client.ok());
+  std::vector<std::pair<std::string, std::string>> items;
+  for (int i = 0; i < n; ++i) items.emplace_back("k" + std::to_string(i), "v" + std::to_string(i));
+  for (size_t i = 0; i < items.size(); i += 500) {
+    std::vector<std::pair<std::string, std::string>> part(
+        items.begin() + static_cast<long>(i),
+        items.begin() + static_cast<long>(std::min(items.size(), i + 500)));
+    auto results = (*client)->MultiPut(part);
+    for (const auto& s : results) REQUIRE(s.ok());
+  }
+}
+
+// Exact copies to create, computed from the two placements over the loaded keys.
+uint64_t IndependentCopies(const ClusterMap& pending_map, int n) {
+  uint64_t copies = 0;
+  for (int i = 0; i < n; ++i) {
+    const uint64_t t = pending_map.TokenOf("k" + std::to_string(i));
+    auto o = pending_map.Replicas(t);
+    for (uint32_t id : pending_map.PendingReplicas(t)) {
+      if (std::find(o.begin(), o.end(), id) == o.end()) ++copies;
+    }
+  }
+  return copies;
+}
+
+}  // namespace
+
+TEST_CASE("rebalance: exact copies, cleanup and completion without client load",
+          "[rebalance]") {
+  for (auto mode : {PlacementMode::kRing, PlacementMode::kJump}) {
+    DYNAMIC_SECTION("mode " << PlacementModeName(mode)) {
+      ClusterParams p;
+      p.mode = mode;
+      p.shards = 64;
+      InProcessCluster c(3, p);
+      REQUIRE(c.Start().ok());
+      const int kKeys = 3000;
+      Load(c, kKeys);
+      auto added = c.AddStandaloneNode();
+      REQUIRE(added.ok());
+      const std::map<std::string, std::string> args = {
+          {"kind", "add"}, {"node_id", "4"}, {"address", c.Address(4)}, {"rate_mb", "0"}};
+      auto plan = Admin(c, 1, "plan", args);
+      REQUIRE(plan.ok());
+      CHECK(plan->record.state == ChangeState::kPlanned);
+      CHECK(plan->record.live_keys == kKeys);
+      CHECK(plan->record.total_copies == 3u * kKeys);
+      auto before = MapOf(c, 1);
+      REQUIRE(before.ok());
+      CHECK(before->epoch() == 1);  // plan changed nothing
+
+      auto begun = Admin(c, 1, "begin", args);
+      REQUIRE(begun.ok());
+      auto second = Admin(c, 2, "begin", {{"kind", "add"}, {"node_id", "5"}, {"address", "x:1"}});
+      REQUIRE_FALSE(second.ok());
+      INFO(second.status().ToString());
+      CHECK(second.status().message().find("only one change at a time") != std::string::npos);
+      auto pending = MapOf(c, 1);
+      REQUIRE(pending.ok());
+      REQUIRE(pending->has_pending());
+      const uint64_t independent = IndependentCopies(*pending, kKeys);
+      CHECK(plan->record.planned_copies == independent);
+
+      const RebalanceReport end = WaitForEnd(c, 1);
+      REQUIRE(end.record.state == ChangeState::kDone);
+      CHECK(end.record.moved_copies == independent);
+      CHECK(end.record.moved_copies == end.record.planned_copies);
+      // The refused second change is the one error response the nodes counted.
+      CHECK(end.record.client_errors == 1);
+      const double fraction =
+          static_cast<double>(end.record.moved_copies) / static_cast<double>(3 * kKeys);
+      WARN("mode " << PlacementModeName(mode) << " moved fraction " << fraction << " ideal "
+                   << end.record.ideal_fraction);
+      CHECK(fraction <= end.record.ideal_fraction * (mode == PlacementMode::kRing ? 1.3 : 1.1));
+
+      // Every node ends on the committed map; old replicas dropped what they lost.
+      const auto final_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      for (uint32_t id = 1; id <= 4; ++id) {
+        for (;;) {
+          auto m = MapOf(c, id);
+          REQUIRE(m.ok());
+          if (!m->has_pending() && m->nodes().size() == 4) break;
+          REQUIRE(std::chrono::steady_clock::now() < final_deadline);
+          std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        }
+      }
+      auto after = MapOf(c, 1);
+      REQUIRE(after.ok());
+      for (uint32_t id = 1; id <= 3; ++id) {
+        const auto lost = rebalance::Subtract(rebalance::HeldRanges(*before, id, false),
+                                              rebalance::HeldRanges(*after, id, false));
+        CHECK_FALSE(lost.empty());
+        CHECK(EntriesIn(c, id, lost) == 0);
+      }
+      // Node 4 holds exactly its share: every key it replicates.
+      uint64_t on4 = EntriesIn(c, 4, rebalance::HeldRanges(*after, 4, false));
+      CHECK(on4 == independent);
+      auto client = c.Connect();
+      REQUIRE(client.ok());
+      for (int i = 0; i < kKeys; i += 7) {
+        auto v = (*client)->Get("k" + std::to_string(i));
+        REQUIRE(v.ok());
+        CHECK(*v == "v" + std::to_string(i));
+      }
+    }
+  }
+}
+
+TEST_CASE("rebalance: scale-out 3->4 and scale-in 4->3 under the history checker",
+          "[rebalance][history]") {
+  for (auto mode : {PlacementMode::kRing, PlacementMode::kJump}) {
+    DYNAMIC_SECTION("mode " << PlacementModeName(mode)) {
+      ClusterParams p;
+      p.mode = mode;
+      p.shards = 64;
+      InProcessCluster c(3, p);
+      REQUIRE(c.Start().ok());
+      Load(c, 2000);
+      ClientOptions co;
+      co.seeds = c.Addresses();
+      shardkv::testing::HistoryOptions ho;
+      ho.keys = 100;
+      ho.duration = std::chrono::milliseconds(60000);
+      shardkv::testing::HistoryChecker checker(co, ho);
+      REQUIRE(checker.Start().ok());
+      REQUIRE(checker.WaitUntil([](const auto& s) { return s.acked > 200; },
+                                std::chrono::seconds(20)));
+      auto added = c.AddStandaloneNode();
+      REQUIRE(added.ok());
+      auto begun = Admin(c, 2, "begin",
+                         {{"kind", "add"}, {"node_id", "4"}, {"address", c.Address(4)}});
+      REQUIRE(begun.ok());
+      RebalanceReport out = WaitForEnd(c, 2);
+      REQUIRE(out.record.state == ChangeState::kDone);
+      // Only the checker's 100 keys change while streaming; the 2000 loaded ones are exact.
+      CHECK(out.record.moved_copies + out.record.moved_tombstones <=
+            out.record.planned_copies + out.record.planned_tombstones + 100);
+      CHECK(out.record.moved_copies + 100 >= out.record.planned_copies);
+      REQUIRE(checker.WaitUntil([&](const auto& s) { return s.acked > 400; },
+                                std::chrono::seconds(20)));
+
+      auto removed = Admin(c, 1, "begin", {{"kind", "remove"}, {"node_id", "4"}});
+      REQUIRE(removed.ok());
+      RebalanceReport in = WaitForEnd(c, 1);
+      REQUIRE(in.record.state == ChangeState::kDone);
+      checker.Stop();
+      ClientOptions final_options;
+      final_options.seeds = {c.Address(1), c.Address(2), c.Address(3)};
+      Status final_check = checker.FinalCheck(final_options);
+      INFO(final_check.ToString());
+      CHECK(final_check.ok());
+      const auto stats = checker.stats();
+      INFO(stats.last_error);
+      CHECK(stats.failed == 0);
+      CHECK(stats.read_errors == 0);
+      CHECK(ClientErrors(c) == 0);
+      CHECK(out.record.client_errors == 0);
+      CHECK(in.record.client_errors == 0);
+    }
+  }
+}
