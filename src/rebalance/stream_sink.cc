@@ -235,7 +235,20 @@ net::ResponseBody StreamSink::Run(const net::StreamRangeRequest& r) {
     // One snapshot per (change, task, source) at the source.
     const uint64_t stream_id = hash::Xxh3(std::to_string(r.change_id) + "/" +
                                           std::to_string(r.task_id) + "/" + std::to_string(source));
-    auto batch = Pull(source, address, stream_id, r, ck.cursor);
+    StatusOr<net::StreamScanResponse> batch = Status::Unavailable("recently unreachable");
+    bool skip = false;
+    if (ck.phase == 0) {
+      std::lock_guard lock(mu_);
+      auto it = failed_sources_.find(source);
+      skip = it != failed_sources_.end() &&
+             std::chrono::steady_clock::now() - it->second < std::chrono::seconds(10);
+    }
+    if (!skip) batch = Pull(source, address, stream_id, r, ck.cursor);
+    if (!batch.ok() && !skip && ck.phase == 0 &&
+        batch.status().code() != Status::Code::kStaleEpoch) {
+      std::lock_guard lock(mu_);
+      failed_sources_[source] = std::chrono::steady_clock::now();
+    }
     if (!batch.ok()) {
       if (ck.phase == 1) {
         return Error(batch.status().WithContext("merging from node " + std::to_string(source)));

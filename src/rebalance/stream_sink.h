@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <set>
 #include <string>
@@ -80,6 +81,9 @@ class StreamSink {
   std::deque<std::function<void()>> queue_;     // GUARDED_BY(mu_)
   std::set<std::pair<uint64_t, uint64_t>> seen_;  // GUARDED_BY(mu_): (change, task) run here
   uint64_t resumed_tasks_ = 0;                  // GUARDED_BY(mu_)
+  // Sources that failed recently: later tasks merge at once instead of each waiting out a
+  // timeout on a dead or paused node.
+  std::map<uint32_t, std::chrono::steady_clock::time_point> failed_sources_;  // GUARDED_BY(mu_)
   std::vector<std::thread> threads_;
 };
 
