@@ -106,9 +106,13 @@ void Membership::Stop() {
 bool Membership::IsAlive(uint32_t id) const {
   if (id == options_.self_id) return true;
   std::lock_guard lock(mu_);
+  const auto now = std::chrono::steady_clock::now();
   auto it = last_seen_.find(id);
-  return it != last_seen_.end() &&
-         std::chrono::steady_clock::now() - it->second < 3 * options_.gossip_interval;
+  if (it == last_seen_.end()) {
+    auto first = first_asked_.emplace(id, now).first;
+    return now - first->second < 3 * options_.gossip_interval;
+  }
+  return now - it->second < 3 * options_.gossip_interval;
 }
 
 void Membership::HandleInstall(net::InstallMapRequest request,

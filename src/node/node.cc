@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <optional>
 #include <random>
 
 #include "cluster/coordinator.h"
@@ -49,6 +50,7 @@ class Node::Impl {
  private:
   Status WritePortFile();
   Status LoadOrBootstrapMap();
+  Status Rebuild();
 
   NodeOptions options_;
   std::string host_;
@@ -173,13 +175,18 @@ Status Node::Impl::Start() {
   deps.extra_counters = [this](std::map<std::string, int64_t>* counters) {
     rebalancer_->AddCounters(counters);
     (*counters)["stream_tasks_resumed"] = static_cast<int64_t>(stream_sink_->resumed_tasks());
+    (*counters)["stream_entries_pulled"] = static_cast<int64_t>(stream_sink_->entries_pulled());
     (*counters)["ranges_dropped"] = static_cast<int64_t>(reconciler_->ranges_dropped());
   };
   service_ = std::make_unique<KvService>(
       std::move(deps), KvServiceLimits{options_.max_key_bytes, options_.max_value_bytes});
   server_ = std::make_unique<net::Server>(server_options, service_.get());
   SHARDKV_RETURN_IF_ERROR(server_->Start());
-  SHARDKV_RETURN_IF_ERROR(LoadOrBootstrapMap());
+  if (options_.rebuild) {
+    SHARDKV_RETURN_IF_ERROR(Rebuild());
+  } else {
+    SHARDKV_RETURN_IF_ERROR(LoadOrBootstrapMap());
+  }
   // A restarted member first learns the newest map from its peers, then serves (design.md
   // "Propagation"); the server already answers ping and getClusterMap meanwhile.
   membership_->FetchNewestMap(std::chrono::milliseconds(1000));
@@ -215,6 +222,39 @@ Status Node::Impl::LoadOrBootstrapMap() {
                                 {{options_.id, address(), 1.0, NodeState::kUp}}, options_.id);
   if (!map.ok()) return map.status();
   return maps_->Reset(*map);
+}
+
+Status Node::Impl::Rebuild() {
+  if (options_.seeds.empty()) return Status::InvalidArgument("--rebuild needs --seeds");
+  // Whatever is left locally is older than the tombstone grace: keeping it could resurrect
+  // deletes whose tombstones the others already collected.
+  SHARDKV_RETURN_IF_ERROR(storage_->DeleteRange(TokenRange{0, UINT64_MAX}));
+  std::optional<ClusterMap> newest;
+  for (const std::string& seed : options_.seeds) {
+    net::Request req;
+    req.body = net::GetClusterMapRequest{};
+    auto reply = peers_->CallSync(seed, std::move(req), std::chrono::milliseconds(3000));
+    if (!reply.ok() || !reply->ok()) continue;
+    const auto* body = std::get_if<net::GetClusterMapResponse>(&reply->body);
+    if (body == nullptr) continue;
+    auto map = ClusterMap::Decode(body->map);
+    if (map.ok() && (!newest || map->epoch() > newest->epoch())) newest = *map;
+  }
+  if (!newest) return Status::Unavailable("rebuild: no seed answered with a cluster map");
+  const ClusterNode* self = newest->FindNode(options_.id);
+  if (self == nullptr) {
+    return Status::FailedPrecondition("rebuild: node " + std::to_string(options_.id) +
+                                      " is not in the cluster map");
+  }
+  if (self->address != address()) {
+    return Status::FailedPrecondition("rebuild: the map has node " + std::to_string(options_.id) +
+                                      " at " + self->address + ", not " + address());
+  }
+  SHARDKV_RETURN_IF_ERROR(maps_->Reset(*newest));
+  auto pulled = stream_sink_->Rebuild(*newest);
+  if (!pulled.ok()) return pulled.status();
+  spdlog::info("node {} rebuilt: {} entries from its replicas", options_.id, *pulled);
+  return Status::OK();
 }
 
 Status Node::Impl::WritePortFile() {

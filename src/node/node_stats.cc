@@ -5,8 +5,12 @@ namespace shardkv {
 void NodeStats::RecordRequest(size_t op, uint64_t micros, const Status& result) {
   if (op < kMaxOps) ops_[op].fetch_add(1, std::memory_order_relaxed);
   latency_.Record(micros);
+  // Client-visible errors of the data plane only (get, put, delete and their batches: ops 1-5 in
+  // KvService's order); node-to-node and admin refusals are not a client's failed request.
   // NotFound is an answer, not an error; STALE_EPOCH is the protocol's redirect.
-  if (!result.ok() && !result.IsNotFound() && result.code() != Status::Code::kStaleEpoch) {
+  const bool client_op = op >= 1 && op <= 5;
+  if (client_op && !result.ok() && !result.IsNotFound() &&
+      result.code() != Status::Code::kStaleEpoch) {
     client_errors_.fetch_add(1, std::memory_order_relaxed);
   }
 }

@@ -39,18 +39,41 @@ Rebalancer::Rebalancer(RebalancerOptions options, MapStore* maps, PeerPool* peer
 
 Rebalancer::~Rebalancer() { Stop(); }
 
-void Rebalancer::Start() { drive_thread_ = std::thread([this] { DriveLoop(); }); }
+void Rebalancer::Start() {
+  drive_thread_ = std::thread([this] { DriveLoop(); });
+  // Two admin workers: a long plan/begin (it counts every key) never blocks status queries
+  // behind it completely, and the thread count stays fixed however many requests arrive.
+  for (int i = 0; i < 2; ++i) admin_threads_.emplace_back([this] { AdminLoop(); });
+}
+
+void Rebalancer::AdminLoop() {
+  for (;;) {
+    std::pair<net::AdminRequest, Reply> item;
+    {
+      std::unique_lock lock(mu_);
+      wake_.wait(lock, [&] { return stopping_ || !admin_queue_.empty(); });
+      if (stopping_) return;
+      item = std::move(admin_queue_.front());
+      admin_queue_.pop_front();
+    }
+    item.second(Admin(item.first));
+  }
+}
 
 void Rebalancer::Stop() {
-  std::vector<std::thread> admins;
+  std::deque<std::pair<net::AdminRequest, Reply>> left;
   {
     std::lock_guard lock(mu_);
     stopping_ = true;
-    admins.swap(admin_threads_);
+    left.swap(admin_queue_);
   }
   wake_.notify_all();
   if (drive_thread_.joinable()) drive_thread_.join();
-  for (auto& t : admins) t.join();
+  for (auto& t : admin_threads_) t.join();
+  admin_threads_.clear();
+  for (auto& [request, done] : left) {
+    done(Error(::shardkv::Status::Unavailable("node is shutting down")));
+  }
 }
 
 void Rebalancer::AddCounters(std::map<std::string, int64_t>* counters) const {
@@ -60,11 +83,13 @@ void Rebalancer::AddCounters(std::map<std::string, int64_t>* counters) const {
 
 void Rebalancer::HandleAdmin(net::AdminRequest request, Reply done) {
   // Planning counts every key and commits wait for acknowledgements: never on an I/O thread.
-  std::lock_guard lock(mu_);
-  if (stopping_) return done(Error(::shardkv::Status::Unavailable("node is shutting down")));
-  admin_threads_.emplace_back([this, request = std::move(request), done = std::move(done)] {
-    done(Admin(request));
-  });
+  std::unique_lock lock(mu_);
+  if (stopping_) {
+    lock.unlock();
+    return done(Error(::shardkv::Status::Unavailable("node is shutting down")));
+  }
+  admin_queue_.emplace_back(std::move(request), std::move(done));
+  wake_.notify_all();
 }
 
 bool Rebalancer::ChangeStillRunning(uint64_t change_id) const {
@@ -143,6 +168,18 @@ net::ResponseBody Rebalancer::Admin(const net::AdminRequest& request) {
         }
         next.state = ChangeState::kCancelled;
         next.finished_ms = WallMs();
+        {
+          // What had been copied when it was cancelled (the destinations drop it again).
+          std::lock_guard lock(mu_);
+          if (active_change_ == next.change_id) {
+            next.moved_copies = next.moved_tombstones = next.moved_bytes = 0;
+            for (const TaskState& t : tasks_) {
+              next.moved_copies += t.copies;
+              next.moved_tombstones += t.tombstones;
+              next.moved_bytes += t.bytes;
+            }
+          }
+        }
         auto cancelled = cur.WithChangeCancelled();
         if (!cancelled.ok()) return cancelled.status();
         return cancelled->WithChangeDetail(next.Encode());
@@ -153,8 +190,12 @@ net::ResponseBody Rebalancer::Admin(const net::AdminRequest& request) {
       } else {
         const std::string rate = Arg(request.args, "rate_mb");
         const std::string streams = Arg(request.args, "streams");
-        if (!rate.empty()) next.rate_bytes_per_s = std::stoull(rate) << 20;
-        if (!streams.empty()) next.streams_per_node = std::max(1, std::stoi(streams));
+        try {
+          if (!rate.empty()) next.rate_bytes_per_s = std::stoull(rate) << 20;
+          if (!streams.empty()) next.streams_per_node = std::max(1, std::stoi(streams));
+        } catch (const std::exception&) {
+          return ::shardkv::Status::InvalidArgument("throttle needs whole numbers");
+        }
       }
       return cur.WithChangeDetail(next.Encode());
     });
@@ -272,59 +313,62 @@ StatusOr<RebalanceReport> Rebalancer::PlanChange(const std::map<std::string, std
 
 StatusOr<std::vector<net::RangeCount>> Rebalancer::CountRanges(
     const ClusterMap& map, const std::vector<MovingRange>& ranges) {
-  // Count each range on one live old replica; batch the ranges per node.
-  std::map<uint32_t, std::vector<size_t>> by_node;
-  for (size_t i = 0; i < ranges.size(); ++i) {
-    uint32_t chosen = 0;
-    bool found = false;
-    for (uint32_t id : ranges[i].old_set) {
-      if (membership_->IsAlive(id)) {
-        chosen = id;
-        found = true;
-        break;
-      }
-    }
-    // Gossip may not have reached anyone yet (a node that just started): try the first old
-    // replica that is not the node being removed; the call fails if it is really down.
-    if (!found) {
-      for (uint32_t id : ranges[i].old_set) {
-        const ClusterNode* n = map.FindNode(id);
-        if (n != nullptr && n->state != NodeState::kLeaving) {
-          chosen = id;
-          found = true;
-          break;
-        }
-      }
-    }
-    if (!found) {
-      return ::shardkv::Status::Unavailable("no live replica holds tokens from " +
-                                            std::to_string(ranges[i].range.first));
-    }
-    by_node[chosen].push_back(i);
-  }
+  // Count each range on one old replica, live ones first; a node that fails is excluded and its
+  // ranges go to the next old replica.
   std::vector<net::RangeCount> out(ranges.size());
-  for (const auto& [id, indexes] : by_node) {
-    const ClusterNode* node = map.FindNode(id);
-    for (size_t start = 0; start < indexes.size(); start += 4096) {
-      net::CountRangesRequest req;
-      const size_t end = std::min(indexes.size(), start + 4096);
-      for (size_t k = start; k < end; ++k) {
-        const TokenRange& r = ranges[indexes[k]].range;
-        req.ranges.push_back({r.first, r.last});
+  std::vector<size_t> todo(ranges.size());
+  for (size_t i = 0; i < todo.size(); ++i) todo[i] = i;
+  std::set<uint32_t> excluded;
+  std::string errors;
+  for (int round = 0; !todo.empty(); ++round) {
+    std::map<uint32_t, std::vector<size_t>> by_node;
+    for (size_t i : todo) {
+      std::vector<uint32_t> candidates;
+      for (uint32_t id : ranges[i].old_set) {
+        if (!excluded.count(id) && membership_->IsAlive(id)) candidates.push_back(id);
       }
-      net::Request request;
-      request.epoch = map.epoch();
-      request.cluster_id = map.cluster_id();
-      request.body = std::move(req);
-      auto reply = peers_->CallSync(node->address, std::move(request),
-                                    std::chrono::milliseconds(120000));
-      if (!reply.ok()) return reply.status().WithContext("node " + std::to_string(id));
-      if (!reply->ok()) return reply->status().WithContext("node " + std::to_string(id));
-      const auto* body = std::get_if<net::CountRangesResponse>(&reply->body);
-      if (body == nullptr || body->counts.size() != end - start) {
-        return ::shardkv::Status::Corruption("bad count reply from node " + std::to_string(id));
+      for (uint32_t id : ranges[i].old_set) {
+        if (!excluded.count(id) && !membership_->IsAlive(id)) candidates.push_back(id);
       }
-      for (size_t k = start; k < end; ++k) out[indexes[k]] = body->counts[k - start];
+      if (candidates.empty()) {
+        return ::shardkv::Status::Unavailable("no replica could count tokens from " +
+                                              std::to_string(ranges[i].range.first) + ": " +
+                                              errors);
+      }
+      by_node[candidates.front()].push_back(i);
+    }
+    todo.clear();
+    for (const auto& [id, indexes] : by_node) {
+      const ClusterNode* node = map.FindNode(id);
+      ::shardkv::Status failed;
+      for (size_t start = 0; start < indexes.size() && failed.ok(); start += 4096) {
+        net::CountRangesRequest req;
+        const size_t end = std::min(indexes.size(), start + 4096);
+        for (size_t k = start; k < end; ++k) {
+          const TokenRange& r = ranges[indexes[k]].range;
+          req.ranges.push_back({r.first, r.last});
+        }
+        net::Request request;
+        request.epoch = map.epoch();
+        request.cluster_id = map.cluster_id();
+        request.body = std::move(req);
+        auto reply = peers_->CallSync(node->address, std::move(request),
+                                      std::chrono::milliseconds(120000));
+        failed = reply.ok() ? reply->status() : reply.status();
+        const auto* body =
+            failed.ok() ? std::get_if<net::CountRangesResponse>(&reply->body) : nullptr;
+        if (failed.ok() && (body == nullptr || body->counts.size() != end - start)) {
+          failed = ::shardkv::Status::Corruption("bad count reply");
+        }
+        if (!failed.ok()) break;
+        for (size_t k = start; k < end; ++k) out[indexes[k]] = body->counts[k - start];
+      }
+      if (!failed.ok()) {
+        excluded.insert(id);
+        errors += (errors.empty() ? "" : "; ") + ("node " + std::to_string(id) + ": ") +
+                  failed.ToString();
+        todo.insert(todo.end(), indexes.begin(), indexes.end());
+      }
     }
   }
   return out;

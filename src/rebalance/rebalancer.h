@@ -23,6 +23,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -70,7 +71,9 @@ class Rebalancer {
     uint64_t planned_bytes = 0;
     bool running = false;
     bool done = false;
-    bool resumed = false;
+    bool resumed = false;   // its destination had a checkpoint when this driver first asked
+    bool had_error = false;
+    uint64_t calls = 0;
     uint64_t copies = 0, tombstones = 0, bytes = 0;
     std::chrono::steady_clock::time_point failing_since{};
     std::chrono::steady_clock::time_point retry_after{};
@@ -86,6 +89,7 @@ class Rebalancer {
   ::shardkv::Status Commit(const std::function<StatusOr<ClusterMap>(const ClusterMap&)>& make);
   ::shardkv::Status InstallEverywhere(const ClusterMap& current, const ClusterMap& next);
 
+  void AdminLoop();
   void DriveLoop();
   void DriveOnce();
   bool IsDriver(const ClusterMap& map) const;
@@ -112,7 +116,9 @@ class Rebalancer {
   std::vector<TaskState> tasks_;    // GUARDED_BY(mu_)
   std::string phase_;               // GUARDED_BY(mu_): cleanup while committing the end
   std::chrono::steady_clock::time_point streams_started_;  // GUARDED_BY(mu_)
-  std::vector<std::thread> admin_threads_;  // GUARDED_BY(mu_)
+  std::deque<std::pair<net::AdminRequest, Reply>> admin_queue_;  // GUARDED_BY(mu_)
+  bool tasks_changed_ = false;  // GUARDED_BY(mu_): a task finished a call; schedule again
+  std::vector<std::thread> admin_threads_;
   std::thread drive_thread_;
   std::atomic<uint64_t> commits_{0};
   std::atomic<uint64_t> task_errors_{0};

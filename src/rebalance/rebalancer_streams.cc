@@ -40,7 +40,9 @@ namespace shardkv::rebalance {
   for (;;) {
     {
       std::unique_lock lock(mu_);
-      wake_.wait_for(lock, options_.tick, [&] { return stopping_; });
+      // Woken as soon as a task ends a call, so a finished slot is refilled at once.
+      wake_.wait_for(lock, options_.tick, [&] { return stopping_ || tasks_changed_; });
+      tasks_changed_ = false;
       if (stopping_) {
         result = ::shardkv::Status::Aborted("node is stopping");
         break;
@@ -143,6 +145,7 @@ void Rebalancer::RunTask(size_t index, const ClusterMap& map, uint64_t change_id
     TaskState& t = tasks_[index];
     if (!s.ok()) {
       ++task_errors_;
+      t.had_error = true;
       t.last_error = "node " + std::to_string(task.destination) + ": " + s.ToString();
       if (t.failing_since == std::chrono::steady_clock::time_point()) {
         t.failing_since = std::chrono::steady_clock::now();
@@ -152,10 +155,14 @@ void Rebalancer::RunTask(size_t index, const ClusterMap& map, uint64_t change_id
       break;
     }
     t.failing_since = {};
+    // Its checkpoint was there when this driver first asked (a takeover), or after a failed
+    // call (the destination or its source restarted): the task continued, not started over.
+    if ((t.calls == 0 || t.had_error) && body->resumed) t.resumed = true;
+    ++t.calls;
+    t.had_error = false;
     t.copies = body->copies;
     t.tombstones = body->tombstones;
     t.bytes = body->bytes;
-    t.resumed = t.resumed || body->resumed;
     if (body->done) {
       t.done = true;
       break;
@@ -163,6 +170,8 @@ void Rebalancer::RunTask(size_t index, const ClusterMap& map, uint64_t change_id
   }
   std::lock_guard lock(mu_);
   tasks_[index].running = false;
+  tasks_changed_ = true;
+  wake_.notify_all();
 }
 
 }  // namespace shardkv::rebalance

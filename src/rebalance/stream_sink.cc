@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "rebalance/change_record.h"
+#include "rebalance/plan.h"
 #include "rebalance/stream_source.h"
 #include "shardkv/hash.h"
 
@@ -197,13 +198,12 @@ net::ResponseBody StreamSink::Run(const net::StreamRangeRequest& r) {
   Checkpoint ck;
   auto stored = storage_->GetAux(AuxColumn::kMeta, key);
   if (stored.ok()) ck = Checkpoint::Decode(*stored);
-  bool resumed = false;
+  // The checkpoint was there when this call started (the driver decides whether that means the
+  // task continued after a restart or takeover).
+  const bool resumed = ck.found;
   {
     std::lock_guard lock(mu_);
-    if (seen_.insert({r.change_id, r.task_id}).second && ck.found && !ck.done) {
-      resumed = true;
-      ++resumed_tasks_;
-    }
+    if (seen_.insert({r.change_id, r.task_id}).second && ck.found && !ck.done) ++resumed_tasks_;
   }
   auto progress = [&](const Checkpoint& c) {
     net::StreamRangeResponse out;
@@ -270,6 +270,7 @@ net::ResponseBody StreamSink::Run(const net::StreamRangeRequest& r) {
       }
       continue;
     }
+    entries_pulled_ += batch->entries.size();
     std::vector<RangeEntry> entries;
     entries.reserve(batch->entries.size());
     uint64_t batch_bytes = 0, live = 0, tomb = 0;
@@ -313,6 +314,66 @@ net::ResponseBody StreamSink::Run(const net::StreamRangeRequest& r) {
     if (std::chrono::steady_clock::now() >= deadline) break;
   }
   return progress(ck);
+}
+
+StatusOr<uint64_t> StreamSink::Rebuild(const ClusterMap& map) {
+  const uint32_t rf = map.EffectiveReplicas();
+  const uint32_t wanted = rf - std::min(map.params().write_quorum, rf) + 1;
+  uint64_t applied_total = 0;
+  size_t done_ranges = 0;
+  const auto ranges = AllRanges(map);
+  for (const MovingRange& r : ranges) {
+    std::vector<uint32_t> holders = r.old_set;
+    for (uint32_t id : r.new_set) {
+      if (std::find(holders.begin(), holders.end(), id) == holders.end()) holders.push_back(id);
+    }
+    if (std::find(holders.begin(), holders.end(), options_.self_id) == holders.end()) continue;
+    net::StreamRangeRequest req;
+    req.change_id = map.epoch();
+    req.task_id = ++done_ranges;
+    req.first = r.range.first;
+    req.last = r.range.last;
+    uint32_t merged = 0;
+    std::string errors;
+    for (uint32_t id : holders) {
+      if (id == options_.self_id || merged >= wanted) continue;
+      const ClusterNode* node = map.FindNode(id);
+      if (node == nullptr) continue;
+      const uint64_t stream_id = hash::Xxh3("rebuild/" + std::to_string(options_.self_id) + "/" +
+                                            std::to_string(r.range.first));
+      std::string cursor;
+      Status failed;
+      for (;;) {
+        auto batch = Pull(id, node->address, stream_id, req, cursor);
+        if (!batch.ok()) {
+          failed = batch.status();
+          break;
+        }
+        std::vector<RangeEntry> entries;
+        for (net::StreamEntry& e : batch->entries) {
+          entries.push_back({e.token, std::move(e.key),
+                             Envelope{e.ts, e.node_id, e.tombstone, std::move(e.value)}});
+        }
+        auto applied = storage_->ApplyBatch(entries);
+        if (!applied.ok()) return applied.status().WithContext("rebuild");
+        applied_total += applied->applied;
+        if (batch->done) break;
+        cursor = batch->cursor;
+      }
+      if (failed.ok()) {
+        ++merged;
+      } else {
+        errors += (errors.empty() ? "" : "; ") + failed.ToString();
+      }
+    }
+    if (merged == 0 && holders.size() > 1) {
+      return Status::Unavailable("rebuild: no replica served tokens " +
+                                 std::to_string(r.range.first) + ".." +
+                                 std::to_string(r.range.last) + ": " + errors);
+    }
+  }
+  spdlog::info("rebuild: {} ranges pulled, {} entries applied", done_ranges, applied_total);
+  return applied_total;
 }
 
 }  // namespace shardkv::rebalance

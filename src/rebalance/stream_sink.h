@@ -17,6 +17,7 @@
 // Thread-safety: all methods are thread-safe.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -60,6 +61,14 @@ class StreamSink {
   void HandleCount(net::CountRangesRequest request, Done done);
 
   uint64_t resumed_tasks() const;
+  // Entries pulled from sources by this process (a restarted destination that resumed pulls
+  // only what was left; one that started over would pull everything again).
+  uint64_t entries_pulled() const { return entries_pulled_.load(); }
+
+  // Rebuild: pulls every range `map` places on this node from RF - W + 1 of its other replicas
+  // (fewer if fewer answer, but at least one), applying with LWW. Blocks; returns the
+  // number of entries applied, or the first range that no replica could serve.
+  StatusOr<uint64_t> Rebuild(const ClusterMap& map);
 
  private:
   struct Checkpoint;
@@ -85,6 +94,7 @@ class StreamSink {
   // timeout on a dead or paused node.
   std::map<uint32_t, std::chrono::steady_clock::time_point> failed_sources_;  // GUARDED_BY(mu_)
   std::vector<std::thread> threads_;
+  std::atomic<uint64_t> entries_pulled_{0};
 };
 
 }  // namespace shardkv::rebalance

@@ -31,6 +31,9 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::Range(1, 64));
   app.add_flag("--sync", options.sync, "fsync the WAL before acknowledging each write");
+  app.add_flag("--rebuild", options.rebuild,
+               "Drop local data, fetch the map from --seeds and re-stream this node's ranges from "
+               "the other replicas before serving (a node down longer than the tombstone grace)");
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error, off")
       ->capture_default_str()
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));

@@ -41,13 +41,7 @@ void Progress(const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str
 std::string Dir(const GlobalOptions& g) {
   // Absolute, because the path ends up in each node's args and pid checks and a node may be
   // relaunched from another working directory.
-  // Symlinks are resolved and a trailing slash dropped, so every spelling of one directory
-  // yields the same node paths.
-  std::error_code ec;
-  fs::path abs = fs::weakly_canonical(fs::absolute(g.ClusterDir(), ec), ec);
-  std::string dir = (ec ? fs::path(g.ClusterDir()) : abs).lexically_normal().string();
-  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
-  return dir;
+  return AbsoluteDir(g.ClusterDir());
 }
 
 SteadyClock::time_point DeadlineIn(uint32_t seconds) {
@@ -277,10 +271,10 @@ int DoUp(const GlobalOptions& g, UpFlags f) {
     // A previous `up` failed before the cluster formed: its node directories hold nothing a
     // client ever wrote, so they are cleared rather than blocking every later `up`.
     Progress("clearing the leftovers of an unfinished 'cluster up' in " + dir);
-    for (uint32_t id : ListNodeIds(dir)) fs::remove_all(NodeDir(dir, id), ec);
+    for (uint32_t id : ListAllNodeIds(dir)) fs::remove_all(NodeDir(dir, id), ec);
   } else if (!conf.status().IsNotFound()) {
     return ReportError(conf.status(), kExitFailed);
-  } else if (!ListNodeIds(dir).empty()) {
+  } else if (!ListAllNodeIds(dir).empty()) {
     return ReportError(dir +
                            " holds node directories but no cluster.conf; remove them or "
                            "choose another --dir",
@@ -295,8 +289,9 @@ int DoUp(const GlobalOptions& g, UpFlags f) {
   std::random_device rd;
   uint64_t cluster_id = 0;
   while (cluster_id == 0) cluster_id = (uint64_t{rd()} << 32) | rd();
-  ClusterConf c{f.nodes,  f.mode,   f.replicas,          f.write_quorum, f.read_quorum,
-                f.vnodes, f.shards, f.tombstone_grace_s, cluster_id,     false};
+  ClusterConf c{f.nodes,       f.mode,   f.replicas, f.write_quorum,
+                f.read_quorum, f.vnodes, f.shards,   f.tombstone_grace_s,
+                cluster_id,    false,    f.base_port};
   if (Status s = WriteClusterConf(dir, c); !s.ok()) return ReportError(s, kExitFailed);
 
   std::vector<std::pair<uint32_t, std::vector<std::string>>> launches;
@@ -508,7 +503,7 @@ void RegisterClusterCommands(CLI::App& app, GlobalOptions* g, int* exit_code) {
   status->add_flag("--json", g->json, "JSON output (schema in cluster_status.h)");
   status->callback([g, exit_code] {
     NodeProber prober;
-    *exit_code = PrintClusterStatus(*g, Dir(*g), &prober);
+    *exit_code = PrintClusterStatus(*g, Dir(*g), &prober, /*retire_removed=*/true);
   });
 
   auto stop_id = std::make_shared<uint32_t>(0);

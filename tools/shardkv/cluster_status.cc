@@ -10,6 +10,7 @@
 
 #include "cli_common.h"
 #include "json_writer.h"
+#include "rebalance_client.h"
 #include "shardkv/cluster_map.h"
 #include "shardkv/hash_ring.h"
 #include "shardkv/shard_map.h"
@@ -90,7 +91,49 @@ std::map<uint32_t, double> PrimaryShares(const ClusterMap& map) {
   return shares;
 }
 
-void PrintJson(const std::optional<ClusterMap>& map, const std::vector<NodeRow>& rows) {
+using Rebalance = std::optional<rebalance::RebalanceReport>;
+
+// The rebalancer's view of the last change (nullopt if no node answered).
+Rebalance QueryRebalance(const GlobalOptions& g, const std::string& dir,
+                         std::chrono::milliseconds timeout) {
+  AdminClient client;
+  AdminReply reply = client.Status(AdminAddresses(g, dir), "", timeout);
+  if (!reply.status.ok()) return std::nullopt;
+  return reply.report;
+}
+
+void PrintRebalanceJson(JsonWriter& w, const Rebalance& r) {
+  w.Key("rebalance");
+  if (!r || !r->has_change) {
+    w.Raw("null");
+    return;
+  }
+  w.Begin()
+      .Field("change_id", std::to_string(r->record.change_id))
+      .Field("kind", r->record.kind)
+      .Field("node_id", r->record.node_id)
+      .Field("state", StateName(*r))
+      .Field("moved_copies", r->copies_done)
+      .Field("planned_copies", r->record.planned_copies)
+      .Field("live", r->from_driver)
+      .Field("error", r->record.error)
+      .End();
+}
+
+std::string RebalanceLine(const Rebalance& r) {
+  if (!r) return "unknown (no node answered the rebalancer)";
+  if (!r->has_change) return "none";
+  std::string line = std::string(ChangeEnded(*r) ? "last change " : "change ") +
+                     std::to_string(r->record.change_id) + " (" + DescribeChange(r->record) +
+                     "): " + StateName(*r) + ", " + std::to_string(r->copies_done) + "/" +
+                     std::to_string(r->record.planned_copies) + " copies moved";
+  if (!r->from_driver && !ChangeEnded(*r)) line += " (driver unreachable: no live progress)";
+  if (!r->record.error.empty()) line += "; error: " + r->record.error;
+  return line;
+}
+
+void PrintJson(const std::optional<ClusterMap>& map, const std::vector<NodeRow>& rows,
+               const Rebalance& rebalance) {
   JsonWriter w;
   w.Begin();
   auto null_or = [&](const char* key, auto value, bool known) {
@@ -119,13 +162,13 @@ void PrintJson(const std::optional<ClusterMap>& map, const std::vector<NodeRow>&
     w.End();
   }
   w.EndArray();
-  w.Key("rebalance").Raw("null");
+  PrintRebalanceJson(w, rebalance);
   w.End();
   std::cout << w.str() << "\n";
 }
 
 void PrintTable(const std::string& dir, const std::optional<ClusterMap>& map,
-                const std::vector<NodeRow>& rows) {
+                const std::vector<NodeRow>& rows, const Rebalance& rebalance) {
   if (map) {
     std::printf("cluster %llu: epoch %llu, %s mode, replicas %u, write quorum %u, read quorum %u\n",
                 static_cast<unsigned long long>(map->cluster_id()),
@@ -135,7 +178,7 @@ void PrintTable(const std::string& dir, const std::optional<ClusterMap>& map,
   } else {
     std::printf("cluster in %s: no node answered\n", dir.c_str());
   }
-  std::printf("rebalance: none\n\n");
+  std::printf("rebalance: %s\n\n", RebalanceLine(rebalance).c_str());
   std::printf("%4s  %-21s  %-5s  %-7s  %-13s  %10s  %7s\n", "ID", "ADDRESS", "STATE", "MAP", "PID",
               "KEYS", "SHARE");
   for (const NodeRow& r : rows) {
@@ -152,8 +195,16 @@ void PrintTable(const std::string& dir, const std::optional<ClusterMap>& map,
 
 }  // namespace
 
-int PrintClusterStatus(const GlobalOptions& g, const std::string& dir, NodeProber* prober) {
+int PrintClusterStatus(const GlobalOptions& g, const std::string& dir, NodeProber* prober,
+                       bool retire_removed) {
   const auto timeout = std::chrono::milliseconds(std::min<uint32_t>(g.timeout_ms, 2000));
+  const Rebalance rebalance = QueryRebalance(g, dir, timeout);
+  if (rebalance && retire_removed) {
+    // Before the rows are read, so the retired node's directory is skipped.
+    if (auto line = RetireRemovedNode(g, dir, *rebalance)) {
+      std::fprintf(stderr, "%s\n", line->c_str());
+    }
+  }
   std::map<uint32_t, NodeRow> rows;
   std::vector<std::string> seeds = g.cluster;
   if (g.cluster.empty()) {
@@ -207,9 +258,9 @@ int PrintClusterStatus(const GlobalOptions& g, const std::string& dir, NodeProbe
     out.push_back(std::move(r));
   }
   if (g.json) {
-    PrintJson(map, out);
+    PrintJson(map, out, rebalance);
   } else {
-    PrintTable(dir, map, out);
+    PrintTable(dir, map, out, rebalance);
   }
   return any_up ? kExitOk : kExitUnreachable;
 }

@@ -30,9 +30,21 @@
 //                                              // primary shards / shards); null if not in map
 //       }
 //     ],
-//     "rebalance": null                        // no rebalance in progress (placeholder until the
-//                                              // rebalancer lands)
+//     "rebalance": null | {                    // null: no change was ever made, or no node
+//                                              // answered the rebalancer's status
+//       "change_id": "1234",                   // string (64-bit)
+//       "kind": "add" | "remove", "node_id": 4,
+//       "state": "streaming" | ...,            // planned|streaming|read_new|new_only|cleanup|
+//                                              // done|failed|cancelled (the last change's)
+//       "moved_copies": 7800,                  // live while streaming (from the driver)
+//       "planned_copies": 15000,
+//       "live": true,                          // the numbers came from the driving node
+//       "error": ""                            // why it failed
+//     }
 //   }
+//
+// `cluster status` (not `cluster up`) also retires a node whose removal is done: see
+// RetireRemovedNode in rebalance_client.h.
 //
 // Exit codes: 0 if some node answered, 3 if none did (the rows are then all "down").
 #pragma once
@@ -45,7 +57,9 @@
 namespace shardkv::cli {
 
 // Prints the status of the cluster in `dir` (or at --cluster) to stdout, as a table or, with
-// g.json, as the JSON object above. Returns the exit code.
-int PrintClusterStatus(const GlobalOptions& g, const std::string& dir, NodeProber* prober);
+// g.json, as the JSON object above. With `retire_removed`, first stops the process of a node
+// whose removal is done (see RetireRemovedNode). Returns the exit code.
+int PrintClusterStatus(const GlobalOptions& g, const std::string& dir, NodeProber* prober,
+                       bool retire_removed = false);
 
 }  // namespace shardkv::cli

@@ -41,6 +41,8 @@ StatusOr<std::vector<std::string>> GlobalOptions::Seeds() const {
     if (!entry.is_directory() || entry.path().filename().string().rfind("node-", 0) != 0) {
       continue;
     }
+    // A node removed from the cluster (`cluster remove-node`) is no seed any more.
+    if (fs::exists(entry.path() / "removed", ec)) continue;
     std::ifstream in(entry.path() / "port");
     int port = 0;
     if (in >> port && port > 0) seeds.push_back("127.0.0.1:" + std::to_string(port));

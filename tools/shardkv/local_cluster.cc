@@ -79,7 +79,7 @@ Status WriteClusterConf(const std::string& dir, const ClusterConf& c) {
       << "\nwrite_quorum=" << c.write_quorum << "\nread_quorum=" << c.read_quorum
       << "\nvnodes=" << c.vnodes << "\nshards=" << c.shards
       << "\ntombstone_grace_s=" << c.tombstone_grace_s << "\ncluster_id=" << c.cluster_id
-      << "\nformed=" << (c.formed ? 1 : 0) << "\n";
+      << "\nformed=" << (c.formed ? 1 : 0) << "\nbase_port=" << c.base_port << "\n";
   return WriteTextFile(ClusterConfPath(dir), out.str());
 }
 
@@ -96,6 +96,14 @@ StatusOr<ClusterConf> ReadClusterConf(const std::string& dir) {
     const std::string key = line.substr(0, eq), value = line.substr(eq + 1);
     if (key == "mode") {
       c.mode = value;
+      continue;
+    }
+    if (key == "base_port") {
+      auto p = ParseNumber<int64_t>(value);
+      if (!p || *p < -1 || *p > 65535) {
+        return Status::Corruption(path + ": bad value in '" + line + "'");
+      }
+      c.base_port = static_cast<int>(*p);
       continue;
     }
     auto n = ParseNumber<uint64_t>(value);
@@ -118,7 +126,30 @@ std::string NodeDir(const std::string& dir, uint32_t id) {
   return dir + "/node-" + std::to_string(id);
 }
 
+std::string AbsoluteDir(const std::string& dir) {
+  std::error_code ec;
+  fs::path abs = fs::weakly_canonical(fs::absolute(dir, ec), ec);
+  std::string out = (ec ? fs::path(dir) : abs).lexically_normal().string();
+  while (out.size() > 1 && out.back() == '/') out.pop_back();
+  return out;
+}
+
+std::string RemovedMarkerPath(const std::string& node_dir) { return node_dir + "/removed"; }
+
+bool NodeRemoved(const std::string& node_dir) {
+  std::error_code ec;
+  return fs::exists(RemovedMarkerPath(node_dir), ec);
+}
+
 std::vector<uint32_t> ListNodeIds(const std::string& dir) {
+  std::vector<uint32_t> ids;
+  for (uint32_t id : ListAllNodeIds(dir)) {
+    if (!NodeRemoved(NodeDir(dir, id))) ids.push_back(id);
+  }
+  return ids;
+}
+
+std::vector<uint32_t> ListAllNodeIds(const std::string& dir) {
   std::vector<uint32_t> ids;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {

@@ -14,6 +14,8 @@
 //     port                 written by the node itself once it is listening
 //     node.log             the node's stdout and stderr (appended across restarts)
 //     stopped_at           unix seconds at which the launcher last stopped the node
+//     removed              present once the node left the cluster (a finished `cluster
+//                          remove-node`): every command then skips the directory (data kept)
 //
 // Nothing here prints; the caller (cluster_commands.cc) decides what the user sees.
 //
@@ -52,6 +54,9 @@ struct ClusterConf {
   // False until every node accepted the epoch-1 map: a later `up` then knows that the node
   // directories are leftovers of a failed start, safe to wipe.
   bool formed = false;
+  // `up --base-port`: -1 free ports from 7000 up, 0 ephemeral, P ports from P. `cluster
+  // add-node` picks the new node's port the same way. -1 when the file predates the key.
+  int base_port = -1;
 };
 
 std::string ClusterConfPath(const std::string& dir);
@@ -59,9 +64,19 @@ Status WriteClusterConf(const std::string& dir, const ClusterConf& conf);
 // NotFound if there is no cluster.conf; Corruption if it cannot be parsed.
 StatusOr<ClusterConf> ReadClusterConf(const std::string& dir);
 
+// `dir` made absolute, symlinks resolved, no trailing slash: every spelling of one directory
+// yields the same node paths (they end up in each node's args and in pid checks).
+std::string AbsoluteDir(const std::string& dir);
+
 std::string NodeDir(const std::string& dir, uint32_t id);
-// Ids of the node-<id> directories in `dir`, ascending.
+// Ids of the node-<id> directories in `dir` that are cluster members (no `removed` marker),
+// ascending.
 std::vector<uint32_t> ListNodeIds(const std::string& dir);
+// Ids of every node-<id> directory, removed nodes included (ids are never reused).
+std::vector<uint32_t> ListAllNodeIds(const std::string& dir);
+// True if `node_dir` holds the `removed` marker.
+bool NodeRemoved(const std::string& node_dir);
+std::string RemovedMarkerPath(const std::string& node_dir);
 
 // Reads small launcher files; nullopt when absent or malformed.
 std::optional<pid_t> ReadPidFile(const std::string& node_dir);

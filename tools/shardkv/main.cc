@@ -7,7 +7,9 @@
 #include "cluster_commands.h"
 #include "global_options.h"
 #include "kv_commands.h"
+#include "membership_commands.h"
 #include "placement_command.h"
+#include "rebalance_commands.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"shardkv: a sharded key-value store on consistent hashing, and its tools.",
@@ -20,6 +22,8 @@ int main(int argc, char** argv) {
   globals.Register(app);
   shardkv::cli::RegisterKvCommands(app, &globals, &exit_code);
   shardkv::cli::RegisterClusterCommands(app, &globals, &exit_code);
+  shardkv::cli::RegisterMembershipCommands(app, &globals, &exit_code);
+  shardkv::cli::RegisterRebalanceCommands(app, &globals, &exit_code);
   shardkv::cli::RegisterPlacementCommands(app, &exit_code);
 
   try {

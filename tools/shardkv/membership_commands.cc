@@ -1,0 +1,398 @@
+#include "membership_commands.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <functional>
+#include <iostream>
+#include <set>
+#include <thread>
+
+#include "cli_common.h"
+#include "local_cluster.h"
+#include "plan_printer.h"
+#include "rebalance_client.h"
+
+namespace shardkv::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr uint16_t kFirstDefaultPort = 7000;
+
+struct ChangeFlags {
+  double weight = 1.0;
+  bool plan_only = false;
+  bool yes = false;
+  uint32_t rate_mb = 32;
+  uint32_t streams = 2;
+  uint32_t wait_s = 60;
+};
+
+void Progress(const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); }
+
+// Planning counts every key on the old replicas and "begin" waits until every member installed
+// the new map: both may take far longer than a key-value operation.
+std::chrono::milliseconds AdminTimeout(const GlobalOptions& g) {
+  return std::chrono::milliseconds(std::max<uint32_t>(g.timeout_ms, 150000));
+}
+std::chrono::milliseconds ProbeTimeout(const GlobalOptions& g) {
+  return std::chrono::milliseconds(std::min<uint32_t>(g.timeout_ms, 2000));
+}
+
+std::string WatchHint(const GlobalOptions& g) {
+  std::string hint = "shardkv rebalance watch";
+  if (!g.dir.empty()) hint += " --dir " + g.dir;
+  if (!g.cluster.empty()) {
+    std::string list;
+    for (const auto& a : g.cluster) list += (list.empty() ? "" : ",") + a;
+    hint += " --cluster " + list;
+  }
+  return hint;
+}
+
+// Everything one change needs, whichever command started it.
+struct ChangeRequest {
+  std::string kind;  // add or remove
+  uint32_t node_id = 0;
+  std::string address;              // add
+  std::vector<std::string> askees;  // members to ask for the plan, in order
+  // Undoes what the command did before planning (add-node: the new node); runs when nothing
+  // was begun.
+  std::function<void()> undo = [] {};
+  // Runs once the change began (add-node: record the node count).
+  std::function<void()> on_begun = [] {};
+};
+
+// Plan, show, confirm, begin. Returns the exit code.
+int PlanAndBegin(const GlobalOptions& g, const ChangeFlags& f, const ChangeRequest& c) {
+  AdminArgs args{{"kind", c.kind},
+                 {"node_id", std::to_string(c.node_id)},
+                 {"rate_mb", std::to_string(f.rate_mb)},
+                 {"streams", std::to_string(f.streams)}};
+  if (c.kind == "add") {
+    char weight[32];
+    std::snprintf(weight, sizeof(weight), "%.17g", f.weight);
+    args["address"] = c.address;
+    args["weight"] = weight;
+  }
+  AdminClient client;
+  Progress("planning: " + c.kind + " node " + std::to_string(c.node_id) + " (counting keys)");
+  // Planning counts keys on one live old replica per range; a replica that died moments ago is
+  // still believed alive until gossip notices, and the count fails with Unavailable. Planning
+  // changes nothing, so it is retried for a while.
+  const auto retry_until = SteadyClock::now() + std::chrono::seconds(20);
+  AdminReply plan = client.SendFirst(c.askees, "plan", args, AdminTimeout(g));
+  while (!plan.status.ok() && !plan.unreachable &&
+         plan.status.code() == Status::Code::kUnavailable && SteadyClock::now() < retry_until) {
+    Progress("planning failed (" + plan.status.message() + "); retrying in 1 s");
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    plan = client.SendFirst(c.askees, "plan", args, AdminTimeout(g));
+  }
+  if (!plan.status.ok()) {
+    c.undo();
+    return ReportError(plan.unreachable ? plan.status.message()
+                                        : "the cluster refused the plan: " + plan.status.message(),
+                       plan.unreachable ? kExitUnreachable : kExitFailed);
+  }
+  const PlanContext ctx{c.address, f.weight, plan.address};
+  if (!g.json) PrintPlanTable(stdout, plan.report, ctx);
+  std::fflush(stdout);
+  if (f.plan_only) {
+    c.undo();
+    if (g.json) std::cout << PlanJson(plan.report, ctx, nullptr) << "\n";
+    Progress("--plan-only: nothing changed");
+    return kExitOk;
+  }
+  if (!f.yes) {
+    if (isatty(STDIN_FILENO) != 1) {
+      c.undo();
+      if (g.json) std::cout << PlanJson(plan.report, ctx, nullptr) << std::endl;
+      return ReportError(
+          "not starting the change: stdin is not a terminal, so there is nobody to confirm; pass "
+          "--yes to begin it (or --plan-only to only plan)",
+          kExitUsage);
+    }
+    if (g.json) PrintPlanTable(stderr, plan.report, ctx);  // stdout keeps the one JSON object
+    std::fprintf(stderr, "\nProceed? [y/N] ");
+    std::fflush(stderr);
+    std::string answer;
+    std::getline(std::cin, answer);
+    if (answer != "y" && answer != "Y" && answer != "yes" && answer != "YES") {
+      c.undo();
+      if (g.json) std::cout << PlanJson(plan.report, ctx, nullptr) << "\n";
+      Progress("aborted: nothing changed");
+      return kExitFailed;
+    }
+  }
+  // The node that planned begins (and drives) the change.
+  AdminReply begun = client.Send(plan.address, "begin", args, AdminTimeout(g));
+  if (begun.unreachable) {
+    // The change may have been committed before the reply was lost: undoing could stop a node
+    // the cluster now counts on.
+    return ReportError("no answer to 'begin' from " + plan.address + " (" + begun.status.message() +
+                           "): whether the change started is unknown; check with 'shardkv "
+                           "rebalance status'",
+                       kExitUnreachable);
+  }
+  if (!begun.status.ok()) {
+    c.undo();
+    if (g.json) std::cout << PlanJson(plan.report, ctx, nullptr) << std::endl;
+    return ReportError("the cluster refused the change: " + begun.status.message(), kExitFailed);
+  }
+  c.on_begun();
+  if (g.json) {
+    std::cout << PlanJson(plan.report, ctx, &begun.report) << "\n";
+    return kExitOk;
+  }
+  const rebalance::ChangeRecord& r = begun.report.record;
+  std::printf(
+      "\nchange %llu started: %s, %llu copies to move in %llu stream tasks, driven by node %u "
+      "(%s); watch with `%s`\n",
+      static_cast<unsigned long long>(r.change_id), DescribeChange(r).c_str(),
+      static_cast<unsigned long long>(r.planned_copies),
+      static_cast<unsigned long long>(r.planned_ranges), begun.report.driver, begun.address.c_str(),
+      WatchHint(g).c_str());
+  return kExitOk;
+}
+
+// The members to ask, from the newest map the directory's nodes (or --cluster) know.
+StatusOr<ClusterMap> CurrentMap(const GlobalOptions& g, const std::string& dir,
+                                const std::vector<std::string>& addresses) {
+  AdminClient client;
+  return client.NewestMap(addresses, DirClusterId(g, dir), ProbeTimeout(g));
+}
+
+// The port for a new node, the way `cluster up` chose them: 0 for --base-port 0, else the first
+// free port from P + id - 1 (--base-port P) or from 7000, skipping ports other nodes of the
+// directory are recorded with (a stopped node comes back on its port).
+StatusOr<uint16_t> ChooseNewPort(const ClusterConf& conf, const std::string& dir, uint32_t id) {
+  if (conf.base_port == 0) return uint16_t{0};
+  std::set<uint32_t> reserved;
+  for (uint32_t other : ListAllNodeIds(dir)) {
+    if (auto args = ReadArgsFile(NodeDir(dir, other)); args.ok()) {
+      if (auto p = ListenPortInArgs(*args)) reserved.insert(*p);
+    }
+    if (auto p = ReadPortFile(NodeDir(dir, other))) reserved.insert(*p);
+  }
+  uint32_t start = kFirstDefaultPort;
+  if (conf.base_port > 0 && conf.base_port + id - 1 <= 65535) start = conf.base_port + id - 1;
+  for (uint32_t p = start; p <= 65535; ++p) {
+    if (reserved.count(p) == 0 && PortFree(static_cast<uint16_t>(p))) {
+      return static_cast<uint16_t>(p);
+    }
+  }
+  return Status::ResourceExhausted("no free port from " + std::to_string(start) + " up");
+}
+
+// The new node's arguments: another member's, with its own id, data directory and port.
+std::vector<std::string> NewNodeArgs(const std::string& dir, const ClusterConf& conf, uint32_t id,
+                                     uint16_t port) {
+  std::vector<std::string> args;
+  for (uint32_t other : ListNodeIds(dir)) {
+    if (auto a = ReadArgsFile(NodeDir(dir, other)); a.ok()) {
+      args = std::move(a).value();
+      break;
+    }
+  }
+  if (args.empty()) {
+    args = {"--id",
+            "",
+            "--data",
+            "",
+            "--listen",
+            "",
+            "--tombstone-grace",
+            std::to_string(conf.tombstone_grace_s)};
+  }
+  for (size_t i = 0; i + 1 < args.size(); ++i) {
+    if (args[i] == "--id") args[i + 1] = std::to_string(id);
+    if (args[i] == "--data") args[i + 1] = NodeDir(dir, id);
+  }
+  return WithListenPort(args, port);
+}
+
+void StopAndRemove(const std::string& dir, uint32_t id, pid_t pid) {
+  Progress("stopping the new node " + std::to_string(id) + " and removing " + NodeDir(dir, id));
+  StopNodes(dir, {{id, pid}}, SIGTERM, SteadyClock::now() + std::chrono::seconds(15), true,
+            std::chrono::seconds(5));
+  std::error_code ec;
+  fs::remove_all(NodeDir(dir, id), ec);
+}
+
+int DoAddNode(const GlobalOptions& g, const ChangeFlags& f) {
+  const std::string dir = AbsoluteDir(g.ClusterDir());
+  auto conf = ReadClusterConf(dir);
+  if (!conf.ok()) {
+    return ReportError(conf.status().IsNotFound()
+                           ? "no cluster in " + dir + " (start one with 'shardkv cluster up')"
+                           : conf.status().message(),
+                       conf.status().IsNotFound() ? kExitUnreachable : kExitFailed);
+  }
+  auto lock = DirLock::Acquire(dir);
+  if (!lock.ok()) return ReportError(lock.status(), kExitUsage);
+  const std::vector<std::string> addresses = AdminAddresses(g, dir);
+  auto map = CurrentMap(g, dir, addresses);
+  if (!map.ok()) return ReportError(map.status(), kExitUnreachable);
+  uint32_t id = 0;
+  for (uint32_t existing : ListAllNodeIds(dir)) id = std::max(id, existing);
+  for (const ClusterNode& n : map->nodes()) id = std::max(id, n.id);
+  ++id;
+  auto port = ChooseNewPort(*conf, dir, id);
+  if (!port.ok()) return ReportError(port.status(), kExitFailed);
+  auto binary = FindNodeBinary();
+  if (!binary.ok()) return ReportError(binary.status(), kExitFailed);
+  const std::vector<std::string> args = NewNodeArgs(dir, *conf, id, *port);
+  Progress("starting node " + std::to_string(id) + " in " + NodeDir(dir, id));
+  auto pid = LaunchNode(*binary, dir, id, args);
+  if (!pid.ok()) {
+    std::error_code ec;
+    fs::remove_all(NodeDir(dir, id), ec);
+    return ReportError(pid.status().WithContext("node " + std::to_string(id)), kExitFailed);
+  }
+  NodeProber prober;
+  std::vector<uint16_t> bound;
+  uint32_t exited_id = 0;
+  Status s = WaitListening(
+      dir, {{id, *pid}}, SteadyClock::now() + std::chrono::seconds(f.wait_s), &prober,
+      [](size_t, size_t) {}, &bound, &exited_id);
+  if (!s.ok()) {
+    ReportError(s, kExitFailed);
+    for (const auto& line : TailLines(NodeDir(dir, id) + "/node.log", 5)) {
+      std::fprintf(stderr, "  | %s\n", line.c_str());
+    }
+    StopAndRemove(dir, id, *pid);
+    return kExitFailed;
+  }
+  // Pinned, as `cluster up` does: a restart must come back at the address the map names.
+  (void)WriteArgsFile(NodeDir(dir, id), WithListenPort(args, bound[0]));
+  const std::string address = "127.0.0.1:" + std::to_string(bound[0]);
+  Progress("node " + std::to_string(id) + " is up at " + address + " (pid " + std::to_string(*pid) +
+           ")");
+  ChangeRequest c;
+  c.kind = "add";
+  c.node_id = id;
+  c.address = address;
+  c.askees = MemberAddresses(*map, {id});
+  c.undo = [&dir, id, pid = *pid] { StopAndRemove(dir, id, pid); };
+  c.on_begun = [&dir] { RecordNodeCount(dir); };
+  return PlanAndBegin(g, f, c);
+}
+
+int DoJoin(const GlobalOptions& g, const ChangeFlags& f, const std::string& address) {
+  const std::string dir = AbsoluteDir(g.ClusterDir());
+  AdminClient client;
+  bool unreachable = false;
+  auto stats = client.Call(address, net::StatsRequest{}, ProbeTimeout(g), &unreachable);
+  if (!stats.ok()) {
+    return ReportError("cannot ask " + address + " for its node id: " + stats.status().message(),
+                       unreachable ? kExitUnreachable : kExitFailed);
+  }
+  int64_t reported_id = 0;
+  if (const auto* counters = std::get_if<net::StatsResponse>(&*stats)) {
+    if (auto it = counters->counters.find("node_id"); it != counters->counters.end()) {
+      reported_id = it->second;
+    }
+  }
+  if (reported_id <= 0 || reported_id > UINT32_MAX) {
+    return ReportError(address + " did not report its node id (is it a shardkv-node?)",
+                       kExitFailed);
+  }
+  const auto id = static_cast<uint32_t>(reported_id);
+  Progress(address + " is node " + std::to_string(id));
+  std::vector<std::string> addresses = AdminAddresses(g, dir);
+  addresses.erase(std::remove(addresses.begin(), addresses.end(), address), addresses.end());
+  auto map = CurrentMap(g, dir, addresses);
+  if (!map.ok()) return ReportError(map.status(), kExitUnreachable);
+  if (map->FindNodeByAddress(address) != nullptr) {
+    return ReportError(address + " is already a member of the cluster (node " +
+                           std::to_string(map->FindNodeByAddress(address)->id) + ")",
+                       kExitFailed);
+  }
+  ChangeRequest c;
+  c.kind = "add";
+  c.node_id = id;
+  c.address = address;
+  c.askees = MemberAddresses(*map, {id});
+  return PlanAndBegin(g, f, c);
+}
+
+int DoRemoveNode(const GlobalOptions& g, const ChangeFlags& f, uint32_t id) {
+  const std::string dir = AbsoluteDir(g.ClusterDir());
+  auto map = CurrentMap(g, dir, AdminAddresses(g, dir, {id}));
+  if (!map.ok()) return ReportError(map.status(), kExitUnreachable);
+  if (map->FindNode(id) == nullptr) {
+    std::string members;
+    for (const ClusterNode& n : map->nodes()) {
+      members += (members.empty() ? "" : ", ") + std::to_string(n.id);
+    }
+    return ReportError(
+        "node " + std::to_string(id) + " is not a member of the cluster (members: " + members + ")",
+        kExitFailed);
+  }
+  ChangeRequest c;
+  c.kind = "remove";
+  c.node_id = id;
+  c.askees = MemberAddresses(*map, {id});
+  return PlanAndBegin(g, f, c);
+}
+
+void AddChangeFlags(CLI::App* cmd, GlobalOptions* g, ChangeFlags* f, bool add) {
+  if (add) {
+    cmd->add_option("--weight", f->weight, "Relative weight of the node (1 = like the others)")
+        ->capture_default_str()
+        ->check(CLI::Range(0.001, 1000.0));
+  }
+  cmd->add_flag("--plan-only", f->plan_only, "Print the plan and change nothing");
+  cmd->add_flag("--yes,-y", f->yes, "Begin without asking (required when stdin is no terminal)");
+  cmd->add_option("--rate", f->rate_mb, "Streaming rate limit in MB/s for the whole change")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 1u << 20));
+  cmd->add_option("--streams", f->streams, "Concurrent streams per source and per destination")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 64u));
+  cmd->add_flag("--json", g->json, "Print the plan as JSON (schema in README)");
+}
+
+}  // namespace
+
+void RegisterMembershipCommands(CLI::App& app, GlobalOptions* g, int* exit_code) {
+  CLI::App* cluster = app.get_subcommand("cluster");
+
+  auto add_flags = std::make_shared<ChangeFlags>();
+  auto* add = cluster->add_subcommand(
+      "add-node",
+      "Start one more shardkv-node in the local cluster directory (next free id, the same "
+      "arguments as the others), print the rebalance plan, and on confirmation begin adding it");
+  AddChangeFlags(add, g, add_flags.get(), true);
+  add->add_option("--wait", add_flags->wait_s, "Seconds to wait for the new node to listen")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 3600u));
+  add->callback([=] { *exit_code = DoAddNode(*g, *add_flags); });
+
+  auto join_flags = std::make_shared<ChangeFlags>();
+  auto join_address = std::make_shared<std::string>();
+  auto* join = cluster->add_subcommand(
+      "join",
+      "Add an already running shardkv-node (a fresh one) to the cluster: print the plan, and on "
+      "confirmation begin");
+  join->add_option("ADDRESS", *join_address, "The node's HOST:PORT")->required();
+  AddChangeFlags(join, g, join_flags.get(), true);
+  join->callback([=] { *exit_code = DoJoin(*g, *join_flags, *join_address); });
+
+  auto remove_flags = std::make_shared<ChangeFlags>();
+  auto remove_id = std::make_shared<uint32_t>(0);
+  auto* remove = cluster->add_subcommand(
+      "remove-node",
+      "Remove a node (running or dead): print the plan, and on confirmation begin streaming its "
+      "ranges to the others. Once the change is done, 'rebalance watch' (or 'cluster status') "
+      "stops the node's process");
+  remove->add_option("ID", *remove_id, "Node id")->required()->check(CLI::Range(1u, 1u << 30));
+  AddChangeFlags(remove, g, remove_flags.get(), false);
+  remove->callback([=] { *exit_code = DoRemoveNode(*g, *remove_flags, *remove_id); });
+}
+
+}  // namespace shardkv::cli

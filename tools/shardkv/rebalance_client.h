@@ -1,0 +1,106 @@
+// The CLI side of the rebalancer's admin protocol (src/rebalance/rebalancer.h): a node answers
+// net::AdminRequest{command, args} with an encoded RebalanceReport, or an error. Shared by
+// `cluster add-node|join|remove-node`, `rebalance ...` and `cluster status`.
+//
+// Where requests go: the nodes of --cluster, else the member directories of the local cluster
+// directory (node-<id>/ without a `removed` marker). A report with from_driver=false came from a
+// node that does not drive the change (no live progress): it is asked again at its
+// driver_address.
+//
+// Thread-safety: AdminClient is not shared between threads.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "cluster/peer_pool.h"
+#include "global_options.h"
+#include "net/messages.h"
+#include "rebalance/change_record.h"
+#include "shardkv/cluster_map.h"
+#include "shardkv/status.h"
+
+namespace shardkv::cli {
+
+using AdminArgs = std::map<std::string, std::string>;
+
+// What one admin exchange gave.
+struct AdminReply {
+  Status status;             // OK, the node's error, or why no node answered
+  bool unreachable = false;  // no node answered at all (transport failure), exit 3
+  std::string address;       // the node that answered
+  rebalance::RebalanceReport report;
+};
+
+class AdminClient {
+ public:
+  AdminClient();
+  // One request to one node. A transport failure sets `unreachable`; an ErrorResponse does not.
+  AdminReply Send(const std::string& address, const std::string& command, const AdminArgs& args,
+                  std::chrono::milliseconds timeout);
+  // Any request; `unreachable` (may be null) tells a transport failure from a node's error.
+  StatusOr<net::ResponseBody> Call(const std::string& address, net::RequestBody body,
+                                   std::chrono::milliseconds timeout, bool* unreachable = nullptr);
+  // Sends to the first of `addresses` that answers (an error reply counts as an answer).
+  AdminReply SendFirst(const std::vector<std::string>& addresses, const std::string& command,
+                       const AdminArgs& args, std::chrono::milliseconds timeout);
+  // "status", following the driver: asks `preferred` (if set) then each of `addresses` until one
+  // answers, then re-asks the driver if that answer was not the driver's. The driver's answer
+  // wins; if the driver cannot be reached the first answer is returned.
+  AdminReply Status(const std::vector<std::string>& addresses, const std::string& preferred,
+                    std::chrono::milliseconds timeout);
+  // Sends `command` to the node driving the change (found with Status()).
+  AdminReply SendToDriver(const std::vector<std::string>& addresses, const std::string& command,
+                          const AdminArgs& args, std::chrono::milliseconds timeout);
+  // The newest map (highest epoch) among `addresses`; with `cluster_id` != 0 only maps of that
+  // cluster count. Unavailable if none answered.
+  StatusOr<ClusterMap> NewestMap(const std::vector<std::string>& addresses, uint64_t cluster_id,
+                                 std::chrono::milliseconds timeout);
+  // Sum of the client_errors counter over the nodes of `addresses` that answer.
+  int64_t SumClientErrors(const std::vector<std::string>& addresses,
+                          std::chrono::milliseconds timeout);
+
+ private:
+  std::unique_ptr<PeerPool> pool_;
+};
+
+// Addresses to send admin requests to: --cluster, else the member directories of `dir` (the
+// port the node wrote, else its --listen port), skipping the ids in `exclude`. Ascending id.
+std::vector<std::string> AdminAddresses(const GlobalOptions& g, const std::string& dir,
+                                        const std::set<uint32_t>& exclude = {});
+// The cluster id recorded in `dir`'s cluster.conf (0 with --cluster or without a file).
+uint64_t DirClusterId(const GlobalOptions& g, const std::string& dir);
+
+// The members of `map` to ask for a plan/begin: every node except `exclude`, ascending id,
+// nodes in state up first.
+std::vector<std::string> MemberAddresses(const ClusterMap& map, const std::set<uint32_t>& exclude);
+
+// Once a remove is done, the removed node of the local cluster must go: when `report`'s change is
+// a finished remove and `dir` holds that node's directory without the `removed` marker, stops its
+// process (SIGTERM, SIGKILL after 20 s), writes the marker and updates cluster.conf's node count.
+// Takes the directory lock; skips (nullopt) when another launcher holds it. Returns a line for
+// the user when it did something. Nothing with --cluster.
+std::optional<std::string> RetireRemovedNode(const GlobalOptions& g, const std::string& dir,
+                                             const rebalance::RebalanceReport& report);
+
+// Number of member node directories in `dir`, written to cluster.conf's `nodes` (so `cluster up`
+// restarts a cluster that grew or shrank). Best effort.
+void RecordNodeCount(const std::string& dir);
+
+// "4.2 MB", "812 KB", "17 B".
+std::string HumanBytes(double bytes);
+// "1m05s", "42s", "3.2s".
+std::string HumanSeconds(double seconds);
+// "add node 4" / "remove node 2".
+std::string DescribeChange(const rebalance::ChangeRecord& r);
+// The change's state as reported ("none" when there was never a change).
+std::string StateName(const rebalance::RebalanceReport& r);
+// True when the change ended (done, failed or cancelled: nothing more will happen by itself).
+bool ChangeEnded(const rebalance::RebalanceReport& r);
+
+}  // namespace shardkv::cli

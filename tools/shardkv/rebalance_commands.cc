@@ -1,0 +1,449 @@
+#include "rebalance_commands.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <iostream>
+#include <map>
+#include <thread>
+
+#include "cli_common.h"
+#include "local_cluster.h"
+#include "plan_printer.h"
+#include "rebalance_client.h"
+
+namespace shardkv::cli {
+namespace {
+
+using rebalance::ChangeState;
+using rebalance::RebalanceReport;
+using rebalance::StreamProgress;
+using Clock = std::chrono::steady_clock;
+
+std::chrono::milliseconds StatusTimeout(const GlobalOptions& g) {
+  return std::chrono::milliseconds(std::min<uint32_t>(g.timeout_ms, 3000));
+}
+
+double Ratio(double part, double whole) { return whole > 0 ? part / whole : 0.0; }
+
+// Errors the nodes returned to clients since the change began: the change's own count once it
+// is done, else the reachable nodes' counters now minus their sum when it began.
+int64_t ClientErrors(AdminClient* client, const RebalanceReport& r,
+                     const std::vector<std::string>& addresses, std::chrono::milliseconds t) {
+  if (r.record.state == ChangeState::kDone) return r.record.client_errors;
+  return std::max<int64_t>(0,
+                           client->SumClientErrors(addresses, t) - r.record.client_errors_at_start);
+}
+
+// An exponentially smoothed rate of a counter that only grows.
+class Rate {
+ public:
+  void Add(double value, Clock::time_point now) {
+    if (have_) {
+      const double dt = std::chrono::duration<double>(now - at_).count();
+      if (dt > 0.05) {
+        const double instant = std::max(0.0, value - last_) / dt;
+        rate_ = seeded_ ? 0.6 * rate_ + 0.4 * instant : instant;
+        seeded_ = true;
+      } else {
+        return;
+      }
+    }
+    have_ = true;
+    last_ = value;
+    at_ = now;
+  }
+  double per_s() const { return rate_; }
+
+ private:
+  bool have_ = false, seeded_ = false;
+  double last_ = 0, rate_ = 0;
+  Clock::time_point at_;
+};
+
+std::string Bar(double fraction, int width) {
+  fraction = std::clamp(fraction, 0.0, 1.0);
+  const int filled = static_cast<int>(fraction * width);
+  std::string bar(filled, '=');
+  if (filled < width) bar += '>';
+  bar.resize(width, ' ');
+  return "[" + bar + "]";
+}
+
+std::string Eta(double remaining, double rate) {
+  if (remaining <= 0) return "ETA 0s";
+  return rate > 0 ? "ETA " + HumanSeconds(remaining / rate) : "ETA -";
+}
+
+std::string ProgressFields(uint64_t copies_done, uint64_t copies_planned, uint64_t bytes_done,
+                           uint64_t bytes_planned, double byte_rate) {
+  return "copies " + std::to_string(copies_done) + "/" + std::to_string(copies_planned) + "  " +
+         HumanBytes(static_cast<double>(bytes_done)) + " of " +
+         HumanBytes(static_cast<double>(bytes_planned)) + "  " + HumanBytes(byte_rate) + "/s  " +
+         Eta(static_cast<double>(bytes_planned) - static_cast<double>(bytes_done), byte_rate);
+}
+
+double Done(uint64_t copies_done, uint64_t copies_planned, uint64_t ranges_done,
+            uint64_t ranges_total) {
+  if (copies_planned > 0) return Ratio(static_cast<double>(copies_done), copies_planned);
+  return ranges_total > 0 ? Ratio(static_cast<double>(ranges_done), ranges_total) : 0.0;
+}
+
+// The live display of `rebalance watch`: bars redrawn in place on a terminal (stderr), one plain
+// line per poll otherwise (stdout).
+class WatchView {
+ public:
+  explicit WatchView(bool tty) : tty_(tty) {}
+
+  void Show(const RebalanceReport& r, const std::string& note) {
+    const auto now = Clock::now();
+    const bool streaming = r.record.state == ChangeState::kStreaming;
+    if (r.from_driver && streaming) live_ = r;
+    // A snapshot from a node that does not drive the change has no live progress: keep showing
+    // the driver's last numbers until the driver (or its successor) answers again.
+    const bool stale = streaming && !r.from_driver && live_.has_change &&
+                       live_.record.change_id == r.record.change_id;
+    const RebalanceReport& shown = stale ? live_ : r;
+    overall_.Add(static_cast<double>(shown.bytes_done), now);
+    copies_rate_.Add(static_cast<double>(shown.copies_done), now);
+    for (const StreamProgress& s : shown.streams) {
+      rates_[{s.source, s.destination}].Add(static_cast<double>(s.bytes_done), now);
+    }
+    const rebalance::ChangeRecord& rec = r.record;
+    std::string head = "change " + std::to_string(rec.change_id) + " (" + DescribeChange(rec) +
+                       "): " + StateName(r) + ", " + HumanSeconds(r.elapsed_s) + ", driver node " +
+                       std::to_string(r.driver);
+    if (!note.empty()) head += "  [" + note + "]";
+    if (!r.from_driver && streaming) head += "  [driver not reachable: last live numbers]";
+    const uint64_t planned_bytes = std::max(rec.planned_bytes, shown.bytes_done);
+    if (!tty_) {
+      std::printf("[%s] %s  %s\n", HumanSeconds(r.elapsed_s).c_str(), StateName(r).c_str(),
+                  ProgressFields(shown.copies_done, rec.planned_copies, shown.bytes_done,
+                                 planned_bytes, overall_.per_s())
+                      .c_str());
+      if (!note.empty()) std::printf("  (%s)\n", note.c_str());
+      std::fflush(stdout);
+      return;
+    }
+    std::vector<std::string> lines{head};
+    constexpr size_t kMaxStreams = 16;
+    for (size_t i = 0; i < shown.streams.size() && i < kMaxStreams; ++i) {
+      const StreamProgress& s = shown.streams[i];
+      char label[40];
+      std::snprintf(label, sizeof(label), "  %u -> %u", s.source, s.destination);
+      char line[400];
+      std::snprintf(
+          line, sizeof(line), "%-16s %s %5.1f%%  ranges %llu/%llu  %s", label,
+          Bar(Done(s.copies_done, s.copies_planned, s.ranges_done, s.ranges_total), 20).c_str(),
+          100 * Done(s.copies_done, s.copies_planned, s.ranges_done, s.ranges_total),
+          static_cast<unsigned long long>(s.ranges_done),
+          static_cast<unsigned long long>(s.ranges_total),
+          ProgressFields(s.copies_done, s.copies_planned, s.bytes_done,
+                         std::max(s.bytes_planned, s.bytes_done),
+                         rates_[{s.source, s.destination}].per_s())
+              .c_str());
+      lines.push_back(line);
+    }
+    if (shown.streams.size() > kMaxStreams) {
+      lines.push_back("  ... " + std::to_string(shown.streams.size() - kMaxStreams) +
+                      " more streams");
+    }
+    // Past streaming every copy has moved; the later stages only switch reads and clean up.
+    const bool streamed = rec.state != ChangeState::kStreaming && rec.state != ChangeState::kFailed;
+    const double fraction = streamed ? 1.0 : Done(shown.copies_done, rec.planned_copies, 0, 0);
+    char line[400];
+    std::snprintf(line, sizeof(line), "%-16s %s %5.1f%%  %s  %.0f copies/s", "  overall",
+                  Bar(fraction, 20).c_str(), 100 * fraction,
+                  ProgressFields(shown.copies_done, rec.planned_copies, shown.bytes_done,
+                                 planned_bytes, overall_.per_s())
+                      .c_str(),
+                  copies_rate_.per_s());
+    lines.push_back(line);
+    Draw(lines);
+  }
+
+  // A line about polling itself (no node answered) while there is nothing new to draw. Without
+  // a terminal, a repeated note is printed again only every 10 s.
+  void Note(const std::string& note) {
+    if (tty_) {
+      Draw({"rebalance watch: " + note});
+      return;
+    }
+    const auto now = Clock::now();
+    if (note == last_note_ && now - last_note_at_ < std::chrono::seconds(10)) return;
+    last_note_ = note;
+    last_note_at_ = now;
+    std::printf("(%s)\n", note.c_str());
+    std::fflush(stdout);
+  }
+
+  // Leaves the last drawing on screen; later output starts below it.
+  void Close() { drawn_ = 0; }
+
+  uint64_t max_copies() const { return live_.copies_done; }
+  uint64_t max_bytes() const { return live_.bytes_done; }
+
+ private:
+  void Draw(const std::vector<std::string>& lines) {
+    std::string out;
+    if (drawn_ > 0) out += "\033[" + std::to_string(drawn_) + "F";  // back to the first line
+    for (const auto& l : lines) out += l + "\033[K\n";
+    out += "\033[J";  // clear what a longer previous drawing left below
+    std::fputs(out.c_str(), stderr);
+    std::fflush(stderr);
+    drawn_ = lines.size();
+  }
+
+  bool tty_;
+  size_t drawn_ = 0;
+  std::string last_note_;
+  Clock::time_point last_note_at_;
+  RebalanceReport live_;  // the last report with live progress
+  Rate overall_, copies_rate_;
+  std::map<std::pair<uint32_t, uint32_t>, Rate> rates_;
+};
+
+void PrintSummary(const RebalanceReport& r, uint64_t copies, uint64_t bytes,
+                  int64_t client_errors) {
+  const rebalance::ChangeRecord& rec = r.record;
+  std::printf("change %llu (%s): %s\n", static_cast<unsigned long long>(rec.change_id),
+              DescribeChange(rec).c_str(), StateName(r).c_str());
+  if (!rec.error.empty()) std::printf("  error:          %s\n", rec.error.c_str());
+  const double seconds = rec.finished_ms > rec.started_ms && rec.started_ms != 0
+                             ? static_cast<double>(rec.finished_ms - rec.started_ms) / 1e3
+                             : r.elapsed_s;
+  std::printf("  copies moved:   %llu of %llu planned; %.1f%% of all %llu copies (ideal %.1f%%)\n",
+              static_cast<unsigned long long>(copies),
+              static_cast<unsigned long long>(rec.planned_copies),
+              100 * Ratio(static_cast<double>(copies), static_cast<double>(rec.total_copies)),
+              static_cast<unsigned long long>(rec.total_copies), 100 * rec.ideal_fraction);
+  std::printf("  keys remapped:  %llu distinct keys (of %llu live)\n",
+              static_cast<unsigned long long>(rec.remapped_keys),
+              static_cast<unsigned long long>(rec.live_keys));
+  std::printf("  duration:       %s\n", HumanSeconds(seconds).c_str());
+  std::printf("  throughput:     %.0f copies/s, %.2f MB/s (%s/s; %s moved)\n",
+              Ratio(static_cast<double>(copies), seconds),
+              Ratio(static_cast<double>(bytes), seconds) / 1048576.0,
+              HumanBytes(Ratio(static_cast<double>(bytes), seconds)).c_str(),
+              HumanBytes(static_cast<double>(bytes)).c_str());
+  std::printf("  client errors:  %lld %s\n", static_cast<long long>(client_errors),
+              rec.state == ChangeState::kDone ? "(counted by the nodes during the change)"
+                                              : "(counted by the reachable nodes so far)");
+  if (rec.resumed_tasks != 0) {
+    std::printf("  resumed tasks:  %llu (continued from a checkpoint)\n",
+                static_cast<unsigned long long>(rec.resumed_tasks));
+  }
+}
+
+int DoWatch(const GlobalOptions& g, uint32_t interval_ms, uint32_t timeout_s) {
+  const std::string dir = AbsoluteDir(g.ClusterDir());
+  AdminClient client;
+  WatchView view(StderrIsTerminal());
+  const auto deadline = Clock::now() + std::chrono::seconds(timeout_s);
+  std::string preferred;
+  RebalanceReport last;
+  bool reached = false;
+  for (;;) {
+    const auto poll_start = Clock::now();
+    const std::vector<std::string> addresses = AdminAddresses(g, dir);
+    AdminReply reply = client.Status(addresses, preferred, StatusTimeout(g));
+    reached = reply.status.ok();
+    if (reply.status.ok()) {
+      preferred = reply.report.from_driver ? reply.address : std::string();
+      last = reply.report;
+      if (!last.has_change) {
+        view.Close();
+        return ReportError("no membership change to watch: none was ever made in this cluster",
+                           kExitFailed);
+      }
+      if (ChangeEnded(last)) break;
+      view.Show(last, "");
+    } else {
+      preferred.clear();
+      view.Note((reply.unreachable ? "" : "error: ") + reply.status.message() + "; still trying");
+    }
+    if (Clock::now() >= deadline) {
+      view.Close();
+      return ReportError(
+          "gave up after " + std::to_string(timeout_s) + " s (--timeout-s): " +
+              (reached ? "the change is still " + StateName(last) : reply.status.message()),
+          reached ? kExitFailed : kExitUnreachable);
+    }
+    std::this_thread::sleep_until(
+        std::min(deadline, poll_start + std::chrono::milliseconds(interval_ms)));
+  }
+  view.Show(last, "");
+  view.Close();
+  const bool done = last.record.state == ChangeState::kDone;
+  const uint64_t copies = done ? last.copies_done : std::max(last.copies_done, view.max_copies());
+  const uint64_t bytes = done ? last.bytes_done : std::max(last.bytes_done, view.max_bytes());
+  const int64_t errors = ClientErrors(&client, last, AdminAddresses(g, dir), StatusTimeout(g));
+  std::printf("\n");
+  PrintSummary(last, copies, bytes, errors);
+  if (auto retired = RetireRemovedNode(g, dir, last)) std::printf("%s\n", retired->c_str());
+  if (last.record.state == ChangeState::kFailed) {
+    std::printf(
+        "resume it with 'shardkv rebalance resume' or undo it with 'shardkv rebalance cancel'\n");
+  }
+  std::fflush(stdout);
+  if (done) return kExitOk;
+  return ReportError("change " + std::to_string(last.record.change_id) + " " + StateName(last) +
+                         (last.record.error.empty() ? "" : ": " + last.record.error),
+                     kExitFailed);
+}
+
+void PrintStatus(const RebalanceReport& r, int64_t client_errors) {
+  const rebalance::ChangeRecord& rec = r.record;
+  std::printf("change %llu: %s, %s (epoch %llu, driver node %u at %s%s)\n",
+              static_cast<unsigned long long>(rec.change_id), DescribeChange(rec).c_str(),
+              StateName(r).c_str(), static_cast<unsigned long long>(r.epoch), r.driver,
+              r.driver_address.c_str(), r.from_driver ? "" : ", not reachable: no live progress");
+  std::printf(
+      "  copies:   %llu moved of %llu planned (%.1f%%); %.1f%% of all %llu copies, ideal "
+      "%.1f%%\n",
+      static_cast<unsigned long long>(r.copies_done),
+      static_cast<unsigned long long>(rec.planned_copies),
+      100 * Ratio(static_cast<double>(r.copies_done), rec.planned_copies),
+      100 * Ratio(static_cast<double>(r.copies_done), rec.total_copies),
+      static_cast<unsigned long long>(rec.total_copies), 100 * rec.ideal_fraction);
+  std::printf("  bytes:    %s moved of %s planned\n",
+              HumanBytes(static_cast<double>(r.bytes_done)).c_str(),
+              HumanBytes(static_cast<double>(rec.planned_bytes)).c_str());
+  std::printf("  keys:     %llu remapped of %llu live\n",
+              static_cast<unsigned long long>(rec.remapped_keys),
+              static_cast<unsigned long long>(rec.live_keys));
+  std::printf("  limits:   %s/s, %u streams per node; elapsed %s; client errors %lld\n",
+              HumanBytes(static_cast<double>(rec.rate_bytes_per_s)).c_str(), rec.streams_per_node,
+              HumanSeconds(r.elapsed_s).c_str(), static_cast<long long>(client_errors));
+  if (!rec.error.empty()) std::printf("  error:    %s\n", rec.error.c_str());
+  if (r.streams.empty()) return;
+  std::printf("\n  %-6s %-6s %13s %21s %23s\n", "SOURCE", "DEST", "RANGES", "COPIES", "BYTES");
+  for (const StreamProgress& s : r.streams) {
+    const std::string ranges = std::to_string(s.ranges_done) + "/" + std::to_string(s.ranges_total);
+    const std::string copies =
+        std::to_string(s.copies_done) + "/" + std::to_string(s.copies_planned);
+    const std::string bytes = HumanBytes(static_cast<double>(s.bytes_done)) + "/" +
+                              HumanBytes(static_cast<double>(s.bytes_planned));
+    std::printf("  %-6u %-6u %13s %21s %23s\n", s.source, s.destination, ranges.c_str(),
+                copies.c_str(), bytes.c_str());
+  }
+}
+
+int DoStatus(const GlobalOptions& g) {
+  const std::string dir = AbsoluteDir(g.ClusterDir());
+  const auto addresses = AdminAddresses(g, dir);
+  AdminClient client;
+  AdminReply reply = client.Status(addresses, "", StatusTimeout(g));
+  if (!reply.status.ok()) {
+    return ReportError(reply.status, reply.unreachable ? kExitUnreachable : kExitFailed);
+  }
+  const RebalanceReport& r = reply.report;
+  const int64_t errors =
+      r.has_change ? ClientErrors(&client, r, addresses, StatusTimeout(g)) : int64_t{0};
+  if (g.json) {
+    std::cout << StatusJson(r, errors) << "\n";
+    return r.has_change ? kExitOk : kExitFailed;
+  }
+  if (!r.has_change) {
+    std::printf("no membership change was ever made in this cluster (epoch %llu)\n",
+                static_cast<unsigned long long>(r.epoch));
+    return kExitFailed;
+  }
+  PrintStatus(r, errors);
+  return kExitOk;
+}
+
+// cancel, resume, throttle: one command to the driver, then the state it left.
+int DoSteer(const GlobalOptions& g, const std::string& command, const AdminArgs& args) {
+  const std::string dir = AbsoluteDir(g.ClusterDir());
+  const auto addresses = AdminAddresses(g, dir);
+  AdminClient client;
+  // Cancel and resume commit a new map; give them the time a commit may take.
+  const auto timeout = std::chrono::milliseconds(std::max<uint32_t>(g.timeout_ms, 90000));
+  AdminReply reply = client.SendToDriver(addresses, command, args, timeout);
+  if (!reply.status.ok()) {
+    return ReportError(reply.unreachable ? reply.status.message()
+                                         : command + " refused: " + reply.status.message(),
+                       reply.unreachable ? kExitUnreachable : kExitFailed);
+  }
+  const RebalanceReport& r = reply.report;
+  if (g.json) {
+    std::cout << StatusJson(r, r.record.client_errors) << "\n";
+    return kExitOk;
+  }
+  std::printf("change %llu (%s): %s", static_cast<unsigned long long>(r.record.change_id),
+              DescribeChange(r.record).c_str(), StateName(r).c_str());
+  if (command == "throttle") {
+    std::printf("; rate limit %s/s, %u streams per node",
+                HumanBytes(static_cast<double>(r.record.rate_bytes_per_s)).c_str(),
+                r.record.streams_per_node);
+  }
+  std::printf(" (node %u at %s)\n", r.driver, reply.address.c_str());
+  return kExitOk;
+}
+
+}  // namespace
+
+void RegisterRebalanceCommands(CLI::App& app, GlobalOptions* g, int* exit_code) {
+  auto* rebalance = app.add_subcommand(
+      "rebalance",
+      "Follow and steer a membership change (begun by 'cluster add-node', 'cluster "
+      "join' or 'cluster remove-node')");
+  rebalance->require_subcommand(1);
+  rebalance->footer(
+      "Nodes: --cluster HOST:PORT[,...] or the local cluster in --dir DIR (default $SHARDKV_DIR, "
+      "else ~/.shardkv/local); requests follow the node driving the change. Exit codes: 0 ok, 1 "
+      "failed, cancelled, refused or no change, 2 usage, 3 unreachable.");
+
+  auto interval = std::make_shared<uint32_t>(500);
+  auto timeout_s = std::make_shared<uint32_t>(3600);
+  auto* watch = rebalance->add_subcommand(
+      "watch",
+      "Follow the change to its end: progress bars per stream on a terminal (else a line per "
+      "poll), then a summary. Exit 0 when done, 1 when failed or cancelled");
+  watch->add_option("--interval", *interval, "Milliseconds between polls")
+      ->capture_default_str()
+      ->check(CLI::Range(100u, 60000u));
+  watch
+      ->add_option("--timeout-s", *timeout_s,
+                   "Give up after this many seconds (unreachable nodes are retried meanwhile)")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 7u * 24 * 3600));
+  watch->callback([=] { *exit_code = DoWatch(*g, *interval, *timeout_s); });
+
+  auto* status = rebalance->add_subcommand(
+      "status", "One snapshot of the current (or last) change: state, progress, streams");
+  status->add_flag("--json", g->json, "JSON output (schema in README)");
+  status->callback([=] { *exit_code = DoStatus(*g); });
+
+  auto* cancel = rebalance->add_subcommand(
+      "cancel", "Undo the change while it is streaming (or failed): back to the old placement");
+  cancel->add_flag("--json", g->json, "Print the resulting status as JSON");
+  cancel->callback([=] { *exit_code = DoSteer(*g, "cancel", {}); });
+
+  auto* resume =
+      rebalance->add_subcommand("resume", "Continue a failed change from its checkpoints");
+  resume->add_flag("--json", g->json, "Print the resulting status as JSON");
+  resume->callback([=] { *exit_code = DoSteer(*g, "resume", {}); });
+
+  auto rate = std::make_shared<uint32_t>(0);
+  auto streams = std::make_shared<uint32_t>(0);
+  auto* throttle = rebalance->add_subcommand(
+      "throttle", "Change the running change's rate limit and/or streams per node");
+  throttle->add_option("--rate", *rate, "Streaming rate limit in MB/s for the whole change")
+      ->check(CLI::Range(1u, 1u << 20));
+  throttle->add_option("--streams", *streams, "Concurrent streams per source and destination")
+      ->check(CLI::Range(1u, 64u));
+  throttle->add_flag("--json", g->json, "Print the resulting status as JSON");
+  throttle->callback([=] {
+    if (*rate == 0 && *streams == 0) {
+      *exit_code = ReportError("throttle needs --rate and/or --streams", kExitUsage);
+      return;
+    }
+    AdminArgs args;
+    if (*rate != 0) args["rate_mb"] = std::to_string(*rate);
+    if (*streams != 0) args["streams"] = std::to_string(*streams);
+    *exit_code = DoSteer(*g, "throttle", args);
+  });
+}
+
+}  // namespace shardkv::cli
