@@ -3,6 +3,7 @@
 #include <signal.h>
 
 #include <cstdio>
+#include <fstream>
 #include <filesystem>
 #include <iostream>
 #include <random>
@@ -72,7 +73,7 @@ Status CheckTombstoneGrace(const std::string& dir, uint32_t id, int64_t referenc
       ", longer than the tombstone grace (" + HumanDuration(grace_s) +
       "): its data could resurrect deleted keys, so it must be rebuilt with 'shardkv cluster "
       "start-node " +
-      std::to_string(id) + " --rebuild' (not implemented yet)");
+      std::to_string(id) + " --rebuild'");
 }
 
 std::vector<PendingNode> RunningNodes(const std::string& dir) {
@@ -364,7 +365,6 @@ int DoStopNode(const GlobalOptions& g, uint32_t id, bool hard, uint32_t wait_s) 
 }
 
 int DoStartNode(const GlobalOptions& g, uint32_t id, bool rebuild, uint32_t wait_s) {
-  if (rebuild) return ReportError("--rebuild is not implemented yet", kExitFailed);
   const std::string dir = Dir(g);
   auto node_dir = ExistingNodeDir(dir, id);
   if (!node_dir.ok()) return ReportError(node_dir.status(), kExitUsage);
@@ -377,11 +377,34 @@ int DoStartNode(const GlobalOptions& g, uint32_t id, bool rebuild, uint32_t wait
   }
   auto conf = ReadClusterConf(dir);
   const uint64_t grace_s = (conf.ok() ? *conf : ClusterConf{}).tombstone_grace_s;
-  if (Status s = CheckTombstoneGrace(dir, id, UnixNow(), grace_s); !s.ok()) {
+  if (Status s = CheckTombstoneGrace(dir, id, UnixNow(), grace_s); !s.ok() && !rebuild) {
     return ReportError(s, kExitUsage);
   }
   auto args = ReadArgsFile(*node_dir);
   if (!args.ok()) return ReportError(args.status(), kExitFailed);
+  if (rebuild) {
+    // Its old data must not come back (design.md "Replication"): wipe it; the node fetches the
+    // map from the others and re-streams its ranges before it serves.
+    std::string seeds;
+    for (uint32_t other : ListNodeIds(dir)) {
+      if (other == id) continue;
+      std::ifstream in(NodeDir(dir, other) + "/port");
+      int port = 0;
+      if (in >> port && port > 0) {
+        seeds += (seeds.empty() ? "" : ",") + std::string("127.0.0.1:") + std::to_string(port);
+      }
+    }
+    if (seeds.empty()) return ReportError("--rebuild needs another node to copy from", kExitUsage);
+    std::error_code ec;
+    fs::remove_all(*node_dir + "/db", ec);
+    if (ec) return ReportError("cannot wipe " + *node_dir + "/db: " + ec.message(), kExitFailed);
+    args->push_back("--rebuild");
+    args->push_back("--seeds");
+    args->push_back(seeds);
+    wait_s = std::max<uint32_t>(wait_s, 600);  // it listens only once its ranges are back
+    std::printf("rebuilding node %u: data wiped, re-streaming its ranges from %s\n", id,
+                seeds.c_str());
+  }
   if (auto port = ListenPortInArgs(*args); port && *port != 0 && !PortFree(*port)) {
     return ReportError("cannot start node " + std::to_string(id) + ": port " +
                            std::to_string(*port) + " is taken by another process",
