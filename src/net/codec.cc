@@ -164,6 +164,7 @@ void FillRequest(const Request& r, wire::Request::Builder b) {
   b.setEpoch(r.epoch);
   b.setClusterId(r.cluster_id);
   b.setClientTs(r.client_ts);
+  b.setDeadlineMs(r.deadline_ms);
   b.setConsistency(ToWire(r.consistency));
   auto body = b.getBody();
   std::visit(Overloaded{
@@ -348,6 +349,7 @@ StatusOr<Request> ReadRequest(wire::Request::Reader root, uint64_t* request_id) 
   r.epoch = root.getEpoch();
   r.cluster_id = root.getClusterId();
   r.client_ts = root.getClientTs();
+  r.deadline_ms = root.getDeadlineMs();
   switch (root.getConsistency()) {
     case wire::Consistency::DEFAULT:
       r.consistency = Consistency::kDefault;

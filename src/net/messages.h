@@ -141,6 +141,8 @@ struct Request {
   uint64_t epoch = 0;       // the sender's cluster map epoch (0 = none yet)
   uint64_t cluster_id = 0;  // 0 = unknown
   uint64_t client_ts = 0;   // highest HLC timestamp the client has seen
+  // Wall-clock ms after which the sender stops waiting (0 = none); see shardkv.capnp.
+  uint64_t deadline_ms = 0;
   Consistency consistency = Consistency::kDefault;
   RequestBody body;
 };

@@ -167,6 +167,11 @@ struct Request {
     countRanges @18 :List(TokenSpan);
     admin @19 :Admin;
   }
+  # Wall-clock ms (Unix epoch) after which the sender no longer waits for this request (0 =
+  # none). A node drops a client request that reaches it later, e.g. one queued in its socket
+  # while it was paused: the client has retried it meanwhile, and coordinating it now would give
+  # the old write a newer timestamp than the writes acknowledged since.
+  deadlineMs @20 :UInt64;
 }
 
 # One key's outcome inside a multi-key op: its own status, so one unavailable replica set does

@@ -102,6 +102,16 @@ void KvService::Handle(net::Request request, std::function<void(net::Response)> 
         "request for cluster " + std::to_string(request.cluster_id) + " reached node " +
         std::to_string(d_.self_id) + " of cluster " + std::to_string(map->cluster_id()))));
   }
+  if (request.deadline_ms != 0 && op >= 1 && op <= 5) {
+    const auto now_ms = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                  std::chrono::system_clock::now().time_since_epoch())
+                                                  .count());
+    if (now_ms > request.deadline_ms) {
+      return reply(Error(Status::Timeout("request reached node " + std::to_string(d_.self_id) +
+                                         " " + std::to_string(now_ms - request.deadline_ms) +
+                                         " ms after its client stopped waiting; dropped")));
+    }
+  }
   if (request.client_ts != 0) {
     Status s = d_.storage->clock().Update(request.client_ts);
     if (!s.ok()) return reply(Error(s.WithContext("client timestamp rejected")));

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <thread>
 
+#include "net/rpc_client.h"
 #include "shardkv/client.h"
 #include "testing/temp_dir.h"
 
@@ -167,4 +168,36 @@ TEST_CASE("node: bad options are refused", "[node]") {
   CHECK(Node::Start(o).status().IsInvalidArgument());
   o.listen = "127.0.0.1:99999";
   CHECK(Node::Start(o).status().IsInvalidArgument());
+}
+
+TEST_CASE("node: a client request that arrives after its deadline is dropped, not applied",
+          "[node]") {
+  // A paused node (SIGSTOP) finds requests queued in its sockets when it resumes; their clients
+  // have long retried them elsewhere. Coordinating such a write now would stamp the old value
+  // with a newer timestamp than the writes acknowledged since, so the node drops it.
+  TempDir dir;
+  auto node = StartNode(dir.path());
+  auto client = Connect(*node);
+  REQUIRE(client->Put("k", "newer").ok());
+  net::RpcClient rpc(node->address());
+  const auto now_ms = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                std::chrono::system_clock::now().time_since_epoch())
+                                                .count());
+  net::Request late;
+  late.deadline_ms = now_ms - 1000;
+  late.body = net::PutRequest{client->map()->TokenOf("k"), "k", "stale"};
+  auto reply = rpc.CallSync(std::move(late), std::chrono::seconds(5));
+  REQUIRE(reply.ok());
+  CHECK(reply->status().code() == Status::Code::kTimeout);
+  CHECK(*client->Get("k") == "newer");
+  net::Request in_time;
+  in_time.deadline_ms = now_ms + 60000;
+  in_time.body = net::PutRequest{client->map()->TokenOf("k"), "k", "fresh"};
+  auto ok = rpc.CallSync(std::move(in_time), std::chrono::seconds(5));
+  REQUIRE(ok.ok());
+  CHECK(ok->ok());
+  CHECK(*client->Get("k") == "fresh");
+  auto stats = client->NodeStats(node->address());
+  REQUIRE(stats.ok());
+  CHECK(stats->counters["client_errors"] == 0);  // the client timed out itself; not counted twice
 }

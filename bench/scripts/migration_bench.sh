@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# Migration benchmark (issue "rebalancer", bench/README.md "Migration"):
+#   1. unthrottled scale-out 3 -> 4 with KEYS keys of 100-byte values, RF=1 and RF=3, ring and
+#      jump: copies/s, MB/s, total time (from `rebalance status --json`);
+#   2. the same at the default throttle (32 MB/s, 2 streams) while shardkv-bench runs a 9:1
+#      GET/PUT load: client ops/s in 2-second windows before vs during the migration (the dip);
+#   3. Redis Cluster's rebalance of the same key count at RF=1, in the same run
+#      (bench/scripts/redis_cluster_rebalance.sh), as a wall-time ratio.
+# Everything runs on 127.0.0.1 in temp dirs; every process started is stopped on exit.
+#
+# Usage: bench/scripts/migration_bench.sh [--keys N] [--build DIR] [--skip-redis] [--only unthrottled|throttled]
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+KEYS=${KEYS:-1000000}
+BUILD=${BUILD:-$ROOT/build}
+SKIP_REDIS=0
+ONLY=""
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --keys) KEYS=$2; shift 2 ;;
+    --build) BUILD=$2; shift 2 ;;
+    --skip-redis) SKIP_REDIS=1; shift ;;
+    --only) ONLY=$2; shift 2 ;;
+    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    *) echo "unknown argument $1 (see --help)" >&2; exit 2 ;;
+  esac
+done
+SHARDKV="$BUILD/tools/shardkv/shardkv"
+BENCH="$BUILD/bench/shardkv-bench"
+export PATH="$BUILD/tools/shardkv-node:$PATH"
+for b in "$SHARDKV" "$BENCH" "$BUILD/tools/shardkv-node/shardkv-node"; do
+  [[ -x $b ]] || { echo "missing $b: cmake --build $BUILD --target shardkv_cli shardkv_node_bin kv_bench" >&2; exit 2; }
+done
+
+DIRS=()
+cleanup() {
+  for d in "${DIRS[@]}"; do "$SHARDKV" --dir "$d" cluster down >/dev/null 2>&1 || true; rm -rf "$d"; done
+}
+trap cleanup EXIT
+
+calc() { awk "BEGIN { printf \"%.6f\", $1 }"; }
+
+json_field() { # json_field NAME < json
+  sed -n "s/.*\"$1\":\\(\"[^\"]*\"\\|[-0-9.e]*\\).*/\\1/p" | tr -d '"' | head -1
+}
+
+seeds() { local d=$1 s=""; for n in "$d"/node-*; do [[ -f $n/removed ]] && continue; s+="127.0.0.1:$(cat "$n/port"),"; done; echo "${s%,}"; }
+
+start_cluster() { # start_cluster MODE RF -> prints dir
+  local d; d=$(mktemp -d /tmp/shardkv-migbench.XXXXXX); DIRS+=("$d")
+  "$SHARDKV" --dir "$d" cluster up --nodes 3 --mode "$1" --replicas "$2" --base-port 0 >/dev/null
+  echo "$d"
+}
+
+unthrottled() {
+  local mode=$1 rf=$2 d t0 t1 load_s st
+  d=$(start_cluster "$mode" "$rf")
+  t0=$(date +%s.%N)
+  "$SHARDKV" --dir "$d" load --count "$KEYS" --concurrency 256 >/dev/null
+  t1=$(date +%s.%N)
+  load_s=$(calc "$t1 - $t0")
+  "$SHARDKV" --dir "$d" cluster add-node --yes --rate 0 >/dev/null
+  "$SHARDKV" --dir "$d" rebalance watch --interval 1000 >/dev/null
+  st=$("$SHARDKV" --dir "$d" rebalance status --json)
+  local copies bytes secs planned state frac ideal
+  copies=$(json_field moved_copies <<<"$st"); bytes=$(json_field moved_bytes <<<"$st")
+  secs=$(json_field elapsed_s <<<"$st"); planned=$(json_field planned_copies <<<"$st")
+  state=$(json_field state <<<"$st"); frac=$(json_field moved_fraction <<<"$st")
+  ideal=$(json_field ideal_fraction <<<"$st")
+  printf 'RESULT migration mode=%s rf=%s keys=%s state=%s copies=%s planned=%s fraction=%s ideal=%s seconds=%s copies_per_s=%.0f mb_per_s=%.1f load_s=%.1f\n' \
+    "$mode" "$rf" "$KEYS" "$state" "$copies" "$planned" "$frac" "$ideal" "$secs" \
+    "$(calc "$copies / $secs")" "$(calc "$bytes / $secs / 1048576")" "$load_s"
+  "$SHARDKV" --dir "$d" verify --count "$KEYS" --concurrency 256 | tail -1
+  "$SHARDKV" --dir "$d" cluster down >/dev/null
+}
+
+throttled() {
+  local mode=$1 rf=$2 d s before=() during=() st secs
+  d=$(start_cluster "$mode" "$rf")
+  "$SHARDKV" --dir "$d" load --count "$KEYS" --concurrency 256 >/dev/null
+  s=$(seeds "$d")
+  run_window() { "$BENCH" --target shardkv --cluster "$s" --clients 16 --ratio 9:1 --keyspace 100000 --duration 2 --json 2>/dev/null | json_field ops_per_s; }
+  "$BENCH" --target shardkv --cluster "$s" --clients 16 --ratio 0:1 --keyspace 100000 --ops 100000 >/dev/null 2>&1 || true
+  for _ in 1 2 3 4 5; do before+=("$(run_window)"); done
+  "$SHARDKV" --dir "$d" cluster add-node --yes >/dev/null
+  # Windows while the change runs (the bench keeps its seeds: the client follows map changes).
+  while :; do
+    st=$("$SHARDKV" --dir "$d" rebalance status --json 2>/dev/null || true)
+    case "$(json_field state <<<"$st")" in done|failed|cancelled) break ;; esac
+    during+=("$(run_window)")
+  done
+  secs=$(json_field elapsed_s <<<"$st")
+  local avg_b avg_d
+  avg_b=$(printf '%s\n' "${before[@]}" | awk '{s+=$1} END {printf "%.0f", s/NR}')
+  if [[ ${#during[@]} -gt 0 ]]; then
+    avg_d=$(printf '%s\n' "${during[@]}" | awk '{s+=$1} END {printf "%.0f", s/NR}')
+  else
+    avg_d=$avg_b
+  fi
+  printf 'RESULT throttled mode=%s rf=%s keys=%s state=%s seconds=%s copies=%s ops_before=%s ops_during=%s windows_during=%s dip_pct=%.1f client_errors=%s\n' \
+    "$mode" "$rf" "$KEYS" "$(json_field state <<<"$st")" "$secs" "$(json_field moved_copies <<<"$st")" \
+    "$avg_b" "$avg_d" "${#during[@]}" "$(calc "(1 - $avg_d / $avg_b) * 100")" \
+    "$(json_field client_errors <<<"$st")"
+  "$SHARDKV" --dir "$d" cluster down >/dev/null
+}
+
+echo "# machine: $(nproc) vCPU, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), load $(cut -d' ' -f1-3 /proc/loadavg)"
+if [[ -z $ONLY || $ONLY == unthrottled ]]; then
+  for mode in ring jump; do for rf in 1 3; do unthrottled "$mode" "$rf"; done; done
+fi
+if [[ -z $ONLY || $ONLY == throttled ]]; then
+  for mode in ring jump; do throttled "$mode" 3; done
+fi
+if [[ $SKIP_REDIS == 0 ]]; then
+  KEYS=$KEYS "$ROOT/bench/scripts/redis_cluster_rebalance.sh" --build "$BUILD" | grep '^RESULT' || true
+fi
