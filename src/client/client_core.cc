@@ -1,6 +1,7 @@
 #include "client/client_core.h"
 
 #include <algorithm>
+#include <optional>
 
 namespace shardkv {
 namespace {
@@ -128,6 +129,10 @@ Status Client::Core::RefreshMap() {
   }
   if (candidates.empty()) return Status::InvalidArgument("no seed addresses given");
   std::string errors;
+  // A first map from a lone node (a fresh node nobody adopted yet, say one left behind by an
+  // interrupted add-node) is used only if no seed belongs to a real cluster.
+  std::optional<ClusterMap> lone;
+  const bool first_map = map() == nullptr;
   for (const std::string& address : candidates) {
     net::RpcClient* rpc = Rpc(address);
     if (rpc == nullptr) return Status::Aborted("client closed");
@@ -142,6 +147,10 @@ Status Client::Core::RefreshMap() {
       } else {
         ObserveTimestamp(reply->ts);
         auto decoded = ClusterMap::Decode(body->map);
+        if (decoded.ok() && first_map && decoded->nodes().size() == 1 && candidates.size() > 1) {
+          if (!lone) lone = *decoded;
+          continue;
+        }
         if (decoded.ok()) {
           std::lock_guard lock(mu_);
           if (!map_ || map_->cluster_id() != decoded->cluster_id() ||
@@ -155,6 +164,11 @@ Status Client::Core::RefreshMap() {
     }
     if (!errors.empty()) errors += "; ";
     errors += s.message();
+  }
+  if (lone) {
+    std::lock_guard lock(mu_);
+    if (!map_) map_ = std::make_shared<const ClusterMap>(std::move(*lone));
+    return Status::OK();
   }
   return Status::Unavailable("no node answered (" + errors + ")");
 }

@@ -320,6 +320,21 @@ StatusOr<std::vector<net::RangeCount>> Rebalancer::CountRanges(
   for (size_t i = 0; i < todo.size(); ++i) todo[i] = i;
   std::set<uint32_t> excluded;
   std::string errors;
+  // A paused node still counts as alive for a few seconds; a quick ping keeps the plan from
+  // waiting on it for the whole (long) count timeout.
+  std::set<uint32_t> involved;
+  for (const MovingRange& r : ranges) involved.insert(r.old_set.begin(), r.old_set.end());
+  for (uint32_t id : involved) {
+    const ClusterNode* node = map.FindNode(id);
+    if (node == nullptr) continue;
+    net::Request ping;
+    ping.body = net::PingRequest{};
+    auto pong = peers_->CallSync(node->address, std::move(ping), std::chrono::milliseconds(1000));
+    if (!pong.ok() || !pong->ok()) {
+      excluded.insert(id);
+      errors += (errors.empty() ? "" : "; ") + ("node " + std::to_string(id) + " unreachable");
+    }
+  }
   for (int round = 0; !todo.empty(); ++round) {
     std::map<uint32_t, std::vector<size_t>> by_node;
     for (size_t i : todo) {

@@ -301,7 +301,9 @@ net::ResponseBody StreamSink::Run(const net::StreamRangeRequest& r) {
         ck.done = true;
       }
     }
-    Status s = storage_->PutAux(AuxColumn::kMeta, key, ck.Encode());
+    // Not fsynced: the WAL still has it for a process crash, and a checkpoint lost to a power
+    // failure only means re-applying a batch (LWW makes that a no-op).
+    Status s = storage_->PutAux(AuxColumn::kMeta, key, ck.Encode(), /*sync=*/false);
     if (!s.ok()) return Error(s.WithContext("checkpointing a stream"));
     bytes_this_call += batch_bytes;
     // Throttle: keep this task's rate at or below rate_bytes_per_s.

@@ -236,7 +236,10 @@ class Storage {
 
   // Keys starting with kReservedMetaPrefix belong to Storage: writing them is InvalidArgument.
   static constexpr std::string_view kReservedMetaPrefix = "storage/";
-  [[nodiscard]] Status PutAux(AuxColumn column, std::string_view key, std::string_view value);
+  // Meta writes are synced unless `sync` is false: for records that are cheap to lose on power
+  // failure (stream checkpoints: redoing a batch is harmless, LWW makes it idempotent).
+  [[nodiscard]] Status PutAux(AuxColumn column, std::string_view key, std::string_view value,
+                              bool sync = true);
   [[nodiscard]] StatusOr<std::string> GetAux(AuxColumn column, std::string_view key);
   [[nodiscard]] Status DeleteAux(AuxColumn column, std::string_view key);
   // Up to max_entries (key, value) pairs whose key starts with `prefix` and is > `after`
