@@ -9,6 +9,7 @@
 # Everything runs on 127.0.0.1 in temp dirs; every process started is stopped on exit.
 #
 # Usage: bench/scripts/migration_bench.sh [--keys N] [--build DIR] [--skip-redis] [--only unthrottled|throttled]
+#        (env RFS="1 3" and MODES="ring jump" pick the configurations)
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -16,13 +17,15 @@ KEYS=${KEYS:-1000000}
 BUILD=${BUILD:-$ROOT/build}
 SKIP_REDIS=0
 ONLY=""
+RFS=${RFS:-"1 3"}        # replication factors of the unthrottled runs
+MODES=${MODES:-"ring jump"}
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --keys) KEYS=$2; shift 2 ;;
     --build) BUILD=$2; shift 2 ;;
     --skip-redis) SKIP_REDIS=1; shift ;;
     --only) ONLY=$2; shift 2 ;;
-    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
     *) echo "unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -107,10 +110,10 @@ throttled() {
 
 echo "# machine: $(nproc) vCPU, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), load $(cut -d' ' -f1-3 /proc/loadavg)"
 if [[ -z $ONLY || $ONLY == unthrottled ]]; then
-  for mode in ring jump; do for rf in 1 3; do unthrottled "$mode" "$rf"; done; done
+  for mode in $MODES; do for rf in $RFS; do unthrottled "$mode" "$rf"; done; done
 fi
 if [[ -z $ONLY || $ONLY == throttled ]]; then
-  for mode in ring jump; do throttled "$mode" 3; done
+  for mode in $MODES; do throttled "$mode" 3; done
 fi
 if [[ $SKIP_REDIS == 0 ]]; then
   KEYS=$KEYS "$ROOT/bench/scripts/redis_cluster_rebalance.sh" --build "$BUILD" | grep '^RESULT' || true

@@ -162,8 +162,8 @@ void KvService::Dispatch(const std::shared_ptr<const ClusterMap>& map, net::Requ
         } else if constexpr (std::is_same_v<T, net::InstallMapRequest>) {
           d_.membership->HandleInstall(std::move(op), std::move(reply));
         } else if constexpr (std::is_same_v<T, net::StreamScanRequest>) {
-          if (d_.stream_source == nullptr) return reply(Error(Status::NotSupported("no streams")));
-          reply(d_.stream_source->Scan(op));
+          if (d_.stream_sink == nullptr) return reply(Error(Status::NotSupported("no streams")));
+          d_.stream_sink->HandleScan(std::move(op), std::move(reply));
         } else if constexpr (std::is_same_v<T, net::StreamRangeRequest>) {
           if (d_.stream_sink == nullptr) return reply(Error(Status::NotSupported("no streams")));
           d_.stream_sink->HandleStream(std::move(op), std::move(reply));

@@ -1,6 +1,8 @@
 #include "rebalance/stream_sink.h"
 
 #include <spdlog/spdlog.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -93,7 +95,11 @@ StreamSink::StreamSink(StreamSinkOptions options, Storage* storage, MapStore* ma
 StreamSink::~StreamSink() { Stop(); }
 
 void StreamSink::Start() {
-  for (int i = 0; i < options_.threads; ++i) threads_.emplace_back([this] { Worker(); });
+  for (int i = 0; i < options_.threads; ++i) threads_.emplace_back([this] { Worker(false); });
+  // Scans get their own threads: a node that is both a destination and a source (merges,
+  // rebuilds, scale-in) must never have every thread waiting on a peer's scan while the peer's
+  // scans wait for a free thread here.
+  for (int i = 0; i < 2; ++i) threads_.emplace_back([this] { Worker(true); });
 }
 
 void StreamSink::Stop() {
@@ -111,42 +117,49 @@ uint64_t StreamSink::resumed_tasks() const {
   return resumed_tasks_;
 }
 
-void StreamSink::Worker() {
+void StreamSink::Worker(bool scans) {
+  // Streams are background work: at a lower CPU priority than the I/O threads serving clients,
+  // so on a busy machine a migration slows down before client requests do.
+  if (options_.nice > 0) {
+    static_cast<void>(setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), options_.nice));
+  }
   for (;;) {
     std::function<void()> job;
     {
       std::unique_lock lock(mu_);
-      wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      auto& queue = scans ? scan_queue_ : queue_;
+      wake_.wait(lock, [&] { return stopping_ || !queue.empty(); });
       if (stopping_) return;
-      job = std::move(queue_.front());
-      queue_.pop_front();
+      job = std::move(queue.front());
+      queue.pop_front();
     }
     job();
   }
 }
 
-void StreamSink::HandleStream(net::StreamRangeRequest request, Done done) {
+void StreamSink::Enqueue(bool scan, std::function<net::ResponseBody()> job, Done done) {
   std::unique_lock lock(mu_);
   if (stopping_) {
     lock.unlock();
     return done(Error(Status::Unavailable("node is shutting down")));
   }
-  queue_.push_back([this, request = std::move(request), done = std::move(done)] {
-    done(Run(request));
-  });
-  wake_.notify_one();
+  (scan ? scan_queue_ : queue_)
+      .push_back([job = std::move(job), done = std::move(done)] { done(job()); });
+  wake_.notify_all();
+}
+
+void StreamSink::HandleStream(net::StreamRangeRequest request, Done done) {
+  Enqueue(false, [this, request = std::move(request)] { return Run(request); }, std::move(done));
+}
+
+void StreamSink::HandleScan(net::StreamScanRequest request, Done done) {
+  Enqueue(true, [this, request = std::move(request)] { return local_source_->Scan(request); },
+          std::move(done));
 }
 
 void StreamSink::HandleCount(net::CountRangesRequest request, Done done) {
-  std::unique_lock lock(mu_);
-  if (stopping_) {
-    lock.unlock();
-    return done(Error(Status::Unavailable("node is shutting down")));
-  }
-  queue_.push_back([this, request = std::move(request), done = std::move(done)] {
-    done(local_source_->Count(request));
-  });
-  wake_.notify_one();
+  Enqueue(false, [this, request = std::move(request)] { return local_source_->Count(request); },
+          std::move(done));
 }
 
 StatusOr<net::StreamScanResponse> StreamSink::Pull(uint32_t source_id, const std::string& address,

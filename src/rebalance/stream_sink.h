@@ -44,6 +44,7 @@ struct StreamSinkOptions {
   uint32_t batch_entries = 2048;
   uint64_t batch_bytes = uint64_t{2} << 20;
   std::chrono::milliseconds source_timeout{3000};
+  int nice = 10;  // CPU priority offset of the stream threads (0 = same as the I/O threads)
 };
 
 class StreamSink {
@@ -57,6 +58,9 @@ class StreamSink {
 
   using Done = std::function<void(net::ResponseBody)>;
   void HandleStream(net::StreamRangeRequest request, Done done);
+  // The source side of a stream (a batch from a snapshot) also runs on these low-priority
+  // threads rather than on an I/O thread.
+  void HandleScan(net::StreamScanRequest request, Done done);
   // Counting scans the whole range, so it runs here too, not on an I/O thread.
   void HandleCount(net::CountRangesRequest request, Done done);
 
@@ -72,7 +76,8 @@ class StreamSink {
 
  private:
   struct Checkpoint;
-  void Worker();
+  void Worker(bool scans);
+  void Enqueue(bool scan, std::function<net::ResponseBody()> job, Done done);
   net::ResponseBody Run(const net::StreamRangeRequest& request);
   StatusOr<net::StreamScanResponse> Pull(uint32_t source_id, const std::string& address,
                                          uint64_t stream_id, const net::StreamRangeRequest& r,
@@ -87,7 +92,8 @@ class StreamSink {
   mutable std::mutex mu_;
   std::condition_variable wake_;
   bool stopping_ = false;                       // GUARDED_BY(mu_)
-  std::deque<std::function<void()>> queue_;     // GUARDED_BY(mu_)
+  std::deque<std::function<void()>> queue_;       // GUARDED_BY(mu_): tasks and counts
+  std::deque<std::function<void()>> scan_queue_;  // GUARDED_BY(mu_): source-side scans
   std::set<std::pair<uint64_t, uint64_t>> seen_;  // GUARDED_BY(mu_): (change, task) run here
   uint64_t resumed_tasks_ = 0;                  // GUARDED_BY(mu_)
   // Sources that failed recently: later tasks merge at once instead of each waiting out a
