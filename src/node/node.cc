@@ -144,6 +144,7 @@ Status Node::Impl::Start() {
 
   reconciler_ = std::make_unique<rebalance::Reconciler>(options_.id, storage_.get());
   reconciler_->Attach(maps_.get());
+  reconciler_->Start();
   stream_source_ = std::make_unique<rebalance::StreamSource>(options_.id, storage_.get(), maps_.get());
   rebalance::StreamSinkOptions sink_options;
   sink_options.self_id = options_.id;
@@ -287,6 +288,7 @@ void Node::Impl::Stop() {
   if (membership_) membership_->Stop();
   if (peers_) peers_->Close();
   if (stream_source_) stream_source_->Close();
+  if (reconciler_) reconciler_->Stop();
   if (storage_) {
     Status s = storage_->Flush();
     if (!s.ok()) spdlog::warn("node {}: flush at shutdown: {}", options_.id, s.ToString());

@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 #include "rebalance/change_record.h"
 #include "rebalance/plan.h"
 
@@ -15,6 +17,40 @@ uint64_t ChangeIdOf(const ClusterMap& map) {
 }
 
 }  // namespace
+
+Reconciler::~Reconciler() { Stop(); }
+
+void Reconciler::Start() { compactor_ = std::thread([this] { CompactLoop(); }); }
+
+void Reconciler::Stop() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (compactor_.joinable()) compactor_.join();
+}
+
+void Reconciler::CompactLoop() {
+  for (;;) {
+    std::vector<TokenRange> ranges;
+    {
+      std::unique_lock lock(mu_);
+      wake_.wait(lock, [&] { return stopping_ || !to_compact_.empty(); });
+      if (stopping_) return;
+      ranges.swap(to_compact_);
+    }
+    // One compaction over the span of everything dropped: ring arcs interleave with kept ones,
+    // so per-arc calls would rewrite the same files many times.
+    TokenRange span = ranges.front();
+    for (const TokenRange& r : ranges) {
+      span.first = std::min(span.first, r.first);
+      span.last = std::max(span.last, r.last);
+    }
+    Status s = storage_->CompactRange(span);
+    if (!s.ok()) spdlog::warn("compacting dropped ranges: {}", s.ToString());
+  }
+}
 
 void Reconciler::Attach(MapStore* maps) {
   maps->SetBeforePublish(
@@ -54,6 +90,11 @@ void Reconciler::AfterPublish(const ClusterMap* old, const ClusterMap& next) {
     }
     ++dropped;
   }
+  {
+    std::lock_guard lock(mu_);
+    to_compact_.insert(to_compact_.end(), lost.begin(), lost.end());
+  }
+  wake_.notify_all();
   ranges_dropped_ += dropped;
   Status s = storage_->PutAux(AuxColumn::kMeta, "rebalance/cleaned/" + std::to_string(next.epoch()),
                               std::to_string(dropped) + " ranges");

@@ -16,7 +16,11 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
+#include <mutex>
+#include <thread>
+#include <vector>
 
 #include "cluster/map_store.h"
 #include "storage/storage.h"
@@ -26,6 +30,12 @@ namespace shardkv::rebalance {
 class Reconciler {
  public:
   Reconciler(uint32_t self_id, Storage* storage) : self_id_(self_id), storage_(storage) {}
+  ~Reconciler();  // Stop()s
+
+  // Dropped ranges are compacted in the background (DeleteRange only writes range tombstones:
+  // the space, and the key estimates `cluster status` shows, come back with compaction).
+  void Start();
+  void Stop();  // joins; REQUIRES: before the storage closes
 
   // Registers the hooks. REQUIRES: the Reconciler outlives every install on `maps`.
   void Attach(MapStore* maps);
@@ -36,9 +46,16 @@ class Reconciler {
   Status BeforePublish(const ClusterMap* old, const ClusterMap& next);
   void AfterPublish(const ClusterMap* old, const ClusterMap& next);
 
+  void CompactLoop();
+
   const uint32_t self_id_;
   Storage* storage_;
   std::atomic<uint64_t> ranges_dropped_{0};
+  std::mutex mu_;
+  std::condition_variable wake_;
+  bool stopping_ = false;                 // GUARDED_BY(mu_)
+  std::vector<TokenRange> to_compact_;    // GUARDED_BY(mu_)
+  std::thread compactor_;
 };
 
 }  // namespace shardkv::rebalance
