@@ -254,3 +254,66 @@ TEST_CASE("rebalance: scale-out 3->4 and scale-in 4->3 under the history checker
     }
   }
 }
+
+TEST_CASE("rebalance: a node down through a change catches up; its hints are re-resolved",
+          "[rebalance][hints]") {
+  ClusterParams p;
+  p.mode = PlacementMode::kRing;
+  InProcessCluster c(3, p);
+  REQUIRE(c.Start().ok());
+  const int kKeys = 1500;
+  Load(c, kKeys);
+  auto before = MapOf(c, 1);
+  REQUIRE(before.ok());
+  c.StopNode(3);
+  // Written while node 3 is down: the coordinators keep hints for it.
+  {
+    auto client = c.Connect();
+    REQUIRE(client.ok());
+    for (int i = 0; i < 300; ++i) {
+      REQUIRE((*client)->Put("h" + std::to_string(i), "x").ok());
+    }
+  }
+  auto added = c.AddStandaloneNode();
+  REQUIRE(added.ok());
+  auto begun = Admin(c, 1, "begin", {{"kind", "add"}, {"node_id", "4"}, {"address", c.Address(4)}});
+  REQUIRE(begun.ok());
+  REQUIRE(WaitForEnd(c, 1).record.state == ChangeState::kDone);
+  auto after = MapOf(c, 1);
+  REQUIRE(after.ok());
+  REQUIRE(c.RestartNode(3).ok());
+  // Node 3 learns the committed map, drops what it lost, and gets only the hints for tokens it
+  // still holds: once every hint is replayed or dropped, it stores nothing in its lost ranges.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  for (;;) {
+    int64_t pending = 0;
+    for (uint32_t id : {1u, 2u}) {
+      net::Request req;
+      req.body = net::StatsRequest{};
+      auto reply = c.Call(id, std::move(req));
+      REQUIRE(reply.ok());
+      pending += std::get<net::StatsResponse>(reply->body).counters.at("hints_pending");
+    }
+    auto m3 = MapOf(c, 3);
+    if (pending == 0 && m3.ok() && m3->epoch() == after->epoch()) break;
+    REQUIRE(std::chrono::steady_clock::now() < deadline);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  const auto lost = rebalance::Subtract(rebalance::HeldRanges(*before, 3, false),
+                                        rebalance::HeldRanges(*after, 3, false));
+  REQUIRE_FALSE(lost.empty());
+  CHECK(EntriesIn(c, 3, lost) == 0);
+  // And it holds every key it replicates now, the late ones included.
+  auto client = c.Connect();
+  REQUIRE(client.ok());
+  int held = 0, expected = 0;
+  for (int i = 0; i < 300; ++i) {
+    const std::string key = "h" + std::to_string(i);
+    const auto replicas = after->Replicas(after->TokenOf(key));
+    if (std::find(replicas.begin(), replicas.end(), 3u) == replicas.end()) continue;
+    ++expected;
+    held += c.LocalRead(3, key).ok() ? 1 : 0;
+  }
+  CHECK(held == expected);
+  for (int i = 0; i < 300; i += 3) CHECK(*(*client)->Get("h" + std::to_string(i)) == "x");
+}
