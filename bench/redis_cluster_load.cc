@@ -31,8 +31,9 @@ uint16_t Crc16(std::string_view s) {
   uint16_t crc = 0;
   for (unsigned char c : s) {
     crc ^= static_cast<uint16_t>(c) << 8;
-    for (int b = 0; b < 8; ++b) crc = (crc & 0x8000) ? static_cast<uint16_t>((crc << 1) ^ 0x1021)
-                                                     : static_cast<uint16_t>(crc << 1);
+    for (int b = 0; b < 8; ++b)
+      crc = (crc & 0x8000) ? static_cast<uint16_t>((crc << 1) ^ 0x1021)
+                           : static_cast<uint16_t>(crc << 1);
   }
   return crc;
 }

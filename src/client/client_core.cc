@@ -226,11 +226,10 @@ void Client::Core::Dispatch(std::shared_ptr<Attempt> attempt) {
   const auto attempt_deadline = std::min(attempt->deadline, Clock::now() + per_attempt);
   // The same deadline in wall-clock time, so a node that gets this request only after the client
   // gave up on it (it was paused) drops it instead of coordinating a stale write.
-  req.deadline_ms =
-      static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                std::chrono::system_clock::now().time_since_epoch() +
-                                (attempt_deadline - Clock::now()))
-                                .count());
+  req.deadline_ms = static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(
+          std::chrono::system_clock::now().time_since_epoch() + (attempt_deadline - Clock::now()))
+          .count());
   auto self = shared_from_this();
   rpc->Call(req, attempt_deadline, [self, attempt](StatusOr<net::Response> reply) {
     self->OnReply(attempt, std::move(reply));

@@ -53,13 +53,14 @@ Status BuildPlacement(const ClusterParams& p, const std::vector<ClusterNode>& no
     return Status::OK();
   }
   if (rows->empty()) {
-    auto sm = ShardMap::Create(specs, static_cast<int32_t>(p.shards), static_cast<int>(out->replicas));
+    auto sm =
+        ShardMap::Create(specs, static_cast<int32_t>(p.shards), static_cast<int>(out->replicas));
     if (!sm.ok()) return sm.status();
     *rows = RowsAsIds(*sm);
   }
   if (rows->size() != p.shards) {
-    return Status::Corruption("shard map has " + std::to_string(rows->size()) +
-                              " rows, expected " + std::to_string(p.shards));
+    return Status::Corruption("shard map has " + std::to_string(rows->size()) + " rows, expected " +
+                              std::to_string(p.shards));
   }
   std::vector<std::vector<uint32_t>> idx_rows;
   idx_rows.reserve(rows->size());
@@ -331,8 +332,9 @@ StatusOr<ClusterMap> ClusterMap::WithNodeJoining(ClusterNode node) const {
   rep->pending_shard_rows.clear();
   if (rep->params.mode == PlacementMode::kJump) {
     const ShardMap* sm = shard_map();
-    const uint32_t new_rf = std::min<uint32_t>(rep->params.replication_factor,
-                                               static_cast<uint32_t>(rep_->current.index_to_id.size() + 1));
+    const uint32_t new_rf =
+        std::min<uint32_t>(rep->params.replication_factor,
+                           static_cast<uint32_t>(rep_->current.index_to_id.size() + 1));
     if (static_cast<uint32_t>(sm->replica_count()) == new_rf) {
       // Minimal movement: only replicas moving to the new node.
       auto added = sm->WithNodeAdded({PlacementName(node.id), node.weight});

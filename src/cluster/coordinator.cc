@@ -227,9 +227,9 @@ void Coordinator::FinishReplicaWrite(const std::shared_ptr<WriteOp>& op, const C
           need += " from the old replicas and " + std::to_string(op->acks_new) + " of " +
                   std::to_string(op->required_new) + " from the new ones";
         }
-        answer = Status::Unavailable("write quorum not reached: " + need +
-                                     "; unavailable replicas: " +
-                                     (op->failures.empty() ? "none (stale epoch)" : op->failures));
+        answer =
+            Status::Unavailable("write quorum not reached: " + need + "; unavailable replicas: " +
+                                (op->failures.empty() ? "none (stale epoch)" : op->failures));
       }
     }
   }
@@ -354,10 +354,10 @@ void Coordinator::FinishReplicaRead(const std::shared_ptr<ReadOp>& op, const Clu
       op->answered = true;
       if (op->stale && op->redrives < kMaxRedrives) redrive = NewerMap(*op->map);
       if (!redrive) {
-        answer = Status::Unavailable(
-            "read quorum not reached: " + std::to_string(op->answers) + " of " +
-            std::to_string(op->required) + " required replies; unavailable replicas: " +
-            (op->failures.empty() ? "none (stale epoch)" : op->failures));
+        answer = Status::Unavailable("read quorum not reached: " + std::to_string(op->answers) +
+                                     " of " + std::to_string(op->required) +
+                                     " required replies; unavailable replicas: " +
+                                     (op->failures.empty() ? "none (stale epoch)" : op->failures));
       }
     }
   }

@@ -54,8 +54,8 @@ class MapStore {
   Storage* storage_;
   mutable std::mutex mu_;
   std::shared_ptr<const ClusterMap> current_;  // GUARDED_BY(mu_)
-  BeforeHook before_;                           // GUARDED_BY(mu_)
-  std::vector<AfterHook> after_;                // GUARDED_BY(mu_)
+  BeforeHook before_;                          // GUARDED_BY(mu_)
+  std::vector<AfterHook> after_;               // GUARDED_BY(mu_)
 };
 
 }  // namespace shardkv

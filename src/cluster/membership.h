@@ -101,9 +101,10 @@ class Membership {
   std::map<uint32_t, std::chrono::steady_clock::time_point> last_seen_;  // GUARDED_BY(mu_)
   // When IsAlive() was first asked about a node never heard from: it gets the same grace as a
   // node last seen then (a member that just joined, or this node just started).
-  mutable std::map<uint32_t, std::chrono::steady_clock::time_point> first_asked_;  // GUARDED_BY(mu_)
+  mutable std::map<uint32_t, std::chrono::steady_clock::time_point>
+      first_asked_;  // GUARDED_BY(mu_)
   std::deque<std::pair<net::InstallMapRequest, std::function<void(net::ResponseBody)>>>
-      installs_;  // GUARDED_BY(mu_)
+      installs_;                 // GUARDED_BY(mu_)
   std::vector<Waiter> waiters_;  // GUARDED_BY(mu_)
   std::chrono::steady_clock::time_point started_;
   std::thread gossip_thread_;

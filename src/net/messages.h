@@ -226,8 +226,8 @@ struct StreamEntry {
 
 struct StreamScanResponse {
   std::vector<StreamEntry> entries;
-  std::string cursor;  // pass back to continue
-  bool done = false;   // the range is exhausted
+  std::string cursor;             // pass back to continue
+  bool done = false;              // the range is exhausted
   bool snapshot_renewed = false;  // the source took a new snapshot for this call
 };
 
@@ -259,8 +259,8 @@ struct AdminResponse {
 using ResponseBody =
     std::variant<ErrorResponse, PingResponse, GetResponse, PutResponse, DeleteResponse,
                  MultiGetResponse, MultiPutResponse, StatsResponse, GetClusterMapResponse,
-                 ReplicaWriteResponse, ReplicaReadResponse, InstallMapResponse,
-                 StreamScanResponse, StreamRangeResponse, CountRangesResponse, AdminResponse>;
+                 ReplicaWriteResponse, ReplicaReadResponse, InstallMapResponse, StreamScanResponse,
+                 StreamRangeResponse, CountRangesResponse, AdminResponse>;
 
 struct Response {
   uint64_t id = 0;     // the request's id; 0 if the request could not be parsed

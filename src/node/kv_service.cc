@@ -1,20 +1,21 @@
 #include "node/kv_service.h"
 
-#include "rebalance/stream_sink.h"
-#include "rebalance/stream_source.h"
-
 #include <array>
 #include <chrono>
 #include <type_traits>
+
+#include "rebalance/stream_sink.h"
+#include "rebalance/stream_source.h"
 
 namespace shardkv {
 namespace {
 
 // Stats names per net::RequestBody alternative, in its order.
 constexpr std::array<std::string_view, 15> kOpNames = {
-    "ping",          "get",          "put",         "delete",       "multi_get",
-    "multi_put",     "stats",        "get_cluster_map", "replica_write", "replica_read",
-    "install_map",   "stream_scan",  "stream_range", "count_ranges", "admin"};
+    "ping",          "get",          "put",         "delete",
+    "multi_get",     "multi_put",    "stats",       "get_cluster_map",
+    "replica_write", "replica_read", "install_map", "stream_scan",
+    "stream_range",  "count_ranges", "admin"};
 static_assert(std::variant_size_v<net::RequestBody> == kOpNames.size(),
               "name every request op for stats");
 
@@ -103,9 +104,10 @@ void KvService::Handle(net::Request request, std::function<void(net::Response)> 
         std::to_string(d_.self_id) + " of cluster " + std::to_string(map->cluster_id()))));
   }
   if (request.deadline_ms != 0 && op >= 1 && op <= 5) {
-    const auto now_ms = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                                  std::chrono::system_clock::now().time_since_epoch())
-                                                  .count());
+    const auto now_ms =
+        static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                  std::chrono::system_clock::now().time_since_epoch())
+                                  .count());
     if (now_ms > request.deadline_ms) {
       return reply(Error(Status::Timeout("request reached node " + std::to_string(d_.self_id) +
                                          " " + std::to_string(now_ms - request.deadline_ms) +
@@ -122,11 +124,10 @@ void KvService::Handle(net::Request request, std::function<void(net::Response)> 
     // The sender knows a newer map: get it before serving (design.md "Propagation").
     auto held = std::make_shared<net::Request>(std::move(request));
     const uint64_t epoch = held->epoch;
-    d_.membership->AwaitEpoch(
-        epoch, std::chrono::milliseconds(2000),
-        [this, held, reply = std::move(reply)](bool) mutable {
-          Dispatch(d_.maps->Current(), *held, std::move(reply));
-        });
+    d_.membership->AwaitEpoch(epoch, std::chrono::milliseconds(2000),
+                              [this, held, reply = std::move(reply)](bool) mutable {
+                                Dispatch(d_.maps->Current(), *held, std::move(reply));
+                              });
     return;
   }
   Dispatch(map, request, std::move(reply));

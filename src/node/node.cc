@@ -145,7 +145,8 @@ Status Node::Impl::Start() {
   reconciler_ = std::make_unique<rebalance::Reconciler>(options_.id, storage_.get());
   reconciler_->Attach(maps_.get());
   reconciler_->Start();
-  stream_source_ = std::make_unique<rebalance::StreamSource>(options_.id, storage_.get(), maps_.get());
+  stream_source_ =
+      std::make_unique<rebalance::StreamSource>(options_.id, storage_.get(), maps_.get());
   rebalance::StreamSinkOptions sink_options;
   sink_options.self_id = options_.id;
   stream_sink_ = std::make_unique<rebalance::StreamSink>(sink_options, storage_.get(), maps_.get(),

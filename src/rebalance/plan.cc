@@ -113,8 +113,8 @@ std::vector<StreamTask> AssignTasks(const std::vector<MovingRange>& moving) {
 std::vector<TokenRange> HeldRanges(const ClusterMap& map, uint32_t node, bool include_pending) {
   std::vector<TokenRange> out;
   for (const MovingRange& r : AllRanges(map)) {
-    if (Contains(r.old_set, node) || (include_pending && map.has_pending() &&
-                                      Contains(r.new_set, node))) {
+    if (Contains(r.old_set, node) ||
+        (include_pending && map.has_pending() && Contains(r.new_set, node))) {
       AppendMerged(&out, r.range);
     }
   }

@@ -245,9 +245,9 @@ StatusOr<RebalanceReport> Rebalancer::PlanChange(const std::map<std::string, std
                                          " is not a member");
     }
     if (rec.node_id == options_.self_id) {
-      return ::shardkv::Status::InvalidArgument(
-          "ask another node to remove node " + std::to_string(rec.node_id) +
-          " (the driving node must stay in the cluster)");
+      return ::shardkv::Status::InvalidArgument("ask another node to remove node " +
+                                                std::to_string(rec.node_id) +
+                                                " (the driving node must stay in the cluster)");
     }
     rec.ideal_fraction = node->weight / total_weight_before;
     next = map->WithNodeLeaving(rec.node_id);
@@ -367,8 +367,8 @@ StatusOr<std::vector<net::RangeCount>> Rebalancer::CountRanges(
         request.epoch = map.epoch();
         request.cluster_id = map.cluster_id();
         request.body = std::move(req);
-        auto reply = peers_->CallSync(node->address, std::move(request),
-                                      std::chrono::milliseconds(120000));
+        auto reply =
+            peers_->CallSync(node->address, std::move(request), std::chrono::milliseconds(120000));
         failed = reply.ok() ? reply->status() : reply.status();
         const auto* body =
             failed.ok() ? std::get_if<net::CountRangesResponse>(&reply->body) : nullptr;
@@ -462,8 +462,7 @@ RebalanceReport Rebalancer::Report() {
   return InstallEverywhere(*current, next);
 }
 
-::shardkv::Status Rebalancer::InstallEverywhere(const ClusterMap& current,
-                                                const ClusterMap& next) {
+::shardkv::Status Rebalancer::InstallEverywhere(const ClusterMap& current, const ClusterMap& next) {
   const std::string bytes = next.Encode();
   // Sends the proposal to `targets` in parallel; one status per target.
   auto send = [&](const std::vector<ClusterNode>& targets) {

@@ -71,7 +71,7 @@ class Rebalancer {
     uint64_t planned_bytes = 0;
     bool running = false;
     bool done = false;
-    bool resumed = false;   // its destination had a checkpoint when this driver first asked
+    bool resumed = false;  // its destination had a checkpoint when this driver first asked
     bool had_error = false;
     uint64_t calls = 0;
     uint64_t copies = 0, tombstones = 0, bytes = 0;
@@ -110,12 +110,12 @@ class Rebalancer {
 
   mutable std::mutex mu_;
   std::condition_variable wake_;
-  bool stopping_ = false;           // GUARDED_BY(mu_)
-  bool stopping_tasks_ = false;     // GUARDED_BY(mu_): RunStreams is winding down
-  uint64_t active_change_ = 0;      // GUARDED_BY(mu_): the change RunStreams works on
-  std::vector<TaskState> tasks_;    // GUARDED_BY(mu_)
-  std::string phase_;               // GUARDED_BY(mu_): cleanup while committing the end
-  std::chrono::steady_clock::time_point streams_started_;  // GUARDED_BY(mu_)
+  bool stopping_ = false;         // GUARDED_BY(mu_)
+  bool stopping_tasks_ = false;   // GUARDED_BY(mu_): RunStreams is winding down
+  uint64_t active_change_ = 0;    // GUARDED_BY(mu_): the change RunStreams works on
+  std::vector<TaskState> tasks_;  // GUARDED_BY(mu_)
+  std::string phase_;             // GUARDED_BY(mu_): cleanup while committing the end
+  std::chrono::steady_clock::time_point streams_started_;        // GUARDED_BY(mu_)
   std::deque<std::pair<net::AdminRequest, Reply>> admin_queue_;  // GUARDED_BY(mu_)
   bool tasks_changed_ = false;  // GUARDED_BY(mu_): a task finished a call; schedule again
   std::vector<std::thread> admin_threads_;

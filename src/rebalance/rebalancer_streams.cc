@@ -135,9 +135,9 @@ void Rebalancer::RunTask(size_t index, const ClusterMap& map, uint64_t change_id
     request.epoch = map.epoch();
     request.cluster_id = map.cluster_id();
     request.body = req;
-    auto reply = peers_->CallSync(dst->address, std::move(request),
-                                  std::chrono::milliseconds(options_.slice_ms) +
-                                      options_.rpc_timeout);
+    auto reply =
+        peers_->CallSync(dst->address, std::move(request),
+                         std::chrono::milliseconds(options_.slice_ms) + options_.rpc_timeout);
     ::shardkv::Status s = reply.ok() ? reply->status() : reply.status();
     const auto* body = s.ok() ? std::get_if<net::StreamRangeResponse>(&reply->body) : nullptr;
     if (s.ok() && body == nullptr) s = ::shardkv::Status::Corruption("unexpected stream reply");

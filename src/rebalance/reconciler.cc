@@ -20,7 +20,9 @@ uint64_t ChangeIdOf(const ClusterMap& map) {
 
 Reconciler::~Reconciler() { Stop(); }
 
-void Reconciler::Start() { compactor_ = std::thread([this] { CompactLoop(); }); }
+void Reconciler::Start() {
+  compactor_ = std::thread([this] { CompactLoop(); });
+}
 
 void Reconciler::Stop() {
   {

@@ -53,8 +53,8 @@ class Reconciler {
   std::atomic<uint64_t> ranges_dropped_{0};
   std::mutex mu_;
   std::condition_variable wake_;
-  bool stopping_ = false;                 // GUARDED_BY(mu_)
-  std::vector<TokenRange> to_compact_;    // GUARDED_BY(mu_)
+  bool stopping_ = false;               // GUARDED_BY(mu_)
+  std::vector<TokenRange> to_compact_;  // GUARDED_BY(mu_)
   std::thread compactor_;
 };
 

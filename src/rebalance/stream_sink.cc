@@ -84,8 +84,8 @@ struct StreamSink::Checkpoint {
   }
 };
 
-StreamSink::StreamSink(StreamSinkOptions options, Storage* storage, MapStore* maps,
-                       PeerPool* peers, StreamSource* local_source)
+StreamSink::StreamSink(StreamSinkOptions options, Storage* storage, MapStore* maps, PeerPool* peers,
+                       StreamSource* local_source)
     : options_(options),
       storage_(storage),
       maps_(maps),
@@ -143,23 +143,27 @@ void StreamSink::Enqueue(bool scan, std::function<net::ResponseBody()> job, Done
     lock.unlock();
     return done(Error(Status::Unavailable("node is shutting down")));
   }
-  (scan ? scan_queue_ : queue_)
-      .push_back([job = std::move(job), done = std::move(done)] { done(job()); });
+  (scan ? scan_queue_ : queue_).push_back([job = std::move(job), done = std::move(done)] {
+    done(job());
+  });
   wake_.notify_all();
 }
 
 void StreamSink::HandleStream(net::StreamRangeRequest request, Done done) {
-  Enqueue(false, [this, request = std::move(request)] { return Run(request); }, std::move(done));
+  Enqueue(
+      false, [this, request = std::move(request)] { return Run(request); }, std::move(done));
 }
 
 void StreamSink::HandleScan(net::StreamScanRequest request, Done done) {
-  Enqueue(true, [this, request = std::move(request)] { return local_source_->Scan(request); },
-          std::move(done));
+  Enqueue(
+      true, [this, request = std::move(request)] { return local_source_->Scan(request); },
+      std::move(done));
 }
 
 void StreamSink::HandleCount(net::CountRangesRequest request, Done done) {
-  Enqueue(false, [this, request = std::move(request)] { return local_source_->Count(request); },
-          std::move(done));
+  Enqueue(
+      false, [this, request = std::move(request)] { return local_source_->Count(request); },
+      std::move(done));
 }
 
 StatusOr<net::StreamScanResponse> StreamSink::Pull(uint32_t source_id, const std::string& address,
@@ -290,8 +294,8 @@ net::ResponseBody StreamSink::Run(const net::StreamRangeRequest& r) {
     for (net::StreamEntry& e : batch->entries) {
       batch_bytes += e.key.size() + e.value.size();
       (e.tombstone ? tomb : live) += 1;
-      entries.push_back({e.token, std::move(e.key),
-                         Envelope{e.ts, e.node_id, e.tombstone, std::move(e.value)}});
+      entries.push_back(
+          {e.token, std::move(e.key), Envelope{e.ts, e.node_id, e.tombstone, std::move(e.value)}});
     }
     auto applied = storage_->ApplyBatch(entries);
     if (!applied.ok()) return Error(applied.status().WithContext("applying a stream batch"));
@@ -322,9 +326,10 @@ net::ResponseBody StreamSink::Run(const net::StreamRangeRequest& r) {
     // Throttle: keep this task's rate at or below rate_bytes_per_s.
     const auto now = std::chrono::steady_clock::now();
     if (r.rate_bytes_per_s > 0) {
-      const auto due = start + std::chrono::microseconds(bytes_this_call * 1000000 /
-                                                         r.rate_bytes_per_s);
-      if (due > now) std::this_thread::sleep_until(std::min(due, deadline + std::chrono::seconds(1)));
+      const auto due =
+          start + std::chrono::microseconds(bytes_this_call * 1000000 / r.rate_bytes_per_s);
+      if (due > now)
+        std::this_thread::sleep_until(std::min(due, deadline + std::chrono::seconds(1)));
     }
     if (std::chrono::steady_clock::now() >= deadline) break;
   }

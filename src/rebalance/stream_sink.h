@@ -91,11 +91,11 @@ class StreamSink {
 
   mutable std::mutex mu_;
   std::condition_variable wake_;
-  bool stopping_ = false;                       // GUARDED_BY(mu_)
+  bool stopping_ = false;                         // GUARDED_BY(mu_)
   std::deque<std::function<void()>> queue_;       // GUARDED_BY(mu_): tasks and counts
   std::deque<std::function<void()>> scan_queue_;  // GUARDED_BY(mu_): source-side scans
   std::set<std::pair<uint64_t, uint64_t>> seen_;  // GUARDED_BY(mu_): (change, task) run here
-  uint64_t resumed_tasks_ = 0;                  // GUARDED_BY(mu_)
+  uint64_t resumed_tasks_ = 0;                    // GUARDED_BY(mu_)
   // Sources that failed recently: later tasks merge at once instead of each waiting out a
   // timeout on a dead or paused node.
   std::map<uint32_t, std::chrono::steady_clock::time_point> failed_sources_;  // GUARDED_BY(mu_)

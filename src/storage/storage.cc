@@ -418,14 +418,13 @@ std::vector<TokenRange> Storage::ProtectedRangeList() const {
 
 uint64_t Storage::TombstonesDropped() const { return rep_->tombstone_gc->dropped(); }
 
-Status Storage::PutAux(AuxColumn column, std::string_view key, std::string_view value,
-                       bool sync) {
+Status Storage::PutAux(AuxColumn column, std::string_view key, std::string_view value, bool sync) {
   if (rep_->db == nullptr) return Status::FailedPrecondition("storage is closed");
   if (column == AuxColumn::kMeta && key.starts_with(kReservedMetaPrefix)) {
     return Status::InvalidArgument("meta keys starting with 'storage/' are reserved");
   }
-  const auto& wo = column == AuxColumn::kMeta && sync ? rep_->meta_write_options
-                                                       : rep_->data_write_options;
+  const auto& wo =
+      column == AuxColumn::kMeta && sync ? rep_->meta_write_options : rep_->data_write_options;
   return FromRocks(rep_->db->Put(wo, rep_->AuxHandle(column), ToSlice(key), ToSlice(value)),
                    "writing aux record");
 }

@@ -94,7 +94,7 @@ struct ApplyStats {
   size_t applied = 0;
   size_t superseded = 0;
   size_t duplicate = 0;
-  size_t created = 0;  // of `applied`: keys that had no stored version at all
+  size_t created = 0;             // of `applied`: keys that had no stored version at all
   size_t created_tombstones = 0;  // of `created`: tombstones
 };
 

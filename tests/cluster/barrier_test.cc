@@ -57,11 +57,11 @@ TEST_CASE("coordinator: the epoch barrier waits for every replica call of older 
   params.replication_factor = 2;
   params.write_quorum = 1;
   params.read_quorum = 1;
-  auto map = ClusterMap::Create(
-      7, params,
-      {{1, "127.0.0.1:1", 1, NodeState::kUp},
-       {2, "127.0.0.1:" + std::to_string(silent.port), 1, NodeState::kUp}},
-      1);
+  auto map =
+      ClusterMap::Create(7, params,
+                         {{1, "127.0.0.1:1", 1, NodeState::kUp},
+                          {2, "127.0.0.1:" + std::to_string(silent.port), 1, NodeState::kUp}},
+                         1);
   REQUIRE(map.ok());
   REQUIRE(maps.Reset(*map).ok());
   CoordinatorOptions co;

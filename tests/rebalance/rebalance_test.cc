@@ -120,8 +120,7 @@ uint64_t IndependentCopies(const ClusterMap& pending_map, int n) {
 
 }  // namespace
 
-TEST_CASE("rebalance: exact copies, cleanup and completion without client load",
-          "[rebalance]") {
+TEST_CASE("rebalance: exact copies, cleanup and completion without client load", "[rebalance]") {
   for (auto mode : {PlacementMode::kRing, PlacementMode::kJump}) {
     DYNAMIC_SECTION("mode " << PlacementModeName(mode)) {
       ClusterParams p;
@@ -218,12 +217,12 @@ TEST_CASE("rebalance: scale-out 3->4 and scale-in 4->3 under the history checker
       ho.duration = std::chrono::milliseconds(60000);
       shardkv::testing::HistoryChecker checker(co, ho);
       REQUIRE(checker.Start().ok());
-      REQUIRE(checker.WaitUntil([](const auto& s) { return s.acked > 200; },
-                                std::chrono::seconds(20)));
+      REQUIRE(
+          checker.WaitUntil([](const auto& s) { return s.acked > 200; }, std::chrono::seconds(20)));
       auto added = c.AddStandaloneNode();
       REQUIRE(added.ok());
-      auto begun = Admin(c, 2, "begin",
-                         {{"kind", "add"}, {"node_id", "4"}, {"address", c.Address(4)}});
+      auto begun =
+          Admin(c, 2, "begin", {{"kind", "add"}, {"node_id", "4"}, {"address", c.Address(4)}});
       REQUIRE(begun.ok());
       RebalanceReport out = WaitForEnd(c, 2);
       REQUIRE(out.record.state == ChangeState::kDone);

@@ -1,7 +1,7 @@
 // The local pieces of streaming: the source's snapshot renewal and the destination's drop of
 // leftovers before a new change's joint writes (design.md "Rebalancing", steps 2 and 3).
-#include <catch2/catch.hpp>
 #include <atomic>
+#include <catch2/catch.hpp>
 
 #include "cluster/map_store.h"
 #include "rebalance/change_record.h"
@@ -16,9 +16,10 @@ using namespace shardkv;
 namespace {
 
 ClusterMap ThreeNodeMap() {
-  auto m = ClusterMap::Create(5, {}, {{1, "127.0.0.1:1", 1, NodeState::kUp},
-                                      {2, "127.0.0.1:2", 1, NodeState::kUp},
-                                      {3, "127.0.0.1:3", 1, NodeState::kUp}},
+  auto m = ClusterMap::Create(5, {},
+                              {{1, "127.0.0.1:1", 1, NodeState::kUp},
+                               {2, "127.0.0.1:2", 1, NodeState::kUp},
+                               {3, "127.0.0.1:3", 1, NodeState::kUp}},
                               1);
   REQUIRE(m.ok());
   return *m;
@@ -89,7 +90,8 @@ TEST_CASE("reconciler: a destination drops leftovers before a new change is publ
   REQUIRE(maps.Reset(*standalone).ok());
   // Node 4 is not a member yet but holds stray data everywhere (an earlier, cancelled attempt).
   for (int i = 0; i < 2000; ++i) {
-    REQUIRE((*storage)->Put(base.TokenOf("k" + std::to_string(i)), "k" + std::to_string(i), "old")
+    REQUIRE((*storage)
+                ->Put(base.TokenOf("k" + std::to_string(i)), "k" + std::to_string(i), "old")
                 .ok());
   }
   auto joining = base.WithNodeJoining({4, "127.0.0.1:4", 1, NodeState::kJoining});

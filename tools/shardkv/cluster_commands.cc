@@ -3,8 +3,8 @@
 #include <signal.h>
 
 #include <cstdio>
-#include <fstream>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <random>
 #include <set>

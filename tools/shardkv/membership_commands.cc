@@ -348,7 +348,8 @@ void AddChangeFlags(CLI::App* cmd, GlobalOptions* g, ChangeFlags* f, bool add) {
   }
   cmd->add_flag("--plan-only", f->plan_only, "Print the plan and change nothing");
   cmd->add_flag("--yes,-y", f->yes, "Begin without asking (required when stdin is no terminal)");
-  cmd->add_option("--rate", f->rate_mb, "Streaming rate limit per destination node, MB/s (0 = unthrottled)")
+  cmd->add_option("--rate", f->rate_mb,
+                  "Streaming rate limit per destination node, MB/s (0 = unthrottled)")
       ->capture_default_str()
       ->check(CLI::Range(0u, 1u << 20));
   cmd->add_option("--streams", f->streams, "Concurrent streams per source and per destination")

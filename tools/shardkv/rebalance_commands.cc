@@ -429,7 +429,9 @@ void RegisterRebalanceCommands(CLI::App& app, GlobalOptions* g, int* exit_code) 
   auto streams = std::make_shared<uint32_t>(0);
   auto* throttle = rebalance->add_subcommand(
       "throttle", "Change the running change's rate limit and/or streams per node");
-  throttle->add_option("--rate", *rate, "Streaming rate limit per destination node, MB/s (0 = unthrottled)")
+  throttle
+      ->add_option("--rate", *rate,
+                   "Streaming rate limit per destination node, MB/s (0 = unthrottled)")
       ->check(CLI::Range(0u, 1u << 20));
   throttle->add_option("--streams", *streams, "Concurrent streams per source and destination")
       ->check(CLI::Range(1u, 64u));
