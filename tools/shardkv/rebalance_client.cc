@@ -177,10 +177,11 @@ void RecordNodeCount(const std::string& dir) {
 
 std::optional<std::string> RetireRemovedNode(const GlobalOptions& g, const std::string& dir,
                                              const RebalanceReport& report) {
-  if (!g.cluster.empty() || !report.has_change || report.record.kind != "remove" ||
-      report.record.state != ChangeState::kDone) {
-    return std::nullopt;
-  }
+  // A node that left (remove done) or never joined (add cancelled) is no member any more.
+  const bool removed = report.record.kind == "remove" && report.record.state == ChangeState::kDone;
+  const bool not_added =
+      report.record.kind == "add" && report.record.state == ChangeState::kCancelled;
+  if (!g.cluster.empty() || !report.has_change || (!removed && !not_added)) return std::nullopt;
   const uint32_t id = report.record.node_id;
   const std::string node_dir = NodeDir(dir, id);
   const auto all = ListAllNodeIds(dir);
@@ -189,8 +190,10 @@ std::optional<std::string> RetireRemovedNode(const GlobalOptions& g, const std::
   }
   auto lock = DirLock::Acquire(dir);
   if (!lock.ok()) return std::nullopt;  // another launcher works on it: the next call retries
-  std::string line = "node " + std::to_string(id) + " left the cluster (change " +
-                     std::to_string(report.record.change_id) + ")";
+  std::string line =
+      "node " + std::to_string(id) +
+      (removed ? " left the cluster (change " : " was not added (cancelled change ") +
+      std::to_string(report.record.change_id) + ")";
   if (auto pid = RunningNodePid(node_dir)) {
     auto out = StopNodes(dir, {{id, *pid}}, SIGTERM, SteadyClock::now() + std::chrono::seconds(20),
                          true, std::chrono::seconds(5));
