@@ -4,44 +4,15 @@
 #include <cstring>
 #include <string>
 
+#include "net/codec_round_trip.h"
 #include "net/frame_decoder.h"
 #include "net/messages.h"
 
 namespace shardkv::net {
 namespace {
 
-// The payload of the single frame in `framed`.
-std::string PayloadOf(const std::string& framed) {
-  REQUIRE(framed.size() >= kFrameHeaderBytes);
-  return framed.substr(kFrameHeaderBytes);
-}
-
-Request RoundTrip(const Request& in) {
-  std::string framed;
-  REQUIRE(EncodeRequest(in, &framed).ok());
-  auto out = DecodeRequest(PayloadOf(framed));
-  REQUIRE(out.ok());
-  CHECK(out->id == in.id);
-  CHECK(out->epoch == in.epoch);
-  CHECK(out->cluster_id == in.cluster_id);
-  CHECK(out->client_ts == in.client_ts);
-  CHECK(out->consistency == in.consistency);
-  CHECK(out->body.index() == in.body.index());
-  return std::move(out).value();
-}
-
-Response RoundTrip(const Response& in) {
-  std::string framed;
-  REQUIRE(EncodeResponse(in, &framed).ok());
-  auto out = DecodeResponse(PayloadOf(framed));
-  REQUIRE(out.ok());
-  CHECK(out->id == in.id);
-  CHECK(out->epoch == in.epoch);
-  CHECK(out->ts == in.ts);
-  CHECK(out->cluster_map == in.cluster_map);
-  CHECK(out->body.index() == in.body.index());
-  return std::move(out).value();
-}
+using testing::PayloadOf;
+using testing::RoundTrip;
 
 Request Header(RequestBody body) {
   Request r;
@@ -49,6 +20,7 @@ Request Header(RequestBody body) {
   r.epoch = 7;
   r.cluster_id = 0xC1C1;
   r.client_ts = 123456789;
+  r.deadline_ms = 1'800'000'000'123;
   r.consistency = Consistency::kQuorum;
   r.body = std::move(body);
   return r;
