@@ -50,15 +50,17 @@ json_field() { # json_field NAME < json
 
 seeds() { local d=$1 s=""; for n in "$d"/node-*; do [[ -f $n/removed ]] && continue; s+="127.0.0.1:$(cat "$n/port"),"; done; echo "${s%,}"; }
 
-start_cluster() { # start_cluster MODE RF -> prints dir
-  local d; d=$(mktemp -d /tmp/shardkv-migbench.XXXXXX); DIRS+=("$d")
-  "$SHARDKV" --dir "$d" cluster up --nodes 3 --mode "$1" --replicas "$2" --base-port 0 >/dev/null
-  echo "$d"
+# Sets CLUSTER_DIR (not printed: a $(...) subshell would hide the dir from the EXIT trap).
+start_cluster() { # start_cluster MODE RF
+  CLUSTER_DIR=$(mktemp -d /tmp/shardkv-migbench.XXXXXX)
+  DIRS+=("$CLUSTER_DIR")
+  "$SHARDKV" --dir "$CLUSTER_DIR" cluster up --nodes 3 --mode "$1" --replicas "$2" --base-port 0 >/dev/null
 }
 
 unthrottled() {
   local mode=$1 rf=$2 d t0 t1 load_s st
-  d=$(start_cluster "$mode" "$rf")
+  start_cluster "$mode" "$rf"
+  d=$CLUSTER_DIR
   t0=$(date +%s.%N)
   "$SHARDKV" --dir "$d" load --count "$KEYS" --concurrency 256 >/dev/null
   t1=$(date +%s.%N)
@@ -80,7 +82,8 @@ unthrottled() {
 
 throttled() {
   local mode=$1 rf=$2 d s before=() during=() st secs
-  d=$(start_cluster "$mode" "$rf")
+  start_cluster "$mode" "$rf"
+  d=$CLUSTER_DIR
   "$SHARDKV" --dir "$d" load --count "$KEYS" --concurrency 256 >/dev/null
   s=$(seeds "$d")
   run_window() { "$BENCH" --target shardkv --cluster "$s" --clients 16 --ratio 9:1 --keyspace 100000 --duration 2 --json 2>/dev/null | json_field ops_per_s; }
