@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <charconv>
+#include <map>
 #include <optional>
+#include <vector>
 
 namespace shardkv {
 namespace {
@@ -172,7 +174,7 @@ Status Client::Core::RefreshMap() {
   }
   if (candidates.empty()) return Status::InvalidArgument("no seed addresses given");
   std::string errors;
-  std::string foreign;  // the wrong-cluster answers, listed first in the error
+  std::map<uint64_t, std::vector<std::string>> foreign;  // cluster id -> addresses
   // A first map from a lone node (a fresh node nobody adopted yet, say one left behind by an
   // interrupted add-node) is used only if no seed belongs to a real cluster.
   std::optional<std::pair<std::string, ClusterMap>> lone;  // (address, map)
@@ -194,8 +196,7 @@ Status Client::Core::RefreshMap() {
         const uint64_t expected = cluster_id();
         if (decoded.ok() && expected != 0 && decoded->cluster_id() != expected) {
           MarkSuspect(address);
-          foreign += (foreign.empty() ? "" : "; ") +
-                     WrongCluster(address, decoded->cluster_id()).message();
+          foreign[decoded->cluster_id()].push_back(address);
           continue;
         }
         if (decoded.ok() && first_map && decoded->nodes().size() == 1 && candidates.size() > 1) {
@@ -204,8 +205,7 @@ Status Client::Core::RefreshMap() {
         }
         if (decoded.ok() && !AcceptCluster(address, decoded->cluster_id())) {
           // Another refresh adopted a different id meanwhile.
-          foreign += (foreign.empty() ? "" : "; ") +
-                     WrongCluster(address, decoded->cluster_id()).message();
+          foreign[decoded->cluster_id()].push_back(address);
           continue;
         }
         if (decoded.ok()) {
@@ -227,7 +227,19 @@ Status Client::Core::RefreshMap() {
     return Status::OK();
   }
   if (!foreign.empty()) {
-    return Status::Unavailable(foreign + (errors.empty() ? "" : "; other nodes: " + errors));
+    // "A and B belong to cluster X, not cluster Y (...)": the wrong-cluster answers first, as
+    // they explain why nothing of the expected cluster answered.
+    std::string message;
+    for (const auto& [theirs, addresses] : foreign) {
+      std::string who;
+      for (size_t i = 0; i < addresses.size(); ++i) {
+        who += (i == 0 ? "" : i + 1 == addresses.size() ? " and " : ", ") + addresses[i];
+      }
+      std::string one = WrongCluster(who, theirs).message();
+      if (addresses.size() > 1) one.replace(who.size(), 8, " belong");  // " belongs"
+      message += (message.empty() ? "" : "; ") + one;
+    }
+    return Status::Unavailable(message + (errors.empty() ? "" : "; other nodes: " + errors));
   }
   return Status::Unavailable("no node answered (" + errors + ")");
 }
