@@ -1,8 +1,8 @@
-// (Not named limits.h: with tools/shardkv on an include path it would shadow <limits.h>.)
 // The accepted ranges of the key-value commands' numeric flags and inputs (put/get/del, load,
 // verify, stats and the global flags), in one place: the flags, their checks and a table-driven
 // test all read them from here, so they cannot drift apart. (The cluster commands keep theirs in
-// cluster_limits.h.)
+// cluster_limits.h. This file is not named limits.h: with tools/shardkv on an include path, as
+// in the tests, that name would shadow the system <limits.h>.)
 #pragma once
 
 #include <cstddef>
