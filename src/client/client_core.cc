@@ -191,7 +191,6 @@ Status Client::Core::RefreshMap() {
       if (body == nullptr) {
         s = Status::Corruption(address + ": unexpected reply to get-cluster-map");
       } else {
-        ObserveTimestamp(reply->ts);
         auto decoded = ClusterMap::Decode(body->map);
         const uint64_t expected = cluster_id();
         if (decoded.ok() && expected != 0 && decoded->cluster_id() != expected) {
@@ -199,6 +198,7 @@ Status Client::Core::RefreshMap() {
           foreign[decoded->cluster_id()].push_back(address);
           continue;
         }
+        ObserveTimestamp(reply->ts);
         if (decoded.ok() && first_map && decoded->nodes().size() == 1 && candidates.size() > 1) {
           if (!lone) lone = std::make_pair(address, *decoded);
           continue;
