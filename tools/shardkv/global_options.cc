@@ -23,7 +23,8 @@ void GlobalOptions::Register(CLI::App& app) {
             const std::string why = CheckHostPort(address);
             return why;
           },
-          "HOST:PORT"));
+          ""))
+      ->type_name("HOST:PORT");
   app.add_option("--cluster-id", cluster_id,
                  "The id of the cluster to talk to (see 'cluster status'); a node of another "
                  "cluster is refused. Default: the id in DIR/cluster.conf, or with --cluster "
