@@ -46,6 +46,14 @@ struct NodeOptions {
 
 struct ClientOptions {
   std::vector<std::string> seeds;  // host:port of one or more nodes; REQUIRED
+  // The cluster this client may talk to. A node whose map has another cluster id is refused:
+  // never routed to, its map never adopted (a stopped cluster's ports may be taken by another
+  // one). 0 = adopt the id of the first node that answers, then refuse any other id for the
+  // rest of the client's life. Every request carries the id, and nodes refuse a foreign one.
+  uint64_t cluster_id = 0;
+  // How wrong-cluster errors explain where the expected id came from, e.g. "the cluster in
+  // /d": "127.0.0.1:7000 belongs to cluster B, not cluster A (the cluster in /d)". Optional.
+  std::string cluster_id_source;
   // Per operation: every attempt, retry and backoff fits within this.
   uint32_t timeout_ms = 5000;
   // A failed request is retried at most this many times (transient errors only).
