@@ -247,7 +247,9 @@ void RegisterClusterCommands(CLI::App& app, GlobalOptions* g, int* exit_code) {
   auto stop_wait = std::make_shared<uint32_t>(30);
   auto* stop = cluster->add_subcommand(
       "stop-node", "Stop one node (SIGTERM and wait, or SIGKILL with --kill): a fault drill");
-  stop->add_option("ID", *stop_id, "Node id")->required()->check(CLI::Range(kMinNodeId, kMaxNodeId));
+  stop->add_option("ID", *stop_id, "Node id")
+      ->required()
+      ->check(CLI::Range(kMinNodeId, kMaxNodeId));
   stop->add_flag("--kill", *stop_kill, "SIGKILL instead of a graceful SIGTERM");
   stop->add_option("--wait", *stop_wait, "Seconds to wait for a graceful exit")
       ->capture_default_str()
@@ -259,7 +261,9 @@ void RegisterClusterCommands(CLI::App& app, GlobalOptions* g, int* exit_code) {
   auto start_wait = std::make_shared<uint32_t>(60);
   auto* start = cluster->add_subcommand(
       "start-node", "Restart a stopped node with its data, address and arguments");
-  start->add_option("ID", *start_id, "Node id")->required()->check(CLI::Range(kMinNodeId, kMaxNodeId));
+  start->add_option("ID", *start_id, "Node id")
+      ->required()
+      ->check(CLI::Range(kMinNodeId, kMaxNodeId));
   start->add_flag("--rebuild", *start_rebuild,
                   "Wipe the node's data and re-stream its ranges from the other replicas before it "
                   "serves (for a node whose data was lost, or that was down longer than the "

@@ -234,8 +234,8 @@ void PrintJson(const std::optional<ClusterMap>& map, uint64_t expected,
   std::cout << w.str() << "\n";
 }
 
-void PrintTable(const std::string& dir, const std::optional<ClusterMap>& map,
-                uint64_t expected, const std::vector<NodeRow>& rows, const Rebalance& rebalance) {
+void PrintTable(const std::string& dir, const std::optional<ClusterMap>& map, uint64_t expected,
+                const std::vector<NodeRow>& rows, const Rebalance& rebalance) {
   if (map) {
     std::printf("cluster %llu: epoch %llu, %s mode, replicas %u, write quorum %u, read quorum %u\n",
                 static_cast<unsigned long long>(map->cluster_id()),
@@ -263,7 +263,8 @@ void PrintTable(const std::string& dir, const std::optional<ClusterMap>& map,
   }
   std::printf("\nKEYS: estimated copies stored; SHARE: share of all copies under the map\n");
   for (const NodeRow& r : rows) {
-    if (!r.problem.empty()) std::printf("node %u: %s: %s\n", r.id, r.state.c_str(), r.problem.c_str());
+    if (!r.problem.empty())
+      std::printf("node %u: %s: %s\n", r.id, r.state.c_str(), r.problem.c_str());
   }
 }
 
@@ -380,8 +381,8 @@ int PrintClusterStatus(const GlobalOptions& g, const std::string& dir, NodeProbe
     PrintTable(dir, map, expected, out, rebalance);
   }
   if (!any_up && !foreign.empty()) {
-    return ReportError("no node of cluster " + std::to_string(expected) + " answered; " +
-                           foreign + " (another cluster took its ports?)",
+    return ReportError("no node of cluster " + std::to_string(expected) + " answered; " + foreign +
+                           " (another cluster took its ports?)",
                        kExitUnreachable);
   }
   return any_up ? kExitOk : kExitUnreachable;

@@ -113,13 +113,14 @@ std::string FailureToleranceWarning(uint32_t nodes, uint32_t replicas, uint32_t 
                                     uint32_t read_quorum) {
   if (replicas > write_quorum && replicas > read_quorum) return "";
   std::string what = write_quorum >= replicas && read_quorum >= replicas ? "writes and reads"
-                     : write_quorum >= replicas                            ? "writes"
-                                                                            : "reads";
+                     : write_quorum >= replicas                          ? "writes"
+                                                                         : "reads";
   return "warning: with " + std::to_string(nodes) + " node(s), R=" + std::to_string(replicas) +
          " W=" + std::to_string(write_quorum) + " Q=" + std::to_string(read_quorum) +
          " the cluster tolerates no node failure: while any node is down, " + what +
          " of its keys fail" +
-         (nodes < 3 ? " (3 nodes tolerate one)" : " (lower --write-quorum/--read-quorum, or raise --replicas)");
+         (nodes < 3 ? " (3 nodes tolerate one)"
+                    : " (lower --write-quorum/--read-quorum, or raise --replicas)");
 }
 
 namespace {
@@ -185,8 +186,9 @@ namespace {
 // Validates the flags against each other; fills the defaults.
 Status ResolveUpFlags(UpFlags* f) {
   if (f->nodes == 0) {
-    return Status::InvalidArgument("--nodes is required to create a cluster (a stopped one in "
-                                   "--dir restarts without it)");
+    return Status::InvalidArgument(
+        "--nodes is required to create a cluster (a stopped one in "
+        "--dir restarts without it)");
   }
   if (f->replicas == 0) f->replicas = std::min<uint32_t>(3, f->nodes);
   if (f->replicas > f->nodes) {
@@ -351,9 +353,9 @@ int DoUp(const GlobalOptions& g, UpFlags f) {
   // From now on each node is a member: if its data directory is ever lost, it must refuse to
   // start as a fresh node (it takes effect at the node's next start).
   for (size_t i = 0; i < launches.size(); ++i) {
-    (void)WriteArgsFile(NodeDir(dir, launches[i].first),
-                        WithClusterId(WithListenPort(launches[i].second, bound[i]), cluster_id,
-                                      *binary));
+    (void)WriteArgsFile(
+        NodeDir(dir, launches[i].first),
+        WithClusterId(WithListenPort(launches[i].second, bound[i]), cluster_id, *binary));
   }
   const int rc = PrintClusterStatus(g, dir, &prober);
   const std::string warning =
@@ -361,6 +363,5 @@ int DoUp(const GlobalOptions& g, UpFlags f) {
   if (!warning.empty()) std::fprintf(stderr, "%s\n", warning.c_str());
   return rc;
 }
-
 
 }  // namespace shardkv::cli

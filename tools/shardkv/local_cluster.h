@@ -33,8 +33,8 @@
 #include <vector>
 
 #include "cluster/peer_pool.h"
-#include "node_args.h"
 #include "net/messages.h"
+#include "node_args.h"
 #include "shardkv/status.h"
 
 namespace shardkv::cli {

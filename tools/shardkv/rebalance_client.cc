@@ -51,8 +51,8 @@ std::optional<uint64_t> AdminClient::ClusterIdOf(const std::string& address,
 }
 
 StatusOr<net::ResponseBody> AdminClient::Call(const std::string& address, net::RequestBody body,
-                                              std::chrono::milliseconds timeout,
-                                              bool* unreachable, bool* foreign) {
+                                              std::chrono::milliseconds timeout, bool* unreachable,
+                                              bool* foreign) {
   if (unreachable != nullptr) *unreachable = false;
   if (foreign != nullptr) *foreign = false;
   if (cluster_id_ == 0) {
@@ -84,10 +84,10 @@ StatusOr<net::ResponseBody> AdminClient::Call(const std::string& address, net::R
     if (s.code() == Status::Code::kFailedPrecondition && cluster_id_ != 0) {
       if (auto id = ClusterIdOf(address, timeout); id && *id != cluster_id_) {
         if (foreign != nullptr) *foreign = true;
-        return Status::FailedPrecondition(
-            address + " belongs to cluster " + std::to_string(*id) + ", not to cluster " +
-            std::to_string(cluster_id_) + (origin_.empty() ? "" : " (" + origin_ + ")") +
-            "; another cluster may have taken this cluster's ports");
+        return Status::FailedPrecondition(address + " belongs to cluster " + std::to_string(*id) +
+                                          ", not to cluster " + std::to_string(cluster_id_) +
+                                          (origin_.empty() ? "" : " (" + origin_ + ")") +
+                                          "; another cluster may have taken this cluster's ports");
       }
     }
     return s;
@@ -135,8 +135,8 @@ AdminReply AdminClient::SendFirst(const std::vector<std::string>& addresses,
   none.foreign = foreign;
   const std::string who = cluster_id_ != 0 ? "no node of cluster " + std::to_string(cluster_id_)
                                            : std::string("no node");
-  none.status = Status::Unavailable(addresses.empty() ? "no node to ask"
-                                                      : who + " answered (" + tried + ")");
+  none.status =
+      Status::Unavailable(addresses.empty() ? "no node to ask" : who + " answered (" + tried + ")");
   return none;
 }
 
@@ -193,9 +193,8 @@ StatusOr<ClusterMap> AdminClient::NewestMap(const std::vector<std::string>& addr
   }
   if (best) return std::move(*best);
   return Status::Unavailable((cluster_id_ != 0 ? "no node of cluster " + std::to_string(cluster_id_)
-                                                : std::string("no node of the cluster")) +
-                             " answered" +
-                             (errors.empty() ? std::string() : " (" + errors + ")"));
+                                               : std::string("no node of the cluster")) +
+                             " answered" + (errors.empty() ? std::string() : " (" + errors + ")"));
 }
 
 int64_t AdminClient::SumClientErrors(const std::vector<std::string>& addresses,
@@ -298,12 +297,14 @@ std::optional<std::string> RetireRemovedNode(const GlobalOptions& g, const std::
 uint64_t MovedCopies(const RebalanceReport& r) {
   return std::max(r.copies_done, r.record.moved_copies);
 }
-uint64_t MovedBytes(const RebalanceReport& r) { return std::max(r.bytes_done, r.record.moved_bytes); }
+uint64_t MovedBytes(const RebalanceReport& r) {
+  return std::max(r.bytes_done, r.record.moved_bytes);
+}
 
 std::optional<RebalanceReport> AwaitEffect(
     AdminClient* client, const std::vector<std::string>& addresses,
-    const std::function<bool(const RebalanceReport&)>& took_effect,
-    std::chrono::milliseconds wait, std::chrono::milliseconds timeout) {
+    const std::function<bool(const RebalanceReport&)>& took_effect, std::chrono::milliseconds wait,
+    std::chrono::milliseconds timeout) {
   std::optional<RebalanceReport> seen;
   PollUntil(
       SteadyClock::now() + wait,

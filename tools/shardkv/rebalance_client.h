@@ -37,7 +37,7 @@ struct AdminReply {
   // The node that answered belongs to another cluster (its id is in `status`); exit 3. Such a
   // node counts as not answering: SendFirst and Status skip it.
   bool foreign = false;
-  std::string address;       // the node that answered
+  std::string address;  // the node that answered
   rebalance::RebalanceReport report;
 };
 
@@ -84,8 +84,7 @@ class AdminClient {
 
  private:
   // The cluster id in `address`'s map (asked without an expected id); nullopt if unknown.
-  std::optional<uint64_t> ClusterIdOf(const std::string& address,
-                                      std::chrono::milliseconds timeout,
+  std::optional<uint64_t> ClusterIdOf(const std::string& address, std::chrono::milliseconds timeout,
                                       bool* unreachable = nullptr);
 
   std::unique_ptr<PeerPool> pool_;

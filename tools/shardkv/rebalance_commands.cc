@@ -321,9 +321,10 @@ void PrintStatus(const RebalanceReport& r, int64_t client_errors) {
               HumanBytes(static_cast<double>(MovedBytes(r))).c_str(),
               HumanBytes(static_cast<double>(rec.planned_bytes)).c_str());
   if (MovedCopies(r) > rec.planned_copies) {
-    std::printf("            (%llu beyond the plan: writes made during the change, or ranges "
-                "re-streamed after a resume or takeover)\n",
-                static_cast<unsigned long long>(MovedCopies(r) - rec.planned_copies));
+    std::printf(
+        "            (%llu beyond the plan: writes made during the change, or ranges "
+        "re-streamed after a resume or takeover)\n",
+        static_cast<unsigned long long>(MovedCopies(r) - rec.planned_copies));
   }
   std::printf("  keys:     %llu remapped of %llu live\n",
               static_cast<unsigned long long>(rec.remapped_keys),
@@ -499,9 +500,11 @@ void RegisterRebalanceCommands(CLI::App& app, GlobalOptions* g, int* exit_code) 
   auto streams = std::make_shared<uint32_t>(0);
   auto* throttle = rebalance->add_subcommand(
       "throttle", "Change the running change's rate limit and/or streams per node");
-  auto* rate_opt = throttle->add_option("--rate", *rate,
-                   "Streaming rate limit per destination node, MB/s (0 = unthrottled)")
-      ->check(CLI::Range(kMinRateMb, kMaxRateMb));
+  auto* rate_opt =
+      throttle
+          ->add_option("--rate", *rate,
+                       "Streaming rate limit per destination node, MB/s (0 = unthrottled)")
+          ->check(CLI::Range(kMinRateMb, kMaxRateMb));
   throttle->add_option("--streams", *streams, "Concurrent streams per source and destination")
       ->check(CLI::Range(kMinStreams, kMaxStreams));
   throttle->add_flag("--json", g->json, "Print the resulting status as JSON");
