@@ -265,7 +265,9 @@ int DoUp(const GlobalOptions& g, UpFlags f) {
   // Absolute, because the path ends up in each node's args and pid checks and a node may be
   // relaunched from another working directory.
   const std::string dir = AbsoluteDir(g.ClusterDir());
-  if (auto known = ReadClusterConf(dir); !(known.ok() && known->formed)) {
+  // Flags are checked whenever they describe a cluster (--nodes given), also on a directory that
+  // holds one; a bare `up` restarts the stopped cluster and needs none.
+  if (auto known = ReadClusterConf(dir); f.nodes != 0 || !(known.ok() && known->formed)) {
     Status valid = ResolveUpFlags(&f);
     if (!valid.ok()) return ReportError(valid, kExitUsage);
     // A dry run with placeholder addresses catches every parameter the map rejects (vnodes,
