@@ -188,7 +188,7 @@ int PlanAndBegin(const GlobalOptions& g, const ChangeFlags& f, const ChangeReque
           return r.has_change && r.record.change_id != last_change && r.record.kind == c.kind &&
                  r.record.node_id == c.node_id;
         },
-        std::chrono::seconds(5), ProbeTimeout(g));
+        std::chrono::seconds(2), ProbeTimeout(g));
     if (effect) {
       std::fprintf(stderr, "note: %s answered 'begin' with an error (%s), but the change began\n",
                    plan.address.c_str(), begun.status.message().c_str());

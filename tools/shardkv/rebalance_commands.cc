@@ -262,10 +262,21 @@ int DoSteer(const GlobalOptions& g, const std::string& command, const AdminArgs&
     return kExitOk;
   }
   if (reply.foreign) return ReportError(reply.status, kExitUnreachable);
+  // Only a command that could apply to the change as it was can have taken effect; a refusal of
+  // one that could not (nothing to cancel or resume) is final.
+  const ChangeState was = pre.report.record.state;
+  const bool open =
+      pre.report.has_change && (!ChangeEnded(pre.report) || was == ChangeState::kFailed);
+  const bool could =
+      command == "resume" ? pre.report.has_change && was == ChangeState::kFailed : open;
+  if (!could && !reply.unreachable) {
+    return ReportError(command + " refused: " + reply.status.message(),
+                       reply.status.IsInvalidArgument() ? kExitUsage : kExitFailed);
+  }
   auto effect = AwaitEffect(
       &client, addresses,
       [&](const RebalanceReport& post) { return TookEffect(command, args, pre.report, post); },
-      std::chrono::seconds(5), StatusTimeout(g));
+      std::chrono::seconds(2), StatusTimeout(g));
   if (effect) {
     std::fprintf(stderr, "note: %s reported an error (%s), but the %s took effect\n",
                  reply.address.c_str(), reply.status.message().c_str(), command.c_str());
