@@ -364,3 +364,40 @@ TEST_CASE("cli: numeric flags past their limits are one-line usage errors", "[ha
   CHECK(c.Pids().empty());
   CHECK_FALSE(fs::exists(c.dir() + "/cluster.conf"));
 }
+
+// Row 6, SIGPIPE: a CLI whose stdout is a closed pipe (`... | head -0`) cleans up the node it
+// started when printing the plan hits the closed pipe, instead of dying with the node leaked.
+TEST_CASE("cli: SIGPIPE while add-node prints its plan stops the new node", "[hardening][cli]") {
+  LocalCluster c;
+  Up(c, 1);
+  int fds[2];
+  REQUIRE(pipe(fds) == 0);
+  close(fds[0]);  // nobody reads: the first write raises SIGPIPE
+  const std::string err_path = c.dir() + "/cli.err";
+  const pid_t cli = fork();
+  REQUIRE(cli >= 0);
+  if (cli == 0) {
+    signal(SIGPIPE, SIG_DFL);
+    const int err = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (err < 0) _exit(127);
+    dup2(fds[1], 1);
+    dup2(err, 2);
+    execl(SHARDKV_CLI_PATH, SHARDKV_CLI_PATH, "cluster", "add-node", "--yes", "--dir",
+          c.dir().c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  close(fds[1]);
+  int wstatus = 0;
+  const bool exited =
+      Eventually([&] { return waitpid(cli, &wstatus, WNOHANG) == cli; }, std::chrono::seconds(60));
+  if (!exited) {
+    kill(cli, SIGKILL);
+    waitpid(cli, &wstatus, 0);
+  }
+  UNSCOPED_INFO("CLI stderr:\n" << ReadAll(err_path));
+  REQUIRE(exited);
+  CHECK(WIFSIGNALED(wstatus));
+  CHECK_FALSE(fs::exists(c.dir() + "/node-2"));
+  CHECK(c.Pids().size() == 1);
+  CHECK(Field(c.Run({"rebalance", "status", "--json"}).out, "state") == "none");
+}
