@@ -8,9 +8,11 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "cluster/peer_pool.h"
+#include "cluster_limits.h"
 #include "local_cluster.h"
 #include "shardkv/cluster_map.h"
 
@@ -158,6 +160,57 @@ std::vector<std::string> WithClusterId(std::vector<std::string> args, uint64_t c
   args.push_back("--cluster-id");
   args.push_back(std::to_string(cluster_id));
   return args;
+}
+
+// The port for a new node, the way `cluster up` chose them: 0 for --base-port 0, else the first
+// free port from P + id - 1 (--base-port P) or from 7000, skipping ports other nodes of the
+// directory are recorded with (a stopped node comes back on its port).
+StatusOr<uint16_t> ChooseNewPort(const ClusterConf& conf, const std::string& dir, uint32_t id) {
+  if (conf.base_port == 0) return uint16_t{0};
+  std::set<uint32_t> reserved;
+  for (uint32_t other : ListAllNodeIds(dir)) {
+    if (auto args = ReadArgsFile(NodeDir(dir, other)); args.ok()) {
+      if (auto p = ListenPortInArgs(*args)) reserved.insert(*p);
+    }
+    if (auto p = ReadPortFile(NodeDir(dir, other))) reserved.insert(*p);
+  }
+  uint32_t start = limits::kFirstDefaultPort;
+  if (conf.base_port > 0 && conf.base_port + id - 1 <= 65535) start = conf.base_port + id - 1;
+  for (uint32_t p = start; p <= 65535; ++p) {
+    if (reserved.count(p) == 0 && PortFree(static_cast<uint16_t>(p))) {
+      return static_cast<uint16_t>(p);
+    }
+  }
+  return Status::ResourceExhausted("no free port from " + std::to_string(start) + " up");
+}
+
+// The new node's arguments: another member's, with its own id, data directory and port.
+std::vector<std::string> NewNodeArgs(const std::string& dir, const ClusterConf& conf, uint32_t id,
+                                     uint16_t port) {
+  std::vector<std::string> args;
+  for (uint32_t other : ListNodeIds(dir)) {
+    if (auto a = ReadArgsFile(NodeDir(dir, other)); a.ok()) {
+      args = std::move(a).value();
+      break;
+    }
+  }
+  if (args.empty()) {
+    args = {"--id",
+            "",
+            "--data",
+            "",
+            "--listen",
+            "",
+            "--tombstone-grace",
+            std::to_string(conf.tombstone_grace_s)};
+  }
+  for (size_t i = 0; i + 1 < args.size(); ++i) {
+    if (args[i] == "--id") args[i + 1] = std::to_string(id);
+    if (args[i] == "--data") args[i + 1] = NodeDir(dir, id);
+  }
+  // A fresh node: with the cluster id it would refuse its empty data directory. It gets the id
+  // once its change began (then it is a member).
+  return WithListenPort(WithoutFlag(std::move(args), "--cluster-id"), port);
 }
 
 std::string DescribePortHolder(uint16_t port) {

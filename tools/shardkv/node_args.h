@@ -30,6 +30,18 @@ std::vector<std::string> WithClusterId(std::vector<std::string> args, uint64_t c
 // True if `binary --help` lists --cluster-id (asked once per process).
 bool NodeSupportsClusterId(const std::string& binary);
 
+struct ClusterConf;
+
+// The port for a new node of `dir` (add-node), the way `cluster up` chose them: 0 for
+// --base-port 0, else the first free port from P + id - 1 (--base-port P) or from 7000,
+// skipping ports other nodes of the directory are recorded with (a stopped node comes back on
+// its port).
+StatusOr<uint16_t> ChooseNewPort(const ClusterConf& conf, const std::string& dir, uint32_t id);
+// The new node's arguments: another member's, with its own id, data directory and port, and
+// without --cluster-id (a fresh node would refuse its empty data directory with it).
+std::vector<std::string> NewNodeArgs(const std::string& dir, const ClusterConf& conf, uint32_t id,
+                                     uint16_t port);
+
 // Who listens on 127.0.0.1:`port`, for "port P is taken" messages: the pid (from /proc, when it
 // is visible to us) and, if it is a shardkv-node, its node and cluster id. E.g. " by node 3 of
 // cluster 1234 (pid 4242)", " by pid 4242", or " by another process".
