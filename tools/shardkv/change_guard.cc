@@ -62,7 +62,7 @@ void InterruptGuard::Disarm() {
 
 void InterruptGuard::UndoNow() {
   std::lock_guard lock(mu_);
-  if (mode_ == Mode::kArmed && undo_) undo_();
+  if (mode_ != Mode::kIdle && undo_) undo_();  // also while kBusy: a refused begin
   undo_ = nullptr;
   mode_ = Mode::kIdle;
 }

@@ -33,12 +33,14 @@ class InterruptGuard {
   // From now on, a signal runs `undo` (once) and then kills the process.
   void Arm(std::function<void()> undo);
   // The command is at a point it must not be interrupted in (a "begin" in flight: undoing could
-  // stop a node the cluster already counts on). A signal is remembered and acted on at Disarm().
+  // stop a node the cluster already counts on). A signal is remembered and acted on at Disarm()
+  // or at destruction (after the command printed its result).
   void Busy();
   // Nothing more to undo (the change began or was undone). A signal remembered while Busy
   // kills the process now, without undoing.
   void Disarm();
-  // Runs the undo now (declined, refused, --plan-only), unless a signal already ran it.
+  // Runs the undo now (declined, refused, --plan-only; also while Busy, for a refused begin),
+  // unless a signal already ran it.
   void UndoNow();
   // If a write of this thread raised SIGPIPE (stdout or stderr is a closed pipe), cleans up
   // like a signal would. Call after printing.

@@ -197,7 +197,6 @@ int PlanAndBegin(const GlobalOptions& g, const ChangeFlags& f, const ChangeReque
       begun.address = effect->driver_address;
     } else if (begun.unreachable) {
       // Undoing could stop a node the cluster now counts on: leave everything as it is.
-      if (c.guard != nullptr) c.guard->Disarm();
       return ReportError("no answer to 'begin' from " + plan.address + " (" +
                              begun.status.message() +
                              "): whether the change started is unknown; check with 'shardkv "
@@ -207,13 +206,13 @@ int PlanAndBegin(const GlobalOptions& g, const ChangeFlags& f, const ChangeReque
   }
   if (!begun.status.ok()) {
     undo();
-    if (c.guard != nullptr) c.guard->Disarm();
     if (g.json) std::cout << PlanJson(plan.report, ctx, nullptr) << std::endl;
     return ReportError("the cluster refused the change: " + begun.status.message(),
                        begun.foreign ? kExitUnreachable : kExitFailed);
   }
+  // The guard stays busy: a signal that arrived meanwhile takes effect once the result is printed
+  // (when the guard is destroyed), never as an undo.
   c.on_begun();
-  if (c.guard != nullptr) c.guard->Disarm();
   if (g.json) {
     std::cout << PlanJson(plan.report, ctx, &begun.report) << "\n";
     return kExitOk;
