@@ -53,7 +53,9 @@ add-node/remove-node.
     primary_share_pct  % of the token space it owns as primary
   rebalance        null (no change ever, or no answer) or {change_id (string), kind ("add"|
                    "remove"), node_id, state, moved_copies, planned_copies, live, error}
-Exit codes: 0 if a node of this cluster answered, 3 if none did.)";
+Exit codes: 0 if a node of this cluster answered, 3 if none did.
+Global options: --dir DIR (default $SHARDKV_DIR, else ~/.shardkv/local), --cluster HOST:PORT[,...],
+--timeout MS.)";
 
 // Prints the status of the cluster in `dir` (or at --cluster) to stdout, as a table or, with
 // g.json, as the JSON object above. With `retire_removed`, first stops the process of a node
