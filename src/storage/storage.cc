@@ -174,8 +174,7 @@ StatusOr<std::unique_ptr<Storage>> Storage::Open(const std::string& path, Storag
   db_options.create_missing_column_families = !existing;
   db_options.max_background_jobs = options.max_background_jobs;
   db_options.bytes_per_sync = size_t{1} << 20;
-  db_options.keep_log_file_num = 4;
-  db_options.max_log_file_size = size_t{16} << 20;
+  db_options.info_log = NewRocksLogger();
 
   std::vector<rocksdb::ColumnFamilyDescriptor> descriptors = {
       {rocksdb::kDefaultColumnFamilyName, small_options},

@@ -20,6 +20,9 @@
 
 namespace shardkv {
 
+// RocksDB's info log, written through spdlog instead of a LOG file (rocks_logger.cc).
+std::shared_ptr<rocksdb::Logger> NewRocksLogger();
+
 // Converts a RocksDB status, prefixing `context`.
 Status FromRocks(const rocksdb::Status& s, std::string_view context);
 
