@@ -27,7 +27,8 @@ inline constexpr uint32_t kMaxNodeId = uint32_t{1} << 30;
 inline constexpr int kMaxIoThreads = 64;
 inline constexpr size_t kMaxKeyBytesLimit = size_t{1} << 20;     // 1 MiB
 inline constexpr size_t kMaxValueBytesLimit = size_t{32} << 20;  // 32 MiB: fits in a 64 MiB frame
-inline constexpr uint64_t kMaxTombstoneGraceSeconds = uint64_t{100} * 365 * 24 * 3600;
+inline constexpr uint64_t kMaxTombstoneGraceSeconds = uint64_t{1}
+                                                      << 40;  // the CLI passes up to this
 // Room in a frame for everything but the key and value (header, epoch, ids, timestamps).
 inline constexpr size_t kFrameOverheadBytes = size_t{64} << 10;
 
