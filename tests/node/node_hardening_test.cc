@@ -194,3 +194,25 @@ TEST_CASE("node: stats report disk health", "[node][hardening]") {
   REQUIRE(stats->counters.count("storage_io_errors") == 1);
   CHECK(stats->counters["storage_io_errors"] == 0);
 }
+
+TEST_CASE("node: the largest accepted limits work end to end", "[node][hardening]") {
+  TempDir dir;
+  NodeOptions o = Options(dir.path());
+  o.io_threads = kMaxIoThreads;
+  o.max_key_bytes = kMaxKeyBytesLimit;
+  o.max_value_bytes = kMaxValueBytesLimit;
+  o.tombstone_grace_ms = kMaxTombstoneGraceSeconds * 1000;
+  auto node = MustStart(o);
+  auto client = Connect(*node);
+  const std::string key(kMaxKeyBytesLimit, 'k');
+  const std::string value(kMaxValueBytesLimit, 'v');
+  auto put = client->Put(key, value);
+  INFO(put.status().ToString());
+  REQUIRE(put.ok());
+  auto got = client->Get(key);
+  REQUIRE(got.ok());
+  CHECK(*got == value);
+  REQUIRE(client->Delete(key).ok());
+  CHECK(client->Put(key, value + "x").status().IsInvalidArgument());
+  CHECK(client->Put(key + "k", "v").status().IsInvalidArgument());
+}
