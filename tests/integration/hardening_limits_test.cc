@@ -26,7 +26,7 @@
 #include "lab/comparison.h"
 #include "lab/key_set.h"
 #include "lab/lab_membership.h"
-#include "node_limits.h"
+#include "shardkv/options.h"
 
 namespace {
 
@@ -53,56 +53,97 @@ struct LimitRow {
 
 const std::vector<LimitRow>& Rows() {
   static const std::vector<LimitRow> rows = {
-      {"`--timeout` (ms, global)", S(lim::kMinTimeoutMs), S(lim::kMaxTimeoutMs),
+      {"`--timeout` (ms, global)",
+       S(lim::kMinTimeoutMs),
+       S(lim::kMaxTimeoutMs),
        {"get", "k", "--timeout", S(lim::kMaxTimeoutMs + 1ull)}},
-      {"`load`/`verify --count`", S(lim::kMinCount), S(lim::kMaxCount),
+      {"`load`/`verify --count`",
+       S(lim::kMinCount),
+       S(lim::kMaxCount),
        {"load", "--count", S(lim::kMaxCount + 1)}},
-      {"`load`/`verify --value-size` (bytes)", "0", S(lim::kMaxValueSize),
+      {"`load`/`verify --value-size` (bytes)",
+       "0",
+       S(lim::kMaxValueSize),
        {"verify", "--value-size", S(lim::kMaxValueSize + 1)}},
-      {"`load`/`verify --concurrency`", S(lim::kMinConcurrency), S(lim::kMaxConcurrency),
+      {"`load`/`verify --concurrency`",
+       S(lim::kMinConcurrency),
+       S(lim::kMaxConcurrency),
        {"load", "--concurrency", S(lim::kMaxConcurrency + 1)}},
-      {"`load`/`verify --max-errors` (0 = never stop)", "0", S(lim::kMaxMaxErrors),
+      {"`load`/`verify --max-errors` (0 = never stop)",
+       "0",
+       S(lim::kMaxMaxErrors),
        {"load", "--max-errors", S(lim::kMaxMaxErrors + 1)}},
-      {"`cluster up --nodes`", S(lim::kMinNodes), S(lim::kMaxNodes),
+      {"`cluster up --nodes`",
+       S(lim::kMinNodes),
+       S(lim::kMaxNodes),
        {"cluster", "up", "--nodes", S(lim::kMaxNodes + 1)}},
-      {"`cluster up --replicas`/`--write-quorum`/`--read-quorum`", "1", S(lim::kMaxNodes),
+      {"`cluster up --replicas`/`--write-quorum`/`--read-quorum`",
+       "1",
+       S(lim::kMaxNodes),
        {"cluster", "up", "--nodes", "3", "--replicas", S(lim::kMaxNodes + 1)}},
-      {"`cluster up --vnodes`", S(lim::kMinVnodes), S(lim::kMaxVnodes),
+      {"`cluster up --vnodes`",
+       S(lim::kMinVnodes),
+       S(lim::kMaxVnodes),
        {"cluster", "up", "--nodes", "3", "--vnodes", S(lim::kMaxVnodes + 1)}},
-      {"`cluster up --shards`", S(lim::kMinShards), S(lim::kMaxShards),
+      {"`cluster up --shards`",
+       S(lim::kMinShards),
+       S(lim::kMaxShards),
        {"cluster", "up", "--nodes", "3", "--mode", "jump", "--shards", S(lim::kMaxShards + 1)}},
-      {"`cluster up --base-port` (0 = any free port)", S(lim::kMinBasePort), S(lim::kMaxBasePort),
+      {"`cluster up --base-port` (0 = any free port)",
+       S(lim::kMinBasePort),
+       S(lim::kMaxBasePort),
        {"cluster", "up", "--nodes", "1", "--base-port", S(lim::kMaxBasePort + 1)}},
-      {"`cluster up --tombstone-grace` (s)", S(lim::kMinTombstoneGraceS),
+      {"`cluster up --tombstone-grace` (s)",
+       S(lim::kMinTombstoneGraceS),
        S(lim::kMaxTombstoneGraceS),
        {"cluster", "up", "--nodes", "1", "--tombstone-grace", S(lim::kMaxTombstoneGraceS + 1)}},
       {"`--wait` (s: `cluster up`, `start-node`, `stop-node`, `down`, `add-node`)",
-       S(lim::kMinWaitS), S(lim::kMaxWaitS),
+       S(lim::kMinWaitS),
+       S(lim::kMaxWaitS),
        {"cluster", "down", "--wait", S(lim::kMaxWaitS + 1)}},
-      {"node `ID` (`stop-node`, `start-node`, `remove-node`)", S(lim::kMinNodeId),
-       S(lim::kMaxNodeId), {"cluster", "stop-node", S(lim::kMaxNodeId + 1ull)}},
-      {"`add-node`/`join --weight`", S(lim::kMinWeight), S(lim::kMaxWeight),
+      {"node `ID` (`stop-node`, `start-node`, `remove-node`)",
+       S(lim::kMinNodeId),
+       S(lim::kMaxNodeId),
+       {"cluster", "stop-node", S(lim::kMaxNodeId + 1ull)}},
+      {"`add-node`/`join --weight`",
+       S(lim::kMinWeight),
+       S(lim::kMaxWeight),
        {"cluster", "add-node", "--plan-only", "--weight", S(lim::kMaxWeight + 1)}},
-      {"`--rate` (MB/s; 0 = unthrottled)", S(lim::kMinRateMb), S(lim::kMaxRateMb),
+      {"`--rate` (MB/s; 0 = unthrottled)",
+       S(lim::kMinRateMb),
+       S(lim::kMaxRateMb),
        {"rebalance", "throttle", "--rate", S(lim::kMaxRateMb + 1ull)}},
-      {"`--streams`", S(lim::kMinStreams), S(lim::kMaxStreams),
+      {"`--streams`",
+       S(lim::kMinStreams),
+       S(lim::kMaxStreams),
        {"cluster", "remove-node", "2", "--plan-only", "--streams", S(lim::kMaxStreams + 1)}},
-      {"`rebalance watch --interval` (ms)", S(lim::kMinWatchIntervalMs),
+      {"`rebalance watch --interval` (ms)",
+       S(lim::kMinWatchIntervalMs),
        S(lim::kMaxWatchIntervalMs),
        {"rebalance", "watch", "--interval", S(lim::kMaxWatchIntervalMs + 1)}},
-      {"`rebalance watch --timeout-s`", S(lim::kMinWatchTimeoutS), S(lim::kMaxWatchTimeoutS),
+      {"`rebalance watch --timeout-s`",
+       S(lim::kMinWatchTimeoutS),
+       S(lim::kMaxWatchTimeoutS),
        {"rebalance", "watch", "--timeout-s", S(lim::kMaxWatchTimeoutS + 1)}},
-      {"`placement compare --nodes`", "1", S(shardkv::lab::MembershipSpec::kMaxNodes),
+      {"`placement compare --nodes`",
+       "1",
+       S(shardkv::lab::MembershipSpec::kMaxNodes),
        {"placement", "compare", "--nodes", S(shardkv::lab::MembershipSpec::kMaxNodes + 1)}},
-      {"`placement compare --keys`", "1", S(shardkv::lab::KeySet::kMaxKeys),
+      {"`placement compare --keys`",
+       "1",
+       S(shardkv::lab::KeySet::kMaxKeys),
        {"placement", "compare", "--keys", S(shardkv::lab::KeySet::kMaxKeys + 1)}},
-      {"`placement compare --vnodes`", "1", S(shardkv::lab::CompareOptions::kMaxVnodes),
+      {"`placement compare --vnodes`",
+       "1",
+       S(shardkv::lab::CompareOptions::kMaxVnodes),
        {"placement", "compare", "--vnodes", S(shardkv::lab::CompareOptions::kMaxVnodes + 1)}},
-      {"`placement compare --maglev-table`", "1",
+      {"`placement compare --maglev-table`",
+       "1",
        S(shardkv::lab::CompareOptions::kMaxMaglevTable),
        {"placement", "compare", "--maglev-table",
         S(shardkv::lab::CompareOptions::kMaxMaglevTable + 1)}},
-      {"`placement compare --weights`/`--add-weight`", "> 0",
+      {"`placement compare --weights`/`--add-weight`",
+       "> 0",
        S(shardkv::lab::MembershipSpec::kMaxWeight),
        {"placement", "compare", "--add-weight", S(shardkv::lab::MembershipSpec::kMaxWeight + 1)}},
   };
@@ -118,11 +159,15 @@ struct NodeRow {
 
 const std::vector<NodeRow>& NodeRows() {
   static const std::vector<NodeRow> rows = {
-      {"`shardkv-node --id`", S(shardkv::node_limits::kMinNodeId),
-       S(shardkv::node_limits::kMaxNodeId), "--id", S(shardkv::node_limits::kMaxNodeId + 1ull)},
-      {"`shardkv-node --threads`", S(shardkv::node_limits::kMinIoThreads),
-       S(shardkv::node_limits::kMaxIoThreads), "--threads",
-       S(shardkv::node_limits::kMaxIoThreads + 1)},
+      {"`shardkv-node --id`", "1", S(shardkv::kMaxNodeId), "--id", S(shardkv::kMaxNodeId + 1ull)},
+      {"`shardkv-node --threads`", "1", S(shardkv::kMaxIoThreads), "--threads",
+       S(shardkv::kMaxIoThreads + 1)},
+      {"`shardkv-node --max-key-bytes`", "1", S(shardkv::kMaxKeyBytesLimit), "--max-key-bytes",
+       S(shardkv::kMaxKeyBytesLimit + 1)},
+      {"`shardkv-node --max-value-bytes`", "1", S(shardkv::kMaxValueBytesLimit),
+       "--max-value-bytes", S(shardkv::kMaxValueBytesLimit + 1)},
+      {"`shardkv-node --tombstone-grace` (s)", "1", S(shardkv::kMaxTombstoneGraceSeconds),
+       "--tombstone-grace", S(shardkv::kMaxTombstoneGraceSeconds + 1)},
   };
   return rows;
 }
@@ -164,7 +209,8 @@ TEST_CASE("limits: every flag at maximum + 1 is refused with one error line, exi
   const std::string data = TempDir("node");
   for (const NodeRow& row : NodeRows()) {
     INFO(row.label);
-    RequireUsageError(RunProcess({SHARDKV_NODE_PATH, "--data", data, row.flag, row.over}));
+    RequireUsageError(
+        RunProcess({SHARDKV_NODE_PATH, "--id", "1", "--data", data, row.flag, row.over}));
   }
   std::filesystem::remove_all(data);
 }
@@ -185,8 +231,8 @@ TEST_CASE("limits: the README's table of ranges is the enforced one", "[limits]"
 
 TEST_CASE("limits: key-value flags at their maxima work end to end", "[multiprocess][limits]") {
   LocalCluster c;
-  REQUIRE(c.Run({"cluster", "up", "--nodes", "1", "--base-port", "0", "--wait",
-                 S(lim::kMaxWaitS), "--tombstone-grace", S(lim::kMaxTombstoneGraceS)})
+  REQUIRE(c.Run({"cluster", "up", "--nodes", "1", "--base-port", "0", "--wait", S(lim::kMaxWaitS),
+                 "--tombstone-grace", S(lim::kMaxTombstoneGraceS)})
               .exit_code == 0);
   const std::string max_count = S(lim::kMaxCount);
   CHECK(c.Run({"put", "k", "v", "--timeout", S(lim::kMaxTimeoutMs)}).exit_code == 0);
@@ -198,8 +244,8 @@ TEST_CASE("limits: key-value flags at their maxima work end to end", "[multiproc
   CHECK(c.Run({"load", "--count", "4", "--prefix", "big:", "--value-size", S(lim::kMaxValueSize),
                "--concurrency", "4"})
             .exit_code == 0);
-  CHECK(c.Run({"verify", "--count", "4", "--prefix", "big:", "--value-size",
-               S(lim::kMaxValueSize), "--concurrency", "4"})
+  CHECK(c.Run({"verify", "--count", "4", "--prefix", "big:", "--value-size", S(lim::kMaxValueSize),
+               "--concurrency", "4"})
             .exit_code == 0);
   CHECK(c.Run({"load", "--count", "8192", "--prefix", "wide:", "--value-size", "16",
                "--concurrency", S(lim::kMaxConcurrency), "--max-errors", S(lim::kMaxMaxErrors)})
@@ -231,22 +277,24 @@ TEST_CASE("limits: cluster up at the maximum node count, replicas and quorums",
 
 TEST_CASE("limits: the highest base port", "[multiprocess][limits]") {
   LocalCluster c;
-  REQUIRE(c.Run({"cluster", "up", "--nodes", "1", "--base-port", S(lim::kMaxBasePort)})
-              .exit_code == 0);
+  REQUIRE(c.Run({"cluster", "up", "--nodes", "1", "--base-port", S(lim::kMaxBasePort)}).exit_code ==
+          0);
   CHECK(c.Run({"put", "k", "v"}).exit_code == 0);
 }
 
-TEST_CASE("limits: ring mode at the maximum vnodes scales out, and membership flags at their "
-          "maxima",
-          "[multiprocess][limits]") {
+TEST_CASE(
+    "limits: ring mode at the maximum vnodes scales out, and membership flags at their "
+    "maxima",
+    "[multiprocess][limits]") {
   LocalCluster c;
-  REQUIRE(c.Run({"cluster", "up", "--nodes", "3", "--base-port", "0", "--vnodes",
-                 S(lim::kMaxVnodes)})
-              .exit_code == 0);
+  REQUIRE(
+      c.Run({"cluster", "up", "--nodes", "3", "--base-port", "0", "--vnodes", S(lim::kMaxVnodes)})
+          .exit_code == 0);
   REQUIRE(c.Run({"load", "--count", "3000"}).exit_code == 0);
-  AddNodeAndVerify(c, {"--rate", S(lim::kMaxRateMb), "--streams", S(lim::kMaxStreams), "--wait",
-                       S(lim::kMaxWaitS)},
-                   3000);
+  AddNodeAndVerify(
+      c,
+      {"--rate", S(lim::kMaxRateMb), "--streams", S(lim::kMaxStreams), "--wait", S(lim::kMaxWaitS)},
+      3000);
   // A done change: the slowest poll interval still returns at once.
   CHECK(c.Run({"rebalance", "watch", "--interval", S(lim::kMaxWatchIntervalMs), "--timeout-s",
                S(lim::kMaxWatchTimeoutS)})
@@ -263,8 +311,8 @@ TEST_CASE("limits: ring mode at the maximum vnodes scales out, and membership fl
 
 TEST_CASE("limits: jump mode at the maximum shard count scales out", "[multiprocess][limits]") {
   LocalCluster c;
-  REQUIRE(c.Run({"cluster", "up", "--nodes", "3", "--base-port", "0", "--mode", "jump",
-                 "--shards", S(lim::kMaxShards)})
+  REQUIRE(c.Run({"cluster", "up", "--nodes", "3", "--base-port", "0", "--mode", "jump", "--shards",
+                 S(lim::kMaxShards)})
               .exit_code == 0);
   REQUIRE(c.Run({"load", "--count", "3000"}).exit_code == 0);
   AddNodeAndVerify(c, {}, 3000);
@@ -302,15 +350,20 @@ TEST_CASE("limits: the placement lab at each maximum", "[multiprocess][limits]")
   }
 }
 
-TEST_CASE("limits: shardkv-node at its maximum id and thread count", "[multiprocess][limits]") {
+TEST_CASE("limits: shardkv-node with every flag at its maximum", "[multiprocess][limits]") {
   const std::string data = TempDir("node-max");
-  const std::string id = S(shardkv::node_limits::kMaxNodeId);
-  const std::string threads = S(shardkv::node_limits::kMaxIoThreads);
+  const std::string id = S(shardkv::kMaxNodeId);
+  const std::string threads = S(shardkv::kMaxIoThreads);
+  const std::string key = S(shardkv::kMaxKeyBytesLimit);
+  const std::string value = S(shardkv::kMaxValueBytesLimit);
+  const std::string grace = S(shardkv::kMaxTombstoneGraceSeconds);
   const pid_t pid = fork();
   REQUIRE(pid >= 0);
   if (pid == 0) {
     execl(SHARDKV_NODE_PATH, SHARDKV_NODE_PATH, "--id", id.c_str(), "--threads", threads.c_str(),
-          "--data", data.c_str(), "--log-level", "warn", static_cast<char*>(nullptr));
+          "--max-key-bytes", key.c_str(), "--max-value-bytes", value.c_str(), "--tombstone-grace",
+          grace.c_str(), "--data", data.c_str(), "--log-level", "warn",
+          static_cast<char*>(nullptr));
     _exit(127);
   }
   // Serving once it wrote its port; then SIGTERM stops it cleanly.
