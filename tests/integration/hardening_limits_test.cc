@@ -333,8 +333,8 @@ TEST_CASE("limits: the placement lab at each maximum", "[multiprocess][limits]")
   std::string weights = S(MembershipSpec::kMaxWeight);
   for (int i = 1; i < MembershipSpec::kDefaultNodes; ++i) weights += ",1";
   const std::vector<std::vector<std::string>> runs = {
-      // Maglev needs a table of >= 100 x (nodes + 1): the biggest node count with a fitting one.
-      {"--nodes", S(MembershipSpec::kMaxNodes), "--maglev-table", "200117"},
+      // The default Maglev table (65537) fits 100 x (nodes + 1) at the maximum node count.
+      {"--nodes", S(MembershipSpec::kMaxNodes)},
       {"--keys", S(KeySet::kMaxKeys)},
       {"--vnodes", S(CompareOptions::kMaxVnodes)},
       {"--maglev-table", S(CompareOptions::kMaxMaglevTable)},

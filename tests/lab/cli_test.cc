@@ -166,7 +166,9 @@ TEST_CASE("cli: bad input exits 2 with one error line", "[lab][cli]") {
                     "/nonexistent/keys.txt");
   RequireUsageError(Compare({"--key-file", empty}, false), "no keys");
   RequireUsageError(Compare({"--algos", "maglev", "--maglev-table", "997"}), "maglev");
-  RequireUsageError(Compare({"--algos", "maglev", "--nodes", "1000"}), "maglev");
+  RequireUsageError(Compare({"--algos", "maglev", "--nodes", "200", "--maglev-table", "10007"}),
+                    "maglev");
+  RequireUsageError(Compare({"--nodes", "201"}), "--nodes must be between 1 and 200");
   RequireUsageError(Compare({"--weights", "1,2"}), "--weights has 2 values for 10 nodes");
   RequireUsageError(Compare({"--weights", "1,x,1,1,1,1,1,1,1,1"}), "--weights");
   RequireUsageError(Compare({"--weights", "1,0,1,1,1,1,1,1,1,1"}), "weight");

@@ -174,13 +174,13 @@ TEST_CASE("configurations: a Maglev table above the maximum is an error", "[lab]
 
 TEST_CASE("compare: a ring over the point budget is refused before it is built", "[lab][config]") {
   MembershipSpec spec;
-  spec.count = 2000;
+  spec.count = MembershipSpec::kMaxNodes;
   auto membership = LabMembership::Build(spec);
   REQUIRE(membership.ok());
   KeySet keys = Keys(1000);
   CompareOptions o;
   o.algorithms = {Algorithm::kRing};
-  o.vnodes = {100000};  // 2001 x 100000 = 2 x 10^8 points: gigabytes, minutes
+  o.vnodes = {100000};  // 201 x 100000 = 2 x 10^7 points: gigabytes, minutes
   auto report = RunComparison(o, *membership, keys, nullptr);
   REQUIRE_FALSE(report.ok());
   CHECK(report.status().code() == Status::Code::kInvalidArgument);
