@@ -124,11 +124,14 @@ std::string Ids(const std::vector<uint32_t>& ids) {
     net::ResponseBody mine = membership_->InstallNow(local);
     if (const auto* e = std::get_if<net::ErrorResponse>(&mine)) {
       ::shardkv::Status s = e->ToStatus();
-      // A Timeout is the epoch barrier: the map is installed, older requests still drain.
-      if (s.code() != ::shardkv::Status::Code::kTimeout) {
-        if (accepted.empty() && targets.size() == results.size()) {
-          return s.WithContext("installing " + name + " locally");
-        }
+      const bool passed = maps_->Current() && maps_->Current()->epoch() >= next.epoch();
+      if (passed && accepted.size() == targets.size()) {
+        // Every other member installed it, and this node already pulled it and what was built
+        // on it through gossip while the proposal was in flight (a slow member): it took effect.
+        spdlog::info("{}: this node is already past it ({})", name, s.ToString());
+      } else if (s.code() != ::shardkv::Status::Code::kTimeout) {
+        // (A Timeout is the epoch barrier: the map is installed, older requests still drain.)
+        if (accepted.empty()) return s.WithContext("installing " + name + " locally");
         return ::shardkv::Status::Timeout(name + " outcome unknown: nodes " + Ids(accepted) +
                                           " accepted it, but this node refused it: " +
                                           s.ToString());

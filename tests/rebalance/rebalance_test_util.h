@@ -9,17 +9,21 @@
 #include <thread>
 #include <vector>
 
+#include "net/rpc_client.h"
 #include "rebalance/change_record.h"
 #include "testing/in_process_cluster.h"
 
 namespace shardkv::rebalance_test {
 
-inline StatusOr<rebalance::RebalanceReport> Admin(const testing::InProcessCluster& c, uint32_t id,
-                                                  const std::string& cmd,
-                                                  std::map<std::string, std::string> args = {}) {
+// `timeout`: a plan or begin counts every key (InProcessCluster::Call waits 10 s).
+inline StatusOr<rebalance::RebalanceReport> Admin(
+    const testing::InProcessCluster& c, uint32_t id, const std::string& cmd,
+    std::map<std::string, std::string> args = {},
+    std::chrono::milliseconds timeout = std::chrono::milliseconds(10000)) {
   net::Request req;
   req.body = net::AdminRequest{cmd, std::move(args)};
-  auto reply = c.Call(id, std::move(req));
+  net::RpcClient rpc(c.Address(id));
+  auto reply = rpc.CallSync(std::move(req), timeout);
   if (!reply.ok()) return reply.status();
   if (!reply->ok()) return reply->status();
   const auto* body = std::get_if<net::AdminResponse>(&reply->body);
