@@ -210,7 +210,7 @@ TEST_CASE("rebalance: a failed change keeps what it moved; resume finishes it",
           "[rebalance][failed]") {
   InProcessCluster c(3, ClusterParams{});
   REQUIRE(c.Start().ok());
-  Load(c, 6000, 1000);
+  Load(c, 20000, 1000);  // ~15 MB to node 4 at 1 MB/s: still streaming when it stops
   REQUIRE(c.AddStandaloneNode().ok());
   REQUIRE(Admin(c, 1, "begin", AddArgs(c, 4, "1")).ok());
   // Some copies moved, then the destination goes away: the tasks fail for
@@ -223,6 +223,7 @@ TEST_CASE("rebalance: a failed change keeps what it moved; resume finishes it",
   CHECK(failed.record.moved_copies > 200);
   CHECK(failed.copies_done == failed.record.moved_copies);
   CHECK(failed.record.failed_driver == 1);
+  INFO("moved " << failed.record.moved_copies << " of " << failed.record.planned_copies);
   REQUIRE(c.RestartNode(4).ok());
   REQUIRE(Admin(c, 1, "resume").ok());
   REQUIRE(Admin(c, 1, "throttle", {{"rate_mb", "0"}}).ok());
