@@ -46,7 +46,7 @@ struct ChangeRecord {
   uint64_t planned_copies = 0;
   uint64_t planned_tombstones = 0;
   uint64_t planned_bytes = 0;
-  uint64_t planned_ranges = 0;  // stream tasks (each carries many ranges; see plan.h)
+  uint64_t planned_ranges = 0;        // stream tasks (each carries many ranges; see plan.h)
   uint64_t planned_token_ranges = 0;  // moving token ranges x their destinations
   uint64_t remapped_keys = 0;
   uint64_t live_keys = 0;

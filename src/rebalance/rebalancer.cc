@@ -314,8 +314,7 @@ void Rebalancer::FillMovedLocked(ChangeRecord* rec) const {
   }
 }
 
-void Rebalancer::FailChange(uint64_t change_id, const std::string& reason,
-                            uint32_t failed_driver) {
+void Rebalancer::FailChange(uint64_t change_id, const std::string& reason, uint32_t failed_driver) {
   ::shardkv::Status s = Commit([&](const ClusterMap& cur) -> StatusOr<ClusterMap> {
     auto r = ChangeRecord::Decode(cur.change_detail());
     if (!cur.has_pending() || !r.ok() || r->change_id != change_id) {

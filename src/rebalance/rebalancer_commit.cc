@@ -115,9 +115,8 @@ std::string Ids(const std::vector<uint32_t>& ids) {
       return ::shardkv::Status::Aborted(name + " refused: " + refusals);
     }
     return ::shardkv::Status::Timeout(name + " outcome unknown: nodes " + Ids(accepted) +
-                                      " accepted it, nodes " + Ids(refused) +
-                                      " refused it (" + refusals +
-                                      "); check `shardkv rebalance status`");
+                                      " accepted it, nodes " + Ids(refused) + " refused it (" +
+                                      refusals + "); check `shardkv rebalance status`");
   }
   if (self_in_next) {
     net::InstallMapRequest local{bytes, current.epoch(), false};
@@ -132,9 +131,9 @@ std::string Ids(const std::vector<uint32_t>& ids) {
       } else if (s.code() != ::shardkv::Status::Code::kTimeout) {
         // (A Timeout is the epoch barrier: the map is installed, older requests still drain.)
         if (accepted.empty()) return s.WithContext("installing " + name + " locally");
-        return ::shardkv::Status::Timeout(name + " outcome unknown: nodes " + Ids(accepted) +
-                                          " accepted it, but this node refused it: " +
-                                          s.ToString());
+        return ::shardkv::Status::Timeout(
+            name + " outcome unknown: nodes " + Ids(accepted) +
+            " accepted it, but this node refused it: " + s.ToString());
       }
     }
   } else {

@@ -149,26 +149,25 @@ StatusOr<RebalanceReport> Rebalancer::PlanChange(const std::map<std::string, std
   auto reply = peers_->CallSync(address, std::move(req), options_.rpc_timeout);
   ::shardkv::Status s = reply.ok() ? reply->status() : reply.status();
   if (!s.ok()) {
-    return ::shardkv::Status::Unavailable("node at " + address + " does not answer: " +
-                                          s.ToString());
+    return ::shardkv::Status::Unavailable("node at " + address +
+                                          " does not answer: " + s.ToString());
   }
   const auto* body = std::get_if<net::GetClusterMapResponse>(&reply->body);
   if (body == nullptr) return ::shardkv::Status::Corruption("node at " + address + ": no map");
   if (body->map.empty()) return ::shardkv::Status::OK();  // no map at all: fresh
   auto theirs = ClusterMap::Decode(body->map);
   if (!theirs.ok()) {
-    return ::shardkv::Status::FailedPrecondition("node at " + address +
-                                                 " holds an unreadable map: " +
-                                                 theirs.status().ToString());
+    return ::shardkv::Status::FailedPrecondition(
+        "node at " + address + " holds an unreadable map: " + theirs.status().ToString());
   }
   if (theirs->cluster_id() == map.cluster_id()) {
     // Ours: a node of this cluster at that address (a leftover of a cancelled add is fine only
     // if it is this id).
     const ClusterNode* there = theirs->FindNodeByAddress(address);
     if (there != nullptr && there->id != node_id) {
-      return ::shardkv::Status::FailedPrecondition(
-          "node at " + address + " is node " + std::to_string(there->id) + ", not node " +
-          std::to_string(node_id));
+      return ::shardkv::Status::FailedPrecondition("node at " + address + " is node " +
+                                                   std::to_string(there->id) + ", not node " +
+                                                   std::to_string(node_id));
     }
     return ::shardkv::Status::OK();
   }
@@ -180,9 +179,9 @@ StatusOr<RebalanceReport> Rebalancer::PlanChange(const std::map<std::string, std
         ", not this cluster " + std::to_string(map.cluster_id()));
   }
   if (theirs->nodes().front().id != node_id) {
-    return ::shardkv::Status::FailedPrecondition(
-        "node at " + address + " was started as node " +
-        std::to_string(theirs->nodes().front().id) + ", not node " + std::to_string(node_id));
+    return ::shardkv::Status::FailedPrecondition("node at " + address + " was started as node " +
+                                                 std::to_string(theirs->nodes().front().id) +
+                                                 ", not node " + std::to_string(node_id));
   }
   // A one-node cluster in use is not fresh: it holds data of its own.
   net::Request count;

@@ -51,8 +51,8 @@ namespace shardkv::rebalance {
   try {
     for (size_t i = 0; i < pool_size; ++i) pool.emplace_back([this] { StreamWorker(); });
   } catch (const std::exception& e) {
-    result = ::shardkv::Status::ResourceExhausted(std::string("starting stream workers: ") +
-                                                  e.what());
+    result =
+        ::shardkv::Status::ResourceExhausted(std::string("starting stream workers: ") + e.what());
   }
   while (result.ok()) {
     {
@@ -95,8 +95,8 @@ namespace shardkv::rebalance {
         const TokenRange& first = t.task.ranges.front();
         failing = "stream task " + std::to_string(t.task.id) + " (" +
                   std::to_string(t.task.ranges.size()) + " ranges from token " +
-                  std::to_string(first.first) + ") to node " +
-                  std::to_string(t.task.destination) + ": " + t.last_error;
+                  std::to_string(first.first) + ") to node " + std::to_string(t.task.destination) +
+                  ": " + t.last_error;
       }
     }
     if (all_done) break;
@@ -186,11 +186,11 @@ void Rebalancer::RunTask(size_t index, const ClusterMap& map, uint64_t change_id
     request.epoch = map.epoch();
     request.cluster_id = map.cluster_id();
     request.body = req;
-    auto reply = dst == nullptr
-                     ? StatusOr<net::Response>(::shardkv::Status::NotFound("not in the map"))
-                     : peers_->CallSync(dst->address, std::move(request),
-                                        std::chrono::milliseconds(options_.slice_ms) +
-                                            options_.rpc_timeout);
+    auto reply =
+        dst == nullptr
+            ? StatusOr<net::Response>(::shardkv::Status::NotFound("not in the map"))
+            : peers_->CallSync(dst->address, std::move(request),
+                               std::chrono::milliseconds(options_.slice_ms) + options_.rpc_timeout);
     ::shardkv::Status s = reply.ok() ? reply->status() : reply.status();
     const auto* body = s.ok() ? std::get_if<net::StreamRangeResponse>(&reply->body) : nullptr;
     if (s.ok() && body == nullptr) s = ::shardkv::Status::Corruption("unexpected stream reply");

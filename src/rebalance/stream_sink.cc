@@ -9,10 +9,10 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "common/hlc.h"
 #include "rebalance/change_record.h"
 #include "rebalance/plan.h"
 #include "rebalance/stream_source.h"
-#include "common/hlc.h"
 #include "shardkv/hash.h"
 
 namespace shardkv::rebalance {

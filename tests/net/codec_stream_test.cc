@@ -67,8 +67,8 @@ StreamScanResponse ThreeEntryBatch() {
 
 TEST_CASE("codec: streamScan request round-trips", "[net][codec]") {
   {
-    auto r = RoundTrip(
-        StreamScanRequest{11, 5, ~uint64_t{0}, kCursor, 512, uint64_t{1} << 40, {}, 0});
+    auto r =
+        RoundTrip(StreamScanRequest{11, 5, ~uint64_t{0}, kCursor, 512, uint64_t{1} << 40, {}, 0});
     const auto& s = std::get<StreamScanRequest>(r.body);
     CHECK(s.stream_id == 11);
     CHECK(s.first == 5);
@@ -164,8 +164,7 @@ TEST_CASE("codec: streamRange request and response round-trip", "[net][codec]") 
   }
   {
     const auto out = std::get<StreamRangeResponse>(
-        RoundTrip(StreamRangeResponse{true, 12345, 67, uint64_t{9} << 33, true, 5, 0, 7, 11})
-            .body);
+        RoundTrip(StreamRangeResponse{true, 12345, 67, uint64_t{9} << 33, true, 5, 0, 7, 11}).body);
     CHECK(out.done);
     CHECK(out.copies == 12345);
     CHECK(out.tombstones == 67);

@@ -1,8 +1,8 @@
 // In-process hardening cases for the rebalancer (issue 9): a change of 200,000 ranges on a
 // bounded thread count, refusals before anything is committed, cancel by the joining node, a
 // failed change that keeps its counts, and a second driver death that fails the change.
-#include <catch2/catch.hpp>
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <fstream>
 #include <string>
@@ -31,7 +31,9 @@ int ThreadCount() {
 
 std::map<std::string, std::string> AddArgs(const InProcessCluster& c, uint32_t id,
                                            const std::string& rate_mb = "0") {
-  return {{"kind", "add"}, {"node_id", std::to_string(id)}, {"address", c.Address(id)},
+  return {{"kind", "add"},
+          {"node_id", std::to_string(id)},
+          {"address", c.Address(id)},
           {"rate_mb", rate_mb}};
 }
 
@@ -125,10 +127,9 @@ TEST_CASE("rebalance: joining a node of another cluster is refused before any co
   InProcessCluster b(0, ClusterParams{});
   REQUIRE(b.AddStandaloneNode().ok());
   REQUIRE(b.AddStandaloneNode().ok());
-  auto b_map = ClusterMap::Create(0xB0B, ClusterParams{},
-                                  {{1, b.Address(1), 1.0, NodeState::kUp},
-                                   {2, b.Address(2), 1.0, NodeState::kUp}},
-                                  1);
+  auto b_map = ClusterMap::Create(
+      0xB0B, ClusterParams{},
+      {{1, b.Address(1), 1.0, NodeState::kUp}, {2, b.Address(2), 1.0, NodeState::kUp}}, 1);
   REQUIRE(b_map.ok());
   for (uint32_t id : {1u, 2u}) {
     net::Request req;
@@ -246,9 +247,8 @@ TEST_CASE("rebalance: a second driver death while streaming fails the change, na
   // Driven by node 3; node 1 takes over when it dies (the lowest live id), then node 1 dies.
   REQUIRE(Admin(c, 3, "begin", AddArgs(c, 5, "1")).ok());
   c.StopNode(3);
-  const RebalanceReport taken = WaitFor(c, 2, [](const RebalanceReport& r) {
-    return r.driver == 1 && r.record.takeovers == 1;
-  });
+  const RebalanceReport taken = WaitFor(
+      c, 2, [](const RebalanceReport& r) { return r.driver == 1 && r.record.takeovers == 1; });
   CHECK(taken.record.state == ChangeState::kStreaming);
   c.StopNode(1);
   const RebalanceReport failed = WaitFor(

@@ -53,11 +53,11 @@ void Measure(PlacementMode mode, uint32_t size, uint32_t nodes) {
   t = std::chrono::steady_clock::now();
   REQUIRE(map->WithNodeLeaving(2).ok());
   const double leave = Ms(t);
-  std::cout << PlacementModeName(mode) << " size " << size << " nodes " << nodes
-            << ": create " << create << " ms, join " << join << " ms, encode " << encode
-            << " ms (" << bytes.size() << " bytes), decode " << decode << " ms, plan " << plan
-            << " ms, leave " << leave << " ms (" << all.size() << " ranges, " << moving.size() << " moving, "
-            << tasks.size() << " tasks)\n";
+  std::cout << PlacementModeName(mode) << " size " << size << " nodes " << nodes << ": create "
+            << create << " ms, join " << join << " ms, encode " << encode << " ms (" << bytes.size()
+            << " bytes), decode " << decode << " ms, plan " << plan << " ms, leave " << leave
+            << " ms (" << all.size() << " ranges, " << moving.size() << " moving, " << tasks.size()
+            << " tasks)\n";
 }
 
 }  // namespace
@@ -87,7 +87,8 @@ TEST_CASE("measure: placement cost by shard and vnode count", "[.measure]") {
   const char* only = std::getenv("SHARDKV_MEASURE");
   const std::string which = only ? only : "";
   if (which.empty() || which == "ring") {
-    for (uint32_t v : {1000u, 10000u, 20000u, 50000u, kMaxVnodes}) Measure(PlacementMode::kRing, v, 3);
+    for (uint32_t v : {1000u, 10000u, 20000u, 50000u, kMaxVnodes})
+      Measure(PlacementMode::kRing, v, 3);
   }
   if (which.empty() || which == "jump") {
     for (uint32_t s : {1024u, 8192u, kMaxShards}) {
