@@ -7,6 +7,11 @@
 // ClientOptions::max_retries times, on the next replica where that helps, and never past
 // ClientOptions::timeout_ms: an error reaches the caller instead of being retried forever.
 //
+// One cluster only: a client talks to the cluster ClientOptions::cluster_id names (or, with 0, to
+// the first one it reaches). A node of another cluster is refused, whether its map comes back
+// from a seed or it refuses a request as foreign; the error (Unavailable) names both ids, as in
+// "127.0.0.1:7000 belongs to cluster B, not cluster A". Requests fail over to other replicas.
+//
 // Semantics: last-write-wins by hybrid-logical-clock timestamp. Every request carries the newest
 // timestamp this client has seen, so a client's later write always wins over its earlier one.
 // Concurrent writes to one key from different clients keep the newer timestamp; the other is
@@ -42,9 +47,12 @@ class Client {
   using ValueCallback = std::function<void(StatusOr<std::string>)>;
   using WriteCallback = std::function<void(StatusOr<uint64_t>)>;
 
-  // Connects to the first reachable seed and fetches the cluster map. Unavailable (naming every
-  // seed tried) if none answers.
+  // Connects to the first reachable seed and fetches the cluster map. InvalidArgument for a
+  // seed that is no host:port; Unavailable (naming every seed tried) if no node of the
+  // expected cluster answers.
   static StatusOr<std::unique_ptr<Client>> Connect(ClientOptions options);
+  // The cluster id the client talks to (ClientOptions::cluster_id, or the adopted one).
+  uint64_t cluster_id() const;
   ~Client();
   Client(const Client&) = delete;
   Client& operator=(const Client&) = delete;

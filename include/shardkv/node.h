@@ -18,8 +18,11 @@ namespace shardkv {
 
 class Node {
  public:
-  // Opens (or creates) the store and starts listening. Errors: bad options, a data directory
-  // of an unknown format version, an address that cannot be bound.
+  // Opens (or creates) the store and starts listening. Errors: bad options (InvalidArgument,
+  // before anything is created; see ValidateNodeOptions), a data directory in use by another
+  // node, of an unknown format version, without a database or of another cluster while
+  // options.cluster_id is set (FailedPrecondition), too little free space (ResourceExhausted),
+  // an address that cannot be bound.
   static StatusOr<std::unique_ptr<Node>> Start(NodeOptions options);
 
   ~Node();  // Stop()s the node.

@@ -21,8 +21,24 @@ enum class Consistency : uint8_t {
 StatusOr<Consistency> ParseConsistency(std::string_view name);  // "one", "quorum", "all"
 std::string_view ConsistencyName(Consistency c);
 
+// The ranges NodeOptions (and shardkv-node's flags) accept; Node::Start refuses anything else
+// with InvalidArgument before it touches the data directory.
+inline constexpr uint32_t kMaxNodeId = uint32_t{1} << 30;
+inline constexpr int kMaxIoThreads = 64;
+inline constexpr size_t kMaxKeyBytesLimit = size_t{1} << 20;     // 1 MiB
+inline constexpr size_t kMaxValueBytesLimit = size_t{32} << 20;  // 32 MiB: fits in a 64 MiB frame
+inline constexpr uint64_t kMaxTombstoneGraceSeconds = uint64_t{1}
+                                                      << 40;  // the CLI passes up to this
+// Room in a frame for everything but the key and value (header, epoch, ids, timestamps).
+inline constexpr size_t kFrameOverheadBytes = size_t{64} << 10;
+
 struct NodeOptions {
   uint32_t id = 1;  // unique and stable within a cluster; never reuse one for a new node
+  // The cluster this node belongs to (0 = not known: a new node, or an embedded standalone one).
+  // When set, the node refuses to start on a data directory without a database (its data was
+  // lost: it must be rebuilt, not serve empty) or whose map is of another cluster, a rebuild
+  // accepts only maps of this cluster, and the node refuses adoption into another cluster.
+  uint64_t cluster_id = 0;
   // host:port to listen on. Port 0 picks a free port; the bound port is Node::port() and is
   // also written to <data_dir>/port so launchers and tests never race for ports.
   std::string listen = "127.0.0.1:0";
@@ -44,8 +60,20 @@ struct NodeOptions {
   bool rebuild = false;
 };
 
+// OK if Node::Start would accept `options`; otherwise InvalidArgument naming the bad field in
+// the words of shardkv-node's flags (it checks them with this before starting anything).
+Status ValidateNodeOptions(const NodeOptions& options);
+
 struct ClientOptions {
   std::vector<std::string> seeds;  // host:port of one or more nodes; REQUIRED
+  // The cluster this client may talk to. A node whose map has another cluster id is refused:
+  // never routed to, its map never adopted (a stopped cluster's ports may be taken by another
+  // one). 0 = adopt the id of the first node that answers, then refuse any other id for the
+  // rest of the client's life. Every request carries the id, and nodes refuse a foreign one.
+  uint64_t cluster_id = 0;
+  // How wrong-cluster errors explain where the expected id came from, e.g. "the cluster in
+  // /d": "127.0.0.1:7000 belongs to cluster B, not cluster A (the cluster in /d)". Optional.
+  std::string cluster_id_source;
   // Per operation: every attempt, retry and backoff fits within this.
   uint32_t timeout_ms = 5000;
   // A failed request is retried at most this many times (transient errors only).

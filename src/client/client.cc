@@ -4,6 +4,7 @@
 #include <map>
 
 #include "client/client_core.h"
+#include "net/rpc_client.h"
 
 namespace shardkv {
 namespace {
@@ -32,6 +33,12 @@ Client::~Client() { core_->Close(); }
 StatusOr<std::unique_ptr<Client>> Client::Connect(ClientOptions options) {
   if (options.seeds.empty()) return Status::InvalidArgument("no seed addresses given");
   if (options.max_retries < 0) return Status::InvalidArgument("max_retries must be >= 0");
+  // A malformed address is the caller's mistake, not an unreachable node: say so up front.
+  for (const std::string& seed : options.seeds) {
+    std::string host;
+    uint16_t port = 0;
+    SHARDKV_RETURN_IF_ERROR(net::ParseHostPort(seed, &host, &port));
+  }
   auto core = std::make_shared<Core>(std::move(options));
   Status s = core->RefreshMap();
   if (!s.ok()) {
@@ -44,6 +51,7 @@ StatusOr<std::unique_ptr<Client>> Client::Connect(ClientOptions options) {
 std::shared_ptr<const ClusterMap> Client::map() const { return core_->map(); }
 Status Client::RefreshMap() { return core_->RefreshMap(); }
 uint64_t Client::max_seen_timestamp() const { return core_->max_seen_ts(); }
+uint64_t Client::cluster_id() const { return core_->cluster_id(); }
 
 void Client::GetAsync(std::string key, ValueCallback done, Consistency c) {
   auto m = core_->map();

@@ -1,7 +1,10 @@
 #include "client/client_core.h"
 
 #include <algorithm>
+#include <charconv>
+#include <map>
 #include <optional>
+#include <vector>
 
 namespace shardkv {
 namespace {
@@ -18,6 +21,23 @@ bool Transient(const Status& s) {
     default:
       return false;
   }
+}
+
+// A node refusing a request for another cluster (src/node/kv_service.cc) says "request for
+// cluster X reached node N of cluster Y". Returns Y, or nullopt for any other error.
+std::optional<uint64_t> ForeignClusterIn(const Status& s) {
+  if (s.code() != Status::Code::kFailedPrecondition) return std::nullopt;
+  const std::string& m = s.message();
+  if (m.rfind("request for cluster ", 0) != 0) return std::nullopt;
+  const std::string marker = " of cluster ";
+  const size_t at = m.rfind(marker);
+  if (at == std::string::npos) return std::nullopt;
+  uint64_t id = 0;
+  const char* first = m.data() + at + marker.size();
+  const char* last = m.data() + m.size();
+  auto [ptr, ec] = std::from_chars(first, last, id);
+  if (ec != std::errc() || ptr == first) return std::nullopt;
+  return id;
 }
 
 }  // namespace
@@ -39,7 +59,31 @@ struct Client::Core::Attempt {
 
 Client::Core::Core(ClientOptions options)
     : options_(std::move(options)),
-      io_(std::make_shared<net::IoContext>(std::max(1, options_.io_threads), "shardkv-client")) {}
+      io_(std::make_shared<net::IoContext>(std::max(1, options_.io_threads), "shardkv-client")) {
+  cluster_id_.store(options_.cluster_id);
+}
+
+bool Client::Core::AcceptCluster(const std::string& address, uint64_t id) {
+  uint64_t expected = 0;
+  if (cluster_id_.compare_exchange_strong(expected, id)) {
+    std::lock_guard lock(mu_);
+    adopted_from_ = address;
+    return true;
+  }
+  return expected == id;
+}
+
+Status Client::Core::WrongCluster(const std::string& address, uint64_t theirs) const {
+  std::string source = options_.cluster_id_source;
+  if (source.empty()) {
+    std::lock_guard lock(mu_);
+    if (!adopted_from_.empty())
+      source = "the cluster this client first reached at " + adopted_from_;
+  }
+  return Status::Unavailable(address + " belongs to cluster " + std::to_string(theirs) +
+                             ", not cluster " + std::to_string(cluster_id()) +
+                             (source.empty() ? "" : " (" + source + ")"));
+}
 
 Client::Core::~Core() { Close(); }
 
@@ -111,6 +155,7 @@ void Client::Core::ObserveTimestamp(uint64_t ts) {
 void Client::Core::OfferMap(const std::string& encoded) {
   auto decoded = ClusterMap::Decode(encoded);
   if (!decoded.ok()) return;  // a bad map in a reply is ignored; the reply itself still counts
+  if (decoded->cluster_id() != cluster_id()) return;  // never another cluster's map
   std::lock_guard lock(mu_);
   if (!map_ || (decoded->cluster_id() == map_->cluster_id() && decoded->epoch() > map_->epoch())) {
     map_ = std::make_shared<const ClusterMap>(std::move(decoded).value());
@@ -129,9 +174,10 @@ Status Client::Core::RefreshMap() {
   }
   if (candidates.empty()) return Status::InvalidArgument("no seed addresses given");
   std::string errors;
+  std::map<uint64_t, std::vector<std::string>> foreign;  // cluster id -> addresses
   // A first map from a lone node (a fresh node nobody adopted yet, say one left behind by an
   // interrupted add-node) is used only if no seed belongs to a real cluster.
-  std::optional<ClusterMap> lone;
+  std::optional<std::pair<std::string, ClusterMap>> lone;  // (address, map)
   const bool first_map = map() == nullptr;
   for (const std::string& address : candidates) {
     net::RpcClient* rpc = Rpc(address);
@@ -145,16 +191,26 @@ Status Client::Core::RefreshMap() {
       if (body == nullptr) {
         s = Status::Corruption(address + ": unexpected reply to get-cluster-map");
       } else {
-        ObserveTimestamp(reply->ts);
         auto decoded = ClusterMap::Decode(body->map);
+        const uint64_t expected = cluster_id();
+        if (decoded.ok() && expected != 0 && decoded->cluster_id() != expected) {
+          MarkSuspect(address);
+          foreign[decoded->cluster_id()].push_back(address);
+          continue;
+        }
+        ObserveTimestamp(reply->ts);
         if (decoded.ok() && first_map && decoded->nodes().size() == 1 && candidates.size() > 1) {
-          if (!lone) lone = *decoded;
+          if (!lone) lone = std::make_pair(address, *decoded);
+          continue;
+        }
+        if (decoded.ok() && !AcceptCluster(address, decoded->cluster_id())) {
+          // Another refresh adopted a different id meanwhile.
+          foreign[decoded->cluster_id()].push_back(address);
           continue;
         }
         if (decoded.ok()) {
           std::lock_guard lock(mu_);
-          if (!map_ || map_->cluster_id() != decoded->cluster_id() ||
-              decoded->epoch() >= map_->epoch()) {
+          if (!map_ || decoded->epoch() >= map_->epoch()) {
             map_ = std::make_shared<const ClusterMap>(std::move(decoded).value());
           }
           return Status::OK();
@@ -165,10 +221,25 @@ Status Client::Core::RefreshMap() {
     if (!errors.empty()) errors += "; ";
     errors += s.message();
   }
-  if (lone) {
+  if (lone && AcceptCluster(lone->first, lone->second.cluster_id())) {
     std::lock_guard lock(mu_);
-    if (!map_) map_ = std::make_shared<const ClusterMap>(std::move(*lone));
+    if (!map_) map_ = std::make_shared<const ClusterMap>(std::move(lone->second));
     return Status::OK();
+  }
+  if (!foreign.empty()) {
+    // "A and B belong to cluster X, not cluster Y (...)": the wrong-cluster answers first, as
+    // they explain why nothing of the expected cluster answered.
+    std::string message;
+    for (const auto& [theirs, addresses] : foreign) {
+      std::string who;
+      for (size_t i = 0; i < addresses.size(); ++i) {
+        who += (i == 0 ? "" : i + 1 == addresses.size() ? " and " : ", ") + addresses[i];
+      }
+      std::string one = WrongCluster(who, theirs).message();
+      if (addresses.size() > 1) one.replace(who.size(), 8, " belong");  // " belongs"
+      message += (message.empty() ? "" : "; ") + one;
+    }
+    return Status::Unavailable(message + (errors.empty() ? "" : "; other nodes: " + errors));
   }
   return Status::Unavailable("no node answered (" + errors + ")");
 }
@@ -208,10 +279,10 @@ void Client::Core::Dispatch(std::shared_ptr<Attempt> attempt) {
   }
   attempt->address = address;
   net::Request& req = attempt->request;
-  if (current) {
-    req.epoch = current->epoch();
-    req.cluster_id = current->cluster_id();
-  }
+  if (current) req.epoch = current->epoch();
+  // The node refuses a request for another cluster (nonzero id): the check that matters when
+  // this client's cluster stopped and another one took its ports.
+  req.cluster_id = cluster_id();
   req.client_ts = max_seen_ts();
   ++attempt->tries;
   net::RpcClient* rpc = Rpc(address);
@@ -239,14 +310,28 @@ void Client::Core::Dispatch(std::shared_ptr<Attempt> attempt) {
 void Client::Core::OnReply(std::shared_ptr<Attempt> attempt, StatusOr<net::Response> reply) {
   Status error;
   if (reply.ok()) {
-    ObserveTimestamp(reply->ts);
-    if (!reply->cluster_map.empty()) OfferMap(reply->cluster_map);
     error = reply->status();
-    if (error.ok() || !Transient(error)) {
+    const std::optional<uint64_t> theirs = ForeignClusterIn(error);
+    if (!theirs) {  // another cluster's clock and map are nothing to this client
+      ObserveTimestamp(reply->ts);
+      if (!reply->cluster_map.empty()) OfferMap(reply->cluster_map);
+    }
+    if (theirs) {
+      // The node belongs to another cluster (say, it took a stopped cluster's port, or it lost
+      // its data and started afresh): skip it, like an unreachable node, and say so.
+      MarkSuspect(attempt->address);
+      error = WrongCluster(attempt->address, *theirs);
+      attempt->server_error = error;
+      if (!attempt->fixed_address.empty()) {
+        attempt->done(std::move(error));
+        return;
+      }
+    } else if (error.ok() || !Transient(error)) {
       attempt->done(std::move(reply));
       return;
+    } else {
+      attempt->server_error = error;
     }
-    attempt->server_error = error;
   } else {
     error = reply.status();
     if (error.code() == Status::Code::kUnavailable || error.code() == Status::Code::kTimeout) {

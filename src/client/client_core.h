@@ -3,7 +3,9 @@
 // It keeps the current cluster map (replaced whole when a newer one arrives), one RpcClient per
 // node address over a shared IoContext, and the newest HLC timestamp seen. Send() routes a
 // request by token, fills in the request header, and retries transient failures on the next
-// replica, at most max_retries times and never past the deadline.
+// replica, at most max_retries times and never past the deadline. It talks to one cluster only
+// (ClientOptions::cluster_id): a map or a refusal from a node of another cluster makes that node
+// a suspect to skip, and the caller gets an error naming both cluster ids.
 //
 // Thread-safety: all methods are thread-safe.
 #pragma once
@@ -43,6 +45,7 @@ class Client::Core : public std::enable_shared_from_this<Client::Core> {
             ResponseCallback done);
 
   std::shared_ptr<const ClusterMap> map() const;
+  uint64_t cluster_id() const { return cluster_id_.load(); }
   uint64_t max_seen_ts() const { return max_seen_ts_.load(std::memory_order_relaxed); }
   const ClientOptions& options() const { return options_; }
   net::Consistency WireConsistency(Consistency c) const;
@@ -58,6 +61,12 @@ class Client::Core : public std::enable_shared_from_this<Client::Core> {
   bool Suspect(const std::string& address);
   void MarkSuspect(const std::string& address);
   void OfferMap(const std::string& encoded);
+  // True if a map of cluster `id` from `address` may be used: `id` is the expected cluster, or
+  // no id is expected yet and this one is adopted. Otherwise remembers `address` as foreign.
+  bool AcceptCluster(const std::string& address, uint64_t id);
+  // The error for `address` answering for cluster `theirs`: names both ids (Unavailable, since
+  // the cluster the caller wants is not what answers there).
+  Status WrongCluster(const std::string& address, uint64_t theirs) const;
 
   const ClientOptions options_;
   std::shared_ptr<net::IoContext> io_;
@@ -69,6 +78,11 @@ class Client::Core : public std::enable_shared_from_this<Client::Core> {
   // node does not cost every request a timeout.
   std::map<std::string, Clock::time_point> suspect_until_;  // GUARDED_BY(mu_)
   bool closed_ = false;                                     // GUARDED_BY(mu_)
+  // Where an adopted cluster id came from (ClientOptions::cluster_id was 0), for errors.
+  std::string adopted_from_;  // GUARDED_BY(mu_)
+
+  // The cluster this client talks to: ClientOptions::cluster_id, or the first one adopted.
+  std::atomic<uint64_t> cluster_id_{0};
 
   std::atomic<uint64_t> max_seen_ts_{0};
 };

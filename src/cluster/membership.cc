@@ -153,6 +153,11 @@ net::ResponseBody Membership::Install(const net::InstallMapRequest& request) {
   }
   Status s;
   if (request.adopt) {
+    if (options_.cluster_id != 0 && offered->cluster_id() != options_.cluster_id) {
+      return Error(Status::FailedPrecondition(
+          "node " + std::to_string(options_.self_id) + " was started as a member of cluster " +
+          std::to_string(options_.cluster_id) + ", not " + std::to_string(offered->cluster_id())));
+    }
     const bool standalone =
         current && current->nodes().size() == 1 && current->nodes().front().id == options_.self_id;
     if (current && !standalone && current->cluster_id() != offered->cluster_id()) {

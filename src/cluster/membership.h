@@ -36,6 +36,9 @@ namespace shardkv {
 
 struct MembershipOptions {
   uint32_t self_id = 0;
+  // The cluster this node was started for (NodeOptions::cluster_id); 0 = any. Adoption into
+  // another cluster is refused.
+  uint64_t cluster_id = 0;
   std::chrono::milliseconds gossip_interval{1000};
   std::chrono::milliseconds ping_timeout{500};
   std::chrono::milliseconds barrier_timeout{5000};

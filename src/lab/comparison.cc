@@ -71,6 +71,12 @@ StatusOr<std::vector<Configuration>> ExpandConfigurations(const CompareOptions& 
     }
   }
 
+  if (options.maglev_table_size > CompareOptions::kMaxMaglevTable) {
+    return Status::InvalidArgument("--maglev-table must be at most " +
+                                   std::to_string(CompareOptions::kMaxMaglevTable) + ", got " +
+                                   std::to_string(options.maglev_table_size));
+  }
+
   std::vector<Configuration> out;
   for (Algorithm a : algorithms) {
     if (a == Algorithm::kKetama) {
@@ -210,6 +216,20 @@ StatusOr<CompareReport> RunComparison(const CompareOptions& options,
                                       const LabMembership& membership, const KeySet& keys,
                                       const ProgressFn& progress) {
   SHARDKV_ASSIGN_OR_RETURN(std::vector<Configuration> configs, ExpandConfigurations(options));
+  // Refused before anything is built: a ring too large for memory would otherwise be found
+  // only after minutes of work, or by the OOM killer.
+  double weight = membership.added.weight;
+  for (const NodeSpec& n : membership.nodes) weight += n.weight;
+  for (const Configuration& c : configs) {
+    const double points = weight * c.vnodes;
+    if (c.algorithm == Algorithm::kRing && points > CompareOptions::kMaxRingPoints) {
+      return Status::InvalidArgument(
+          "a ring of " + std::to_string(static_cast<uint64_t>(points)) +
+          " points (total weight x vnodes) exceeds the lab's limit of " +
+          std::to_string(static_cast<uint64_t>(CompareOptions::kMaxRingPoints)) +
+          "; use fewer --vnodes or nodes");
+    }
+  }
   CompareReport report;
   report.keys_description = keys.description();
   report.key_count = keys.size();

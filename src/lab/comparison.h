@@ -43,7 +43,14 @@ struct Configuration {
 };
 
 struct CompareOptions {
+  // Limits chosen so that any one of them at its maximum (the others at their defaults) runs
+  // within a minute on a 2-core machine (tests/integration/hardening_limits_test.cc).
   static constexpr int kMaxVnodes = 100000;
+  // Ring points (sum of weights x vnodes, added node included) one ring may have: about 16 bytes
+  // each plus build time; 10 M builds in seconds, 10^9 (--nodes 10000 --vnodes 100000) would
+  // exhaust memory.
+  static constexpr double kMaxRingPoints = 10'000'000;
+  static constexpr uint32_t kMaxMaglevTable = 1'000'003;  // a prime
 
   std::vector<Algorithm> algorithms;   // empty = all six
   std::vector<hash::HashKind> hashes;  // empty = {xxh3}
@@ -53,7 +60,8 @@ struct CompareOptions {
 
 // Expands the cross product in the order algorithms x vnodes x hashes. vnodes apply to the ring
 // only, and ketama always hashes with MD5 (it is libmemcached-compatible), so both collapse;
-// duplicates are dropped. Errors: a vnode count < 1 or above kMaxVnodes.
+// duplicates are dropped. Errors: a vnode count < 1 or above kMaxVnodes, a Maglev table above
+// kMaxMaglevTable.
 StatusOr<std::vector<Configuration>> ExpandConfigurations(const CompareOptions& options);
 
 struct Movement {

@@ -4,11 +4,18 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "lab/int_pattern.h"
 
 namespace shardkv::lab {
 namespace {
+
+std::string FormatWeight(double w) {
+  std::ostringstream out;
+  out << w;
+  return out.str();
+}
 
 // Reads up to `limit` + 1 names: the extra one, if present, becomes the added node.
 StatusOr<std::vector<std::string>> ReadNames(const std::string& path, size_t limit) {
@@ -78,6 +85,18 @@ StatusOr<LabMembership> LabMembership::Build(const MembershipSpec& spec) {
     }
   }
   if (spec.added_weight != 1.0) m.weighted = true;
+  for (double w : spec.weights) {
+    if (w > MembershipSpec::kMaxWeight) {
+      return Status::InvalidArgument("--weights: a weight must be at most " +
+                                     FormatWeight(MembershipSpec::kMaxWeight) + ", got " +
+                                     FormatWeight(w));
+    }
+  }
+  if (spec.added_weight > MembershipSpec::kMaxWeight) {
+    return Status::InvalidArgument("--add-weight must be at most " +
+                                   FormatWeight(MembershipSpec::kMaxWeight) + ", got " +
+                                   FormatWeight(spec.added_weight));
+  }
   SHARDKV_RETURN_IF_ERROR(ValidateNodes(m.nodes).WithContext("nodes"));
   std::vector<NodeSpec> grown = m.nodes;
   grown.push_back(m.added);

@@ -17,7 +17,10 @@ namespace shardkv::lab {
 struct MembershipSpec {
   static constexpr int kDefaultNodes = 10;
   static constexpr const char* kDefaultNamePattern = "cache-%02d";
-  static constexpr int kMaxNodes = 100000;
+  // At most this many nodes, each weight in (0, kMaxWeight]: any one at its maximum runs within a
+  // minute (jump and ketama register a node once per unit of weight).
+  static constexpr int kMaxNodes = 2000;
+  static constexpr double kMaxWeight = 1000;
 
   // A pattern if it contains '%', else a file of names.
   std::string names = kDefaultNamePattern;

@@ -6,6 +6,7 @@
 
 #include "rebalance/stream_sink.h"
 #include "rebalance/stream_source.h"
+#include "storage/disk_space.h"
 
 namespace shardkv {
 namespace {
@@ -20,6 +21,19 @@ static_assert(std::variant_size_v<net::RequestBody> == kOpNames.size(),
               "name every request op for stats");
 
 net::ResponseBody Error(const Status& s) { return net::ErrorResponse{s.code(), s.message()}; }
+
+// A full disk reaches a client wrapped in whatever was being written when it struck ("persisting
+// HLC ceiling: writing HLC ceiling: ..."): jargon that hides the one fact that matters. Cut it
+// down to the storage's plain "no space left on device on node N". A quorum failure that names
+// the full replica in parentheses keeps its whole message: it also says what else failed.
+void PlainNoSpace(net::ResponseBody* body) {
+  auto* e = std::get_if<net::ErrorResponse>(body);
+  if (e == nullptr) return;
+  const size_t at = e->message.find(kNoSpaceMessage);
+  if (at == 0 || at == std::string::npos) return;
+  if (e->message.find('(') < at) return;
+  e->message.erase(0, at);
+}
 
 Status StatusOf(const net::ResponseBody& body) {
   if (const auto* e = std::get_if<net::ErrorResponse>(&body)) return e->ToStatus();
@@ -83,6 +97,7 @@ void KvService::Handle(net::Request request, std::function<void(net::Response)> 
     const auto micros = std::chrono::duration_cast<std::chrono::microseconds>(
                             std::chrono::steady_clock::now() - start)
                             .count();
+    if (op >= 1 && op <= 5) PlainNoSpace(&body);
     d_.stats->RecordRequest(op, static_cast<uint64_t>(micros), StatusOf(body));
     response.body = std::move(body);
     done(std::move(response));
@@ -332,6 +347,8 @@ net::ResponseBody KvService::Stats() {
     out.counters["keys_approx"] = static_cast<int64_t>(range->approximate_keys);
     out.counters["bytes_approx"] = static_cast<int64_t>(range->approximate_bytes);
   }
+  out.counters["storage_io_errors"] = static_cast<int64_t>(d_.storage->io_errors());
+  out.gauges["disk_full"] = d_.storage->disk_full() ? 1.0 : 0.0;
   out.gauges["latency_p50_us"] = static_cast<double>(d_.stats->latency().Percentile(0.50));
   out.gauges["latency_p99_us"] = static_cast<double>(d_.stats->latency().Percentile(0.99));
   out.gauges["latency_p999_us"] = static_cast<double>(d_.stats->latency().Percentile(0.999));

@@ -1,9 +1,14 @@
 #include "shardkv/node.h"
 
+#include <fcntl.h>
 #include <spdlog/spdlog.h>
+#include <sys/file.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -17,6 +22,7 @@
 #include "cluster/peer_pool.h"
 #include "net/server.h"
 #include "node/kv_service.h"
+#include "node/node_options.h"
 #include "node/node_stats.h"
 #include "rebalance/rebalancer.h"
 #include "rebalance/reconciler.h"
@@ -49,11 +55,16 @@ class Node::Impl {
 
  private:
   Status WritePortFile();
+  Status LockDataDir();
+  Status CheckIdentity();
+  Status NoDatabaseError() const;
   Status LoadOrBootstrapMap();
   Status Rebuild();
 
   NodeOptions options_;
   std::string host_;
+  int lock_fd_ = -1;
+  bool started_ = false;  // Start() completed
   std::unique_ptr<Storage> storage_;
   std::unique_ptr<MapStore> maps_;
   std::unique_ptr<HintStore> hints_;
@@ -76,38 +87,22 @@ class Node::Impl {
 
 namespace {
 
-// Splits "host:port"; the host may be empty (meaning 127.0.0.1) or a bracketed IPv6 address.
-Status ParseListen(const std::string& listen, std::string* host, uint16_t* port) {
-  const size_t colon = listen.rfind(':');
-  if (colon == std::string::npos) {
-    return Status::InvalidArgument("listen address '" + listen + "' is not host:port");
-  }
-  *host = listen.substr(0, colon);
-  if (host->empty()) *host = "127.0.0.1";
-  if (host->size() > 2 && host->front() == '[' && host->back() == ']') {
-    *host = host->substr(1, host->size() - 2);
-  }
-  const std::string p = listen.substr(colon + 1);
-  if (p.empty() || p.size() > 5 || p.find_first_not_of("0123456789") != std::string::npos ||
-      std::stoul(p) > 65535) {
-    return Status::InvalidArgument("listen address '" + listen + "' has a bad port");
-  }
-  *port = static_cast<uint16_t>(std::stoul(p));
-  return Status::OK();
-}
+// Held (flock) for the node's lifetime: two nodes on one data directory would share a port file
+// and fight over RocksDB's own lock with a less helpful message.
+constexpr char kLockFile[] = "node.lock";
 
 }  // namespace
 
 Status Node::Impl::Start() {
-  if (options_.data_dir.empty()) return Status::InvalidArgument("a data directory is required");
   uint16_t port = 0;
-  SHARDKV_RETURN_IF_ERROR(ParseListen(options_.listen, &host_, &port));
+  SHARDKV_RETURN_IF_ERROR(ParseHostPort(options_.listen, "--listen", &host_, &port));
   std::error_code ec;
   fs::create_directories(options_.data_dir, ec);
   if (ec) {
     return Status::IOError("cannot create data directory " + options_.data_dir + ": " +
                            ec.message());
   }
+  SHARDKV_RETURN_IF_ERROR(LockDataDir());
 
   StorageOptions so;
   so.sync = options_.sync;
@@ -121,10 +116,15 @@ Status Node::Impl::Start() {
   so.block_cache_bytes = options_.block_cache_bytes;
   so.max_key_bytes = options_.max_key_bytes;
   so.max_value_bytes = options_.max_value_bytes;
+  // A member of a known cluster must never start a fresh database: its data was lost, and
+  // serving empty would answer "not found" for a third of the keys (findings row 7).
+  so.create_if_missing = options_.cluster_id == 0 || options_.rebuild;
   auto storage = Storage::Open((fs::path(options_.data_dir) / "db").string(), so);
+  if (!storage.ok() && storage.status().IsNotFound()) return NoDatabaseError();
   if (!storage.ok()) return storage.status().WithContext("opening " + options_.data_dir);
   storage_ = std::move(storage).value();
   maps_ = std::make_unique<MapStore>(storage_.get());
+  SHARDKV_RETURN_IF_ERROR(CheckIdentity());
 
   hints_ = std::make_unique<HintStore>(storage_.get(), options_.tombstone_grace_ms, [] {
     return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -139,6 +139,7 @@ Status Node::Impl::Start() {
       std::make_shared<Coordinator>(co, storage_.get(), maps_.get(), peers_.get(), hints_.get());
   MembershipOptions mo;
   mo.self_id = options_.id;
+  mo.cluster_id = options_.cluster_id;
   membership_ =
       std::make_unique<Membership>(mo, maps_.get(), peers_.get(), coordinator_, hints_.get());
 
@@ -198,6 +199,51 @@ Status Node::Impl::Start() {
   service_->SetReady(true);
   SHARDKV_RETURN_IF_ERROR(WritePortFile());
   spdlog::info("node {} listening on {} (data {})", options_.id, address(), options_.data_dir);
+  started_ = true;
+  return Status::OK();
+}
+
+Status Node::Impl::LockDataDir() {
+  const std::string path = (fs::path(options_.data_dir) / kLockFile).string();
+  lock_fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (lock_fd_ < 0) return Status::IOError("cannot open " + path + ": " + std::strerror(errno));
+  if (::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    ::close(lock_fd_);
+    lock_fd_ = -1;
+    if (err == EWOULDBLOCK) {
+      return Status::FailedPrecondition("data directory " + options_.data_dir +
+                                        " is in use by another process (lock held)");
+    }
+    return Status::IOError("cannot lock " + path + ": " + std::strerror(err));
+  }
+  return Status::OK();
+}
+
+Status Node::Impl::NoDatabaseError() const {
+  return Status::FailedPrecondition(
+      "data directory " + options_.data_dir + " holds no database, but this node is member " +
+      std::to_string(options_.id) + " of cluster " + std::to_string(options_.cluster_id) +
+      "; it must not start empty: rebuild it with `shardkv cluster start-node " +
+      std::to_string(options_.id) + " --rebuild`");
+}
+
+Status Node::Impl::CheckIdentity() {
+  if (options_.cluster_id == 0 || options_.rebuild) return Status::OK();
+  Status loaded = maps_->Load();
+  // A database without a map: the node died between creating its store and its first map, or
+  // the map was lost; either way it holds nothing it could serve as a member.
+  if (loaded.IsNotFound()) return NoDatabaseError();
+  if (!loaded.ok()) return loaded.WithContext("loading the cluster map");
+  const uint64_t stored = maps_->Current()->cluster_id();
+  if (stored != options_.cluster_id) {
+    return Status::FailedPrecondition(
+        "data directory " + options_.data_dir + " holds a database of cluster " +
+        std::to_string(stored) + ", but this node is member " + std::to_string(options_.id) +
+        " of cluster " + std::to_string(options_.cluster_id) +
+        "; refusing to start (rebuild it with `shardkv cluster start-node " +
+        std::to_string(options_.id) + " --rebuild`)");
+  }
   return Status::OK();
 }
 
@@ -227,11 +273,11 @@ Status Node::Impl::LoadOrBootstrapMap() {
 }
 
 Status Node::Impl::Rebuild() {
-  if (options_.seeds.empty()) return Status::InvalidArgument("--rebuild needs --seeds");
   // Whatever is left locally is older than the tombstone grace: keeping it could resurrect
   // deletes whose tombstones the others already collected.
   SHARDKV_RETURN_IF_ERROR(storage_->DeleteRange(TokenRange{0, UINT64_MAX}));
   std::optional<ClusterMap> newest;
+  size_t foreign = 0;  // seeds of another cluster
   for (const std::string& seed : options_.seeds) {
     net::Request req;
     req.body = net::GetClusterMapRequest{};
@@ -240,7 +286,19 @@ Status Node::Impl::Rebuild() {
     const auto* body = std::get_if<net::GetClusterMapResponse>(&reply->body);
     if (body == nullptr) continue;
     auto map = ClusterMap::Decode(body->map);
-    if (map.ok() && (!newest || map->epoch() > newest->epoch())) newest = *map;
+    if (!map.ok()) continue;
+    if (options_.cluster_id != 0 && map->cluster_id() != options_.cluster_id) {
+      spdlog::warn("rebuild: seed {} is in cluster {}, not {}; ignoring it", seed,
+                   map->cluster_id(), options_.cluster_id);
+      ++foreign;
+      continue;
+    }
+    if (!newest || map->epoch() > newest->epoch()) newest = *map;
+  }
+  if (!newest && foreign > 0) {
+    return Status::FailedPrecondition("rebuild: no seed is in cluster " +
+                                      std::to_string(options_.cluster_id) + " (" +
+                                      std::to_string(foreign) + " answered for another cluster)");
   }
   if (!newest) return Status::Unavailable("rebuild: no seed answered with a cluster map");
   const ClusterNode* self = newest->FindNode(options_.id);
@@ -296,13 +354,20 @@ void Node::Impl::Stop() {
     s = storage_->Close();
     if (!s.ok()) spdlog::warn("node {}: close: {}", options_.id, s.ToString());
   }
-  spdlog::info("node {} stopped", options_.id);
+  if (lock_fd_ >= 0) {
+    ::close(lock_fd_);  // releases the flock
+    lock_fd_ = -1;
+  }
+  // After a failed Start() this is cleanup, not the stop of a running node: saying "stopped"
+  // before the caller reports why it could not start reads as if it had run.
+  if (started_) spdlog::info("node {} stopped", options_.id);
   std::lock_guard lock(mu_);
   stopped_ = true;
   stopped_cv_.notify_all();
 }
 
 StatusOr<std::unique_ptr<Node>> Node::Start(NodeOptions options) {
+  SHARDKV_RETURN_IF_ERROR(ValidateNodeOptions(options));
   auto impl = std::make_unique<Impl>(std::move(options));
   Status s = impl->Start();
   if (!s.ok()) {

@@ -13,6 +13,7 @@
 #include <system_error>
 #include <utility>
 
+#include "storage/disk_space.h"
 #include "storage/storage_rep.h"
 
 namespace shardkv {
@@ -173,8 +174,7 @@ StatusOr<std::unique_ptr<Storage>> Storage::Open(const std::string& path, Storag
   db_options.create_missing_column_families = !existing;
   db_options.max_background_jobs = options.max_background_jobs;
   db_options.bytes_per_sync = size_t{1} << 20;
-  db_options.keep_log_file_num = 4;
-  db_options.max_log_file_size = size_t{16} << 20;
+  db_options.info_log = NewRocksLogger();
 
   std::vector<rocksdb::ColumnFamilyDescriptor> descriptors = {
       {rocksdb::kDefaultColumnFamilyName, small_options},
@@ -184,8 +184,20 @@ StatusOr<std::unique_ptr<Storage>> Storage::Open(const std::string& path, Storag
   };
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   rocksdb::DB* raw = nullptr;
-  SHARDKV_RETURN_IF_ERROR(FromRocks(
-      rocksdb::DB::Open(db_options, path, descriptors, &handles, &raw), "opening " + path));
+  // A full disk can make RocksDB's open die on an internal assertion, so refuse first.
+  SHARDKV_ASSIGN_OR_RETURN(const uint64_t free_bytes, FreeBytes(path));
+  SHARDKV_RETURN_IF_ERROR(CheckFreeSpaceForStart(path, free_bytes));
+  rocksdb::Status opened = rocksdb::DB::Open(db_options, path, descriptors, &handles, &raw);
+  if (opened.IsNoSpace()) {
+    return Status::ResourceExhausted("no space left on device in " + path + ": " +
+                                     opened.ToString());
+  }
+  if (opened.IsIOError() && opened.ToString().find("lock") != std::string::npos) {
+    // RocksDB says "While lock file: .../LOCK: Resource temporarily unavailable".
+    return Status::FailedPrecondition("database directory " + path +
+                                      " is in use by another process (lock held)");
+  }
+  SHARDKV_RETURN_IF_ERROR(FromRocks(opened, "opening " + path));
   rep->db.reset(raw);
   rep->default_cf = handles[0];
   rep->data_cf = handles[1];
@@ -208,11 +220,11 @@ StatusOr<std::unique_ptr<Storage>> Storage::Open(const std::string& path, Storag
       }
     }
     SHARDKV_RETURN_IF_ERROR(
-        FromRocks(rep->db->Put(rep->meta_write_options, rep->meta_cf, kFormatVersionKey,
-                               std::to_string(kStorageFormatVersion)),
-                  "stamping format version in " + path));
+        rep->Write(rep->db->Put(rep->meta_write_options, rep->meta_cf, kFormatVersionKey,
+                                std::to_string(kStorageFormatVersion)),
+                   "stamping format version in " + path));
   } else if (!rs.ok()) {
-    return FromRocks(rs, "reading format version of " + path);
+    return rep->Read(rs, "reading format version of " + path);
   } else {
     uint64_t v = 0;
     if (!ParseU64(version, &v)) {
@@ -236,7 +248,7 @@ StatusOr<std::unique_ptr<Storage>> Storage::Open(const std::string& path, Storag
       return Status::Corruption(path + " has an unreadable HLC ceiling '" + ceiling_text + "'");
     }
   } else if (!rs.IsNotFound()) {
-    return FromRocks(rs, "reading HLC ceiling of " + path);
+    return rep->Read(rs, "reading HLC ceiling of " + path);
   }
   HlcOptions hlc;
   hlc.max_clock_offset_ms = options.max_clock_offset_ms;
@@ -245,7 +257,7 @@ StatusOr<std::unique_ptr<Storage>> Storage::Open(const std::string& path, Storag
   hlc.initial_floor = ceiling;
   Rep* r = rep.get();
   hlc.persist_ceiling = [r](uint64_t new_ceiling) {
-    return FromRocks(
+    return r->Write(
         r->db->Put(r->meta_write_options, r->meta_cf, kHlcCeilingKey, std::to_string(new_ceiling)),
         "writing HLC ceiling");
   };
@@ -304,9 +316,9 @@ StatusOr<WriteResult> Storage::LwwWrite(uint64_t token, std::string_view key, Ve
       return result;
     }
   } else if (!rs.IsNotFound()) {
-    return FromRocks(rs, "reading before write");
+    return rep_->Read(rs, "reading before write");
   }
-  SHARDKV_RETURN_IF_ERROR(FromRocks(
+  SHARDKV_RETURN_IF_ERROR(rep_->Write(
       rep_->db->Put(rep_->data_write_options, rep_->data_cf, stored_key, encoded), "writing data"));
   result.outcome = WriteOutcome::kApplied;
   return result;
@@ -337,7 +349,7 @@ StatusOr<Envelope> Storage::GetEnvelope(uint64_t token, std::string_view key) {
   rocksdb::PinnableSlice value;
   rocksdb::Status rs = rep_->db->Get(rocksdb::ReadOptions(), rep_->data_cf, stored_key, &value);
   if (rs.IsNotFound()) return Status::NotFound("key not found");
-  SHARDKV_RETURN_IF_ERROR(FromRocks(rs, "reading data"));
+  SHARDKV_RETURN_IF_ERROR(rep_->Read(rs, "reading data"));
   EnvelopeView view;
   SHARDKV_RETURN_IF_ERROR(DecodeEnvelope(ToView(value), &view));
   return view.ToEnvelope();
@@ -376,7 +388,7 @@ std::vector<StatusOr<Envelope>> Storage::MultiGetEnvelopes(const std::vector<Key
       continue;
     }
     if (!statuses[i].ok()) {
-      out.emplace_back(FromRocks(statuses[i], "reading data"));
+      out.emplace_back(rep_->Read(statuses[i], "reading data"));
       continue;
     }
     EnvelopeView view;
@@ -425,8 +437,8 @@ Status Storage::PutAux(AuxColumn column, std::string_view key, std::string_view 
   }
   const auto& wo =
       column == AuxColumn::kMeta && sync ? rep_->meta_write_options : rep_->data_write_options;
-  return FromRocks(rep_->db->Put(wo, rep_->AuxHandle(column), ToSlice(key), ToSlice(value)),
-                   "writing aux record");
+  return rep_->Write(rep_->db->Put(wo, rep_->AuxHandle(column), ToSlice(key), ToSlice(value)),
+                     "writing aux record");
 }
 
 StatusOr<std::string> Storage::GetAux(AuxColumn column, std::string_view key) {
@@ -435,7 +447,7 @@ StatusOr<std::string> Storage::GetAux(AuxColumn column, std::string_view key) {
   rocksdb::Status rs =
       rep_->db->Get(rocksdb::ReadOptions(), rep_->AuxHandle(column), ToSlice(key), &value);
   if (rs.IsNotFound()) return Status::NotFound("aux key not found");
-  SHARDKV_RETURN_IF_ERROR(FromRocks(rs, "reading aux record"));
+  SHARDKV_RETURN_IF_ERROR(rep_->Read(rs, "reading aux record"));
   return value;
 }
 
@@ -445,8 +457,8 @@ Status Storage::DeleteAux(AuxColumn column, std::string_view key) {
     return Status::InvalidArgument("meta keys starting with 'storage/' are reserved");
   }
   const auto& wo = column == AuxColumn::kMeta ? rep_->meta_write_options : rep_->data_write_options;
-  return FromRocks(rep_->db->Delete(wo, rep_->AuxHandle(column), ToSlice(key)),
-                   "deleting aux record");
+  return rep_->Write(rep_->db->Delete(wo, rep_->AuxHandle(column), ToSlice(key)),
+                     "deleting aux record");
 }
 
 StatusOr<std::vector<std::pair<std::string, std::string>>> Storage::ScanAux(AuxColumn column,
@@ -465,7 +477,7 @@ StatusOr<std::vector<std::pair<std::string, std::string>>> Storage::ScanAux(AuxC
     if (!key.starts_with(prefix)) break;
     out.emplace_back(std::string(key), it->value().ToString());
   }
-  SHARDKV_RETURN_IF_ERROR(FromRocks(it->status(), "scanning aux records"));
+  SHARDKV_RETURN_IF_ERROR(rep_->Read(it->status(), "scanning aux records"));
   return out;
 }
 

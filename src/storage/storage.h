@@ -232,6 +232,14 @@ class Storage {
   // Tombstones collected by compaction since Open.
   uint64_t TombstonesDropped() const;
 
+  // ---- Health -----------------------------------------------------------------------------
+
+  // True while the most recent write failed for lack of space (ENOSPC). The first such failure
+  // is logged once, and the first write to succeed afterwards logs that writes work again.
+  bool disk_full() const;
+  // RocksDB I/O errors (reads and writes) since Open.
+  uint64_t io_errors() const;
+
   // ---- meta and hints ---------------------------------------------------------------------
 
   // Keys starting with kReservedMetaPrefix belong to Storage: writing them is InvalidArgument.

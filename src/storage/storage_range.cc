@@ -69,7 +69,7 @@ StatusOr<ScanBatch> Storage::Scan(const TokenRange& range, const ScanOptions& op
     bytes += stored_key.size() + it->value().size();
     batch.entries.push_back(std::move(entry));
   }
-  SHARDKV_RETURN_IF_ERROR(FromRocks(it->status(), "scanning data"));
+  SHARDKV_RETURN_IF_ERROR(rep_->Read(it->status(), "scanning data"));
   batch.done = !it->Valid();
   return batch;
 }
@@ -150,7 +150,7 @@ StatusOr<ApplyStats> Storage::ApplyBatch(const std::vector<RangeEntry>& entries)
       ++stats.created;
       if (entry.envelope.tombstone) ++stats.created_tombstones;
     } else {
-      return FromRocks(statuses[j], "reading before batch write");
+      return rep_->Read(statuses[j], "reading before batch write");
     }
     encoded.clear();
     EncodeEnvelope(incoming, entry.envelope.tombstone, entry.envelope.value, &encoded);
@@ -160,7 +160,7 @@ StatusOr<ApplyStats> Storage::ApplyBatch(const std::vector<RangeEntry>& entries)
   }
   if (batch.Count() > 0) {
     SHARDKV_RETURN_IF_ERROR(
-        FromRocks(rep_->db->Write(rep_->data_write_options, &batch), "writing batch"));
+        rep_->Write(rep_->db->Write(rep_->data_write_options, &batch), "writing batch"));
   }
   return stats;
 }
@@ -186,9 +186,9 @@ Status Storage::DeleteRange(const TokenRange& range) {
     for (it->Seek(max_token); it->Valid(); it->Next()) {
       SHARDKV_RETURN_IF_ERROR(FromRocks(batch.Delete(rep_->data_cf, it->key()), "building batch"));
     }
-    SHARDKV_RETURN_IF_ERROR(FromRocks(it->status(), "scanning token UINT64_MAX"));
+    SHARDKV_RETURN_IF_ERROR(rep_->Read(it->status(), "scanning token UINT64_MAX"));
   }
-  return FromRocks(rep_->db->Write(rep_->data_write_options, &batch), "deleting range");
+  return rep_->Write(rep_->db->Write(rep_->data_write_options, &batch), "deleting range");
 }
 
 StatusOr<RangeStats> Storage::ApproximateRangeStats(const TokenRange& range) {
@@ -246,14 +246,14 @@ Status Storage::CompactRange(const TokenRange& range) {
   const std::string end_key = ExclusiveEnd(range);  // CompactRange's end is inclusive: harmless
   const rocksdb::Slice begin(begin_key);
   const rocksdb::Slice end(end_key);
-  return FromRocks(
+  return rep_->Write(
       rep_->db->CompactRange(o, rep_->data_cf, &begin, end_key.empty() ? nullptr : &end),
       "compacting range");
 }
 
 Status Storage::Flush() {
   if (rep_->db == nullptr) return Status::FailedPrecondition("storage is closed");
-  return FromRocks(
+  return rep_->Write(
       rep_->db->Flush(rocksdb::FlushOptions(), {rep_->data_cf, rep_->meta_cf, rep_->hints_cf}),
       "flushing");
 }

@@ -6,6 +6,7 @@
 #include <rocksdb/db.h>
 
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <functional>
 #include <memory>
@@ -18,6 +19,9 @@
 #include "storage/tombstone_filter.h"
 
 namespace shardkv {
+
+// RocksDB's info log, written through spdlog instead of a LOG file (rocks_logger.cc).
+std::shared_ptr<rocksdb::Logger> NewRocksLogger();
 
 // Converts a RocksDB status, prefixing `context`.
 Status FromRocks(const rocksdb::Status& s, std::string_view context);
@@ -45,6 +49,16 @@ struct Storage::Rep {
   ~Rep() { (void)CloseDb(); }
 
   Status CloseDb();
+  // FromRocks for a RocksDB call's status that also tracks I/O errors and the disk-full episode
+  // (disk_space.cc): a NoSpace status becomes "no space left on device on node N", and a
+  // successful `write` ends an episode.
+  Status Checked(const rocksdb::Status& s, std::string_view context, bool write);
+  Status Write(const rocksdb::Status& s, std::string_view context) {
+    return Checked(s, context, true);
+  }
+  Status Read(const rocksdb::Status& s, std::string_view context) {
+    return Checked(s, context, false);
+  }
   size_t StripeOf(std::string_view stored_key) const {
     return std::hash<std::string_view>{}(stored_key) % kLockStripes;
   }
@@ -75,6 +89,10 @@ struct Storage::Rep {
   // stripes[StripeOf(k)] serialises read-compare-Put on data key k. Batch writers lock several
   // stripes in ascending index order, so they cannot deadlock with each other or single writers.
   std::array<std::mutex, kLockStripes> stripes;
+
+  std::atomic<bool> disk_full{false};      // the most recent write failed with NoSpace
+  std::atomic<uint64_t> failed_writes{0};  // NoSpace failures in the current episode
+  std::atomic<uint64_t> io_errors{0};      // every RocksDB IOError since Open
 };
 
 }  // namespace shardkv

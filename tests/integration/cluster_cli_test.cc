@@ -17,130 +17,16 @@
 #include <string>
 #include <vector>
 
-#include "lab/subprocess.h"
+#include "integration/cli_harness.h"
 
 namespace {
 
+using shardkv::testing::Alive;
+using shardkv::testing::LineCount;
+using shardkv::testing::LocalCluster;
+using shardkv::testing::ParseStatus;
 using shardkv::testing::ProcessResult;
-using shardkv::testing::RunProcess;
-
-// Alive and not a zombie: the nodes' parent (the CLI) has exited, and in a container PID 1 may
-// never reap them, so kill(pid, 0) alone would report a dead node as alive.
-bool Alive(pid_t pid) {
-  if (kill(pid, 0) != 0) return false;
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string stat;
-  if (!std::getline(in, stat)) return true;
-  const size_t paren = stat.rfind(')');
-  return paren == std::string::npos || paren + 2 >= stat.size() ||
-         (stat[paren + 2] != 'Z' && stat[paren + 2] != 'X');
-}
-
-std::optional<pid_t> ReadPid(const std::string& path) {
-  std::ifstream in(path);
-  long pid = 0;
-  if (in >> pid && pid > 0) return static_cast<pid_t>(pid);
-  return std::nullopt;
-}
-
-size_t LineCount(const std::string& s) {
-  size_t n = 0;
-  for (char c : s) n += c == '\n';
-  return n;
-}
-
-// A unique cluster directory; on destruction stops whatever runs there and removes it.
-class LocalCluster {
- public:
-  LocalCluster() {
-    setenv("SHARDKV_NODE_BIN", SHARDKV_NODE_PATH, 1);
-    const char* base = std::getenv("TMPDIR");
-    std::string pattern = std::string(base && *base ? base : "/tmp") + "/shardkv-cli-XXXXXX";
-    const char* made = mkdtemp(pattern.data());
-    REQUIRE(made != nullptr);
-    dir_ = made;
-  }
-  ~LocalCluster() {
-    Run({"cluster", "down", "--wait", "10"});
-    // Last resort if `down` itself failed: nothing may outlive the test.
-    for (pid_t pid : Pids()) {
-      if (Alive(pid)) kill(pid, SIGKILL);
-    }
-    std::error_code ec;
-    std::filesystem::remove_all(dir_, ec);
-  }
-
-  // Runs `shardkv ARGS... --dir DIR` (the global --dir falls through from any subcommand).
-  ProcessResult Run(std::vector<std::string> args) const {
-    args.insert(args.begin(), SHARDKV_CLI_PATH);
-    args.push_back("--dir");
-    args.push_back(dir_);
-    ProcessResult r = RunProcess(args);
-    UNSCOPED_INFO("$ shardkv " << Join(args) << "\n-> exit " << r.exit_code << "\nstdout:\n"
-                               << r.out << "stderr:\n"
-                               << r.err);
-    return r;
-  }
-
-  // The pids currently recorded in node-*/pid.
-  std::vector<pid_t> Pids() const {
-    std::vector<pid_t> pids;
-    std::error_code ec;
-    for (const auto& e : std::filesystem::directory_iterator(dir_, ec)) {
-      if (auto pid = ReadPid((e.path() / "pid").string())) pids.push_back(*pid);
-    }
-    return pids;
-  }
-
-  const std::string& dir() const { return dir_; }
-
- private:
-  static std::string Join(const std::vector<std::string>& args) {
-    std::string s;
-    for (size_t i = 1; i < args.size(); ++i) s += (i > 1 ? " " : "") + args[i];
-    return s;
-  }
-  std::string dir_;
-};
-
-// One node of `cluster status --json`, read field by field (the schema may gain fields).
-struct StatusNode {
-  int id = 0;
-  std::string state;
-  bool alive = false;
-  double share_pct = -1;
-};
-
-std::string Field(const std::string& object, const std::string& key) {
-  std::smatch m;
-  const std::regex re("\"" + key + "\":(\"[^\"]*\"|[^,}\\]]*)");
-  if (!std::regex_search(object, m, re)) return "";
-  std::string v = m[1];
-  if (v.size() >= 2 && v.front() == '"') v = v.substr(1, v.size() - 2);
-  return v;
-}
-
-std::map<int, StatusNode> ParseStatus(const std::string& json) {
-  std::map<int, StatusNode> nodes;
-  const size_t begin = json.find("\"nodes\":[");
-  const size_t end = json.find(']', begin);
-  REQUIRE(begin != std::string::npos);
-  REQUIRE(end != std::string::npos);
-  const std::string array = json.substr(begin, end - begin);
-  const std::regex object_re("\\{[^{}]*\\}");
-  for (auto it = std::sregex_iterator(array.begin(), array.end(), object_re);
-       it != std::sregex_iterator(); ++it) {
-    const std::string o = it->str();
-    StatusNode n;
-    n.id = std::stoi(Field(o, "id"));
-    n.state = Field(o, "state");
-    n.alive = Field(o, "alive") == "true";
-    const std::string share = Field(o, "share_pct");
-    n.share_pct = share == "null" || share.empty() ? -1 : std::stod(share);
-    nodes[n.id] = n;
-  }
-  return nodes;
-}
+using shardkv::testing::StatusNode;
 
 std::map<int, StatusNode> Status(const LocalCluster& c, int expected_exit = 0) {
   ProcessResult r = c.Run({"cluster", "status", "--json"});
@@ -173,7 +59,7 @@ TEST_CASE("cluster up, fault drills, restart and down through the CLI", "[multip
   REQUIRE(c.Run({"put", "user:1", "alice"}).exit_code == 0);
   ProcessResult get = c.Run({"get", "user:1"});
   REQUIRE(get.exit_code == 0);
-  CHECK(get.out == "alice\n");
+  CHECK(get.out == "alice");  // exact bytes off a terminal
 
   auto nodes = Status(c);
   REQUIRE(nodes.size() == 3);
@@ -194,8 +80,8 @@ TEST_CASE("cluster up, fault drills, restart and down through the CLI", "[multip
 
     // W = Q = 2 of 3: still available with one replica down.
     REQUIRE(c.Run({"put", "user:2", "bob"}).exit_code == 0);
-    CHECK(c.Run({"get", "user:2"}).out == "bob\n");
-    CHECK(c.Run({"get", "user:1"}).out == "alice\n");
+    CHECK(c.Run({"get", "user:2"}).out == "bob");
+    CHECK(c.Run({"get", "user:1"}).out == "alice");
 
     // Starting a running node is refused; stopping a stopped one fails.
     CHECK(c.Run({"cluster", "start-node", "1"}).exit_code == 2);
@@ -206,13 +92,13 @@ TEST_CASE("cluster up, fault drills, restart and down through the CLI", "[multip
     for (pid_t pid : c.Pids()) all_pids.insert(pid);
     nodes = Status(c);
     for (const auto& [id, n] : nodes) CHECK(n.state == "up");
-    CHECK(c.Run({"get", "user:2"}).out == "bob\n");
+    CHECK(c.Run({"get", "user:2"}).out == "bob");
 
     // A graceful stop and restart too.
     REQUIRE(c.Run({"cluster", "stop-node", "3"}).exit_code == 0);
     REQUIRE(c.Run({"cluster", "start-node", "3", "--wait", "60"}).exit_code == 0);
     for (pid_t pid : c.Pids()) all_pids.insert(pid);
-    CHECK(c.Run({"get", "user:1"}).out == "alice\n");
+    CHECK(c.Run({"get", "user:1"}).out == "alice");
   }
 
   SECTION("a second up on the same directory is refused") {
@@ -272,5 +158,5 @@ TEST_CASE("cluster up in jump mode, and up again after down restarts with the da
   // a whole-cluster restart also exercises the HLC: a restarted node's clock starts at its
   // persisted ceiling, which must not put it past the peers' max_clock_offset.)
   REQUIRE(c.Run({"cluster", "up", "--nodes", "2", "--wait", "60"}).exit_code == 0);
-  CHECK(c.Run({"get", "k"}).out == "v\n");
+  CHECK(c.Run({"get", "k"}).out == "v");
 }

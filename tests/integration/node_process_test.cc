@@ -84,7 +84,7 @@ TEST_CASE("node process: SIGTERM shuts down gracefully", "[multiprocess]") {
   const std::string again = WaitForPort(dir.Sub("data"), std::chrono::seconds(20));
   REQUIRE_FALSE(again.empty());
   auto get = RunProcess({SHARDKV_CLI_PATH, "--cluster", again, "get", "k"});
-  CHECK(get.out == "v\n");
+  CHECK(get.out == "v");
 }
 
 TEST_CASE("cli: bad input exits 2 with one line; unreachable exits 3", "[multiprocess]") {

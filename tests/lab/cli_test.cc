@@ -183,6 +183,7 @@ TEST_CASE("cli: bad input exits 2 with one error line", "[lab][cli]") {
   RequireUsageError(Compare({"--svg", "/nonexistent/dir/out.svg"}), "/nonexistent/dir/out.svg");
   RequireUsageError(Compare({"--frobnicate"}), "--frobnicate");
   RequireUsageError(Compare({"extra"}), "extra");
-  RequireUsageError(RunProcess({SHARDKV_CLI_PATH}), "subcommand");
-  RequireUsageError(RunProcess({SHARDKV_CLI_PATH, "placement"}), "subcommand");
+  RequireUsageError(RunProcess({SHARDKV_CLI_PATH}), "needs a command");
+  RequireUsageError(RunProcess({SHARDKV_CLI_PATH, "placement"}), "needs a command");
+  RequireUsageError(RunProcess({SHARDKV_CLI_PATH, "placement", "frob"}), "'frob'");
 }

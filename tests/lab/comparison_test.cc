@@ -161,3 +161,28 @@ TEST_CASE("run comparison: reports progress and stops at the first error", "[lab
   REQUIRE_FALSE(report.ok());
   CHECK(seen == std::vector<std::string>{"jump xxh3", "maglev xxh3"});
 }
+
+TEST_CASE("configurations: a Maglev table above the maximum is an error", "[lab][config]") {
+  CompareOptions o;
+  o.maglev_table_size = CompareOptions::kMaxMaglevTable;
+  CHECK(ExpandConfigurations(o).ok());
+  o.maglev_table_size = CompareOptions::kMaxMaglevTable + 1;
+  auto configs = ExpandConfigurations(o);
+  REQUIRE_FALSE(configs.ok());
+  CHECK(configs.status().message().find("--maglev-table") != std::string::npos);
+}
+
+TEST_CASE("compare: a ring over the point budget is refused before it is built", "[lab][config]") {
+  MembershipSpec spec;
+  spec.count = 2000;
+  auto membership = LabMembership::Build(spec);
+  REQUIRE(membership.ok());
+  KeySet keys = Keys(1000);
+  CompareOptions o;
+  o.algorithms = {Algorithm::kRing};
+  o.vnodes = {100000};  // 2001 x 100000 = 2 x 10^8 points: gigabytes, minutes
+  auto report = RunComparison(o, *membership, keys, nullptr);
+  REQUIRE_FALSE(report.ok());
+  CHECK(report.status().code() == Status::Code::kInvalidArgument);
+  CHECK(report.status().message().find("exceeds the lab's limit") != std::string::npos);
+}

@@ -83,3 +83,20 @@ TEST_CASE("membership: names from a file", "[lab][nodes]") {
   CHECK_FALSE(LabMembership::Build(spec).ok());  // more nodes than names
   std::remove(path.c_str());
 }
+
+TEST_CASE("membership: weights above the maximum are refused before anything is built",
+          "[lab][nodes]") {
+  MembershipSpec spec;
+  spec.count = 3;
+  spec.weights = {1, MembershipSpec::kMaxWeight, 1};
+  CHECK(LabMembership::Build(spec).ok());
+  spec.weights = {1, MembershipSpec::kMaxWeight + 1, 1};
+  auto heavy = LabMembership::Build(spec);
+  REQUIRE_FALSE(heavy.ok());
+  CHECK(heavy.status().message().find("at most 1000") != std::string::npos);
+  spec.weights.clear();
+  spec.added_weight = 1e9;
+  auto added = LabMembership::Build(spec);
+  REQUIRE_FALSE(added.ok());
+  CHECK(added.status().message().find("--add-weight") != std::string::npos);
+}

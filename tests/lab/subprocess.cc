@@ -33,14 +33,31 @@ std::string TempFile(const char* tag) {
 
 }  // namespace
 
+ProcessResult RunProcessFrom(const std::vector<std::string>& argv, const std::string& stdin_path);
+
 ProcessResult RunProcess(const std::vector<std::string>& argv) {
+  return RunProcessFrom(argv, "/dev/null");
+}
+
+ProcessResult RunProcessWithInput(const std::vector<std::string>& argv, const std::string& input) {
+  const std::string in_path = TempFile("in");
+  {
+    std::ofstream out(in_path, std::ios::binary | std::ios::trunc);
+    out.write(input.data(), static_cast<std::streamsize>(input.size()));
+  }
+  ProcessResult r = RunProcessFrom(argv, in_path);
+  unlink(in_path.c_str());
+  return r;
+}
+
+ProcessResult RunProcessFrom(const std::vector<std::string>& argv, const std::string& stdin_path) {
   ProcessResult result;
   // Output goes to files rather than pipes: no poll loop, and no deadlock on large JSON.
   std::string out_path = TempFile("out");
   std::string err_path = TempFile("err");
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, stdin_path.c_str(), O_RDONLY, 0);
   posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, out_path.c_str(), O_WRONLY | O_TRUNC,
                                    0);
   posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err_path.c_str(), O_WRONLY | O_TRUNC,

@@ -15,5 +15,8 @@ struct ProcessResult {
 
 // argv[0] is the program path; no shell is involved, so arguments need no quoting.
 ProcessResult RunProcess(const std::vector<std::string>& argv);
+// The same with `input` as the program's stdin (written to a temp file first, so a program that
+// stops reading early never blocks the caller).
+ProcessResult RunProcessWithInput(const std::vector<std::string>& argv, const std::string& input);
 
 }  // namespace shardkv::testing

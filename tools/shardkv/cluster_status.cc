@@ -22,6 +22,11 @@ struct NodeRow {
   uint32_t id = 0;
   std::string address;
   bool up = false;
+  std::string state = "down";  // up, down, mismatch, disk-full
+  std::string problem;
+  std::optional<uint64_t> node_cluster_id;
+  bool disk_full = false;
+  std::optional<double> primary_pct;
   std::optional<std::string> map_state;
   std::optional<pid_t> pid;
   bool alive = false;
@@ -34,8 +39,12 @@ struct Probe {
   bool up = false;
   std::optional<ClusterMap> map;
   std::optional<int64_t> keys;
+  std::optional<int64_t> node_id;
+  bool disk_full = false;
 };
 
+// Asks without an expected cluster id (NodeProber sends none), so a node of another cluster still
+// answers and can be shown as a mismatch rather than as down.
 Probe ProbeNode(NodeProber* prober, const std::string& address, std::chrono::milliseconds t) {
   Probe p;
   if (address.empty() || !prober->Ping(address, t).ok()) return p;
@@ -48,6 +57,12 @@ Probe ProbeNode(NodeProber* prober, const std::string& address, std::chrono::mil
   if (auto r = prober->Call(address, net::StatsRequest{}, t); r.ok()) {
     if (const auto* s = std::get_if<net::StatsResponse>(&*r)) {
       if (auto it = s->counters.find("keys_approx"); it != s->counters.end()) p.keys = it->second;
+      if (auto it = s->counters.find("node_id"); it != s->counters.end()) p.node_id = it->second;
+      // The gauge is 1 while the node's writes fail with no space left; a node that does not
+      // report it (older) counts as not full.
+      if (auto it = s->counters.find("disk_full"); it != s->counters.end()) {
+        p.disk_full = it->second != 0;
+      }
     }
   }
   return p;
@@ -91,12 +106,57 @@ std::map<uint32_t, double> PrimaryShares(const ClusterMap& map) {
   return shares;
 }
 
+// Percent of all copies each node id holds under the map: every token range counts once per
+// replica, as the plans count copies (share before/after), so status and plan agree.
+std::map<uint32_t, double> CopyShares(const ClusterMap& map) {
+  std::map<uint32_t, double> shares;
+  if (const HashRing* ring = map.ring()) {
+    std::map<uint32_t, long double> held;
+    long double total = 0;
+    for (const HashRing::Arc& arc : ring->Ranges()) {
+      const long double len = static_cast<long double>(arc.range.last - arc.range.first) + 1.0L;
+      for (uint32_t id : map.Replicas(arc.range.first)) {
+        held[id] += len;
+        total += len;
+      }
+    }
+    for (const auto& [id, len] : held) {
+      shares[id] = total > 0 ? static_cast<double>(len / total * 100.0L) : 0.0;
+    }
+  } else if (const ShardMap* sm = map.shard_map()) {
+    std::map<std::string, uint32_t> id_by_name;
+    for (const ClusterNode& n : map.nodes()) id_by_name[PlacementName(n.id)] = n.id;
+    const std::vector<int32_t> counts = sm->ReplicaCounts();
+    double total = 0;
+    for (int32_t c : counts) total += c;
+    for (size_t i = 0; i < counts.size() && i < sm->nodes().size(); ++i) {
+      shares[id_by_name[sm->nodes()[i].name]] = total > 0 ? 100.0 * counts[i] / total : 0.0;
+    }
+  }
+  return shares;
+}
+
+// "~850", "~72k", "~12.3k", "~1.2M": KEYS is RocksDB's estimate, and says so.
+std::string ApproxCount(int64_t n) {
+  char buf[32];
+  if (n < 1000) {
+    std::snprintf(buf, sizeof(buf), "~%lld", static_cast<long long>(n));
+  } else if (n < 100000) {
+    std::snprintf(buf, sizeof(buf), "~%.1fk", static_cast<double>(n) / 1e3);
+  } else if (n < 1000000) {
+    std::snprintf(buf, sizeof(buf), "~%.0fk", static_cast<double>(n) / 1e3);
+  } else {
+    std::snprintf(buf, sizeof(buf), "~%.1fM", static_cast<double>(n) / 1e6);
+  }
+  return buf;
+}
+
 using Rebalance = std::optional<rebalance::RebalanceReport>;
 
 // The rebalancer's view of the last change (nullopt if no node answered).
 Rebalance QueryRebalance(const GlobalOptions& g, const std::string& dir,
                          std::chrono::milliseconds timeout) {
-  AdminClient client;
+  AdminClient client = ClientFor(g, dir);
   AdminReply reply = client.Status(AdminAddresses(g, dir), "", timeout);
   if (!reply.status.ok()) return std::nullopt;
   return reply.report;
@@ -113,7 +173,7 @@ void PrintRebalanceJson(JsonWriter& w, const Rebalance& r) {
       .Field("kind", r->record.kind)
       .Field("node_id", r->record.node_id)
       .Field("state", StateName(*r))
-      .Field("moved_copies", r->copies_done)
+      .Field("moved_copies", MovedCopies(*r))
       .Field("planned_copies", r->record.planned_copies)
       .Field("live", r->from_driver)
       .Field("error", r->record.error)
@@ -125,15 +185,15 @@ std::string RebalanceLine(const Rebalance& r) {
   if (!r->has_change) return "none";
   std::string line = std::string(ChangeEnded(*r) ? "last change " : "change ") +
                      std::to_string(r->record.change_id) + " (" + DescribeChange(r->record) +
-                     "): " + StateName(*r) + ", " + std::to_string(r->copies_done) + "/" +
+                     "): " + StateName(*r) + ", " + std::to_string(MovedCopies(*r)) + "/" +
                      std::to_string(r->record.planned_copies) + " copies moved";
   if (!r->from_driver && !ChangeEnded(*r)) line += " (driver unreachable: no live progress)";
   if (!r->record.error.empty()) line += "; error: " + r->record.error;
   return line;
 }
 
-void PrintJson(const std::optional<ClusterMap>& map, const std::vector<NodeRow>& rows,
-               const Rebalance& rebalance) {
+void PrintJson(const std::optional<ClusterMap>& map, uint64_t expected,
+               const std::vector<NodeRow>& rows, const Rebalance& rebalance) {
   JsonWriter w;
   w.Begin();
   auto null_or = [&](const char* key, auto value, bool known) {
@@ -145,6 +205,7 @@ void PrintJson(const std::optional<ClusterMap>& map, const std::vector<NodeRow>&
     }
   };
   null_or("cluster_id", map ? std::to_string(map->cluster_id()) : std::string(), map.has_value());
+  null_or("expected_cluster_id", std::to_string(expected), expected != 0);
   null_or("epoch", map ? map->epoch() : 0, map.has_value());
   null_or("mode", map ? std::string(PlacementModeName(map->params().mode)) : std::string(),
           map.has_value());
@@ -153,12 +214,18 @@ void PrintJson(const std::optional<ClusterMap>& map, const std::vector<NodeRow>&
   null_or("read_quorum", map ? map->EffectiveReadQuorum() : 0, map.has_value());
   w.Key("nodes").BeginArray();
   for (const NodeRow& r : rows) {
-    w.Begin().Field("id", r.id).Field("address", r.address).Field("state", r.up ? "up" : "down");
+    w.Begin().Field("id", r.id).Field("address", r.address).Field("state", r.state);
+    w.Field("problem", r.problem);
+    null_or("node_cluster_id", std::to_string(r.node_cluster_id.value_or(0)),
+            r.node_cluster_id.has_value());
     null_or("map_state", r.map_state.value_or(""), r.map_state.has_value());
     null_or("pid", static_cast<int64_t>(r.pid.value_or(0)), r.pid.has_value());
     w.Field("alive", r.alive);
     null_or("keys", r.keys.value_or(0), r.keys.has_value());
+    w.Field("keys_estimate", true);
+    w.Field("disk_full", r.disk_full);
     null_or("share_pct", r.share_pct.value_or(0), r.share_pct.has_value());
+    null_or("primary_share_pct", r.primary_pct.value_or(0), r.primary_pct.has_value());
     w.End();
   }
   w.EndArray();
@@ -167,7 +234,7 @@ void PrintJson(const std::optional<ClusterMap>& map, const std::vector<NodeRow>&
   std::cout << w.str() << "\n";
 }
 
-void PrintTable(const std::string& dir, const std::optional<ClusterMap>& map,
+void PrintTable(const std::string& dir, const std::optional<ClusterMap>& map, uint64_t expected,
                 const std::vector<NodeRow>& rows, const Rebalance& rebalance) {
   if (map) {
     std::printf("cluster %llu: epoch %llu, %s mode, replicas %u, write quorum %u, read quorum %u\n",
@@ -175,21 +242,29 @@ void PrintTable(const std::string& dir, const std::optional<ClusterMap>& map,
                 static_cast<unsigned long long>(map->epoch()),
                 std::string(PlacementModeName(map->params().mode)).c_str(),
                 map->EffectiveReplicas(), map->EffectiveWriteQuorum(), map->EffectiveReadQuorum());
+  } else if (expected != 0) {
+    std::printf("cluster %llu in %s: no node of it answered\n",
+                static_cast<unsigned long long>(expected), dir.c_str());
   } else {
     std::printf("cluster in %s: no node answered\n", dir.c_str());
   }
   std::printf("rebalance: %s\n\n", RebalanceLine(rebalance).c_str());
-  std::printf("%4s  %-21s  %-5s  %-7s  %-13s  %10s  %7s\n", "ID", "ADDRESS", "STATE", "MAP", "PID",
+  std::printf("%4s  %-21s  %-9s  %-7s  %-13s  %10s  %7s\n", "ID", "ADDRESS", "STATE", "MAP", "PID",
               "KEYS", "SHARE");
   for (const NodeRow& r : rows) {
     std::string pid = "-";
     if (r.pid) pid = std::to_string(*r.pid) + (r.alive ? "" : " (dead)");
-    const std::string keys = r.keys ? std::to_string(*r.keys) : "-";
+    const std::string keys = r.keys ? ApproxCount(*r.keys) : "-";
     char share[16] = "-";
     if (r.share_pct) std::snprintf(share, sizeof(share), "%.1f%%", *r.share_pct);
-    std::printf("%4u  %-21s  %-5s  %-7s  %-13s  %10s  %7s\n", r.id,
-                r.address.empty() ? "-" : r.address.c_str(), r.up ? "up" : "down",
+    std::printf("%4u  %-21s  %-9s  %-7s  %-13s  %10s  %7s\n", r.id,
+                r.address.empty() ? "-" : r.address.c_str(), r.state.c_str(),
                 r.map_state.value_or("-").c_str(), pid.c_str(), keys.c_str(), share);
+  }
+  std::printf("\nKEYS: estimated copies stored; SHARE: share of all copies under the map\n");
+  for (const NodeRow& r : rows) {
+    if (!r.problem.empty())
+      std::printf("node %u: %s: %s\n", r.id, r.state.c_str(), r.problem.c_str());
   }
 }
 
@@ -230,12 +305,24 @@ int PrintClusterStatus(const GlobalOptions& g, const std::string& dir, NodeProbe
   }
   std::map<std::string, Probe> probes;
   ProbeAll(prober, seeds, timeout, &probes);
+  // This cluster: the id in cluster.conf, or with --cluster the first seed's that answered.
+  uint64_t expected = DirClusterId(g, dir);
+  if (expected == 0) {
+    for (const auto& a : seeds) {
+      if (auto it = probes.find(a); it != probes.end() && it->second.map) {
+        expected = it->second.map->cluster_id();
+        break;
+      }
+    }
+  }
   std::optional<ClusterMap> map;
   for (auto& [address, p] : probes) {
-    if (p.map && (!map || p.map->epoch() > map->epoch())) map = p.map;
+    if (!p.map || p.map->cluster_id() != expected) continue;  // another cluster's map
+    if (!map || p.map->epoch() > map->epoch()) map = p.map;
   }
   if (map) {
-    const std::map<uint32_t, double> shares = PrimaryShares(*map);
+    const std::map<uint32_t, double> shares = CopyShares(*map);
+    const std::map<uint32_t, double> primary = PrimaryShares(*map);
     std::vector<std::string> more;
     for (const ClusterNode& n : map->nodes()) {
       NodeRow& r = rows[n.id];
@@ -243,24 +330,60 @@ int PrintClusterStatus(const GlobalOptions& g, const std::string& dir, NodeProbe
       r.address = n.address;  // what clients and peers use
       r.map_state = std::string(NodeStateName(n.state));
       if (auto it = shares.find(n.id); it != shares.end()) r.share_pct = it->second;
+      if (auto it = primary.find(n.id); it != primary.end()) r.primary_pct = it->second;
       more.push_back(n.address);
     }
     ProbeAll(prober, more, timeout, &probes);
   }
   std::vector<NodeRow> out;
   bool any_up = false;
+  std::string foreign;  // "A is node N of cluster Y" for the error line when no node is ours
   for (auto& [id, r] : rows) {
-    if (auto it = probes.find(r.address); it != probes.end()) {
-      r.up = it->second.up;
-      r.keys = it->second.keys;
+    if (auto it = probes.find(r.address); it != probes.end() && it->second.up) {
+      const Probe& p = it->second;
+      r.up = true;
+      r.state = "up";
+      r.disk_full = p.disk_full;
+      if (p.map) r.node_cluster_id = p.map->cluster_id();
+      if (!p.map) {
+        r.state = "mismatch";
+        r.problem = "it answers but has no cluster map";
+      } else if (p.map->cluster_id() != expected) {
+        r.state = "mismatch";
+        r.problem = r.address + " answers as cluster " + std::to_string(p.map->cluster_id()) +
+                    ", not cluster " + std::to_string(expected) +
+                    " (another cluster took the port, or the node lost its data and started "
+                    "afresh: then 'shardkv cluster start-node " +
+                    std::to_string(id) + " --rebuild')";
+        if (foreign.empty()) {
+          foreign = r.address + " belongs to cluster " + std::to_string(p.map->cluster_id());
+        }
+      } else if (p.node_id && *p.node_id != static_cast<int64_t>(id)) {
+        r.state = "mismatch";
+        r.problem = r.address + " answers as node " + std::to_string(*p.node_id);
+      }
+      if (r.state == "mismatch") {
+        r.up = false;  // its answers are not this node's
+      } else {
+        r.keys = p.keys;
+        if (r.disk_full) {
+          r.state = "disk-full";
+          r.problem = "its writes fail: no space left on its disk";
+        }
+      }
     }
     any_up = any_up || r.up;
     out.push_back(std::move(r));
   }
   if (g.json) {
-    PrintJson(map, out, rebalance);
+    PrintJson(map, expected, out, rebalance);
   } else {
-    PrintTable(dir, map, out, rebalance);
+    PrintTable(dir, map, expected, out, rebalance);
+  }
+  if (!any_up && !foreign.empty()) {
+    return ReportError("no node of cluster " + std::to_string(expected) + " answered; " + foreign +
+                           " (another cluster took its ports?)",
+                       kExitUnreachable);
   }
   return any_up ? kExitOk : kExitUnreachable;
 }

@@ -1,52 +1,16 @@
 // `shardkv cluster status` (also printed at the end of `cluster up`): what nodetool status shows
 // for Cassandra, for a shardkv cluster.
 //
-// The map comes from the reachable node with the newest epoch. Rows are the union of the map's
-// nodes and the local directory's node-<id> directories (with --cluster, the map's nodes only).
-// A node is "up" if it answers a ping within min(--timeout, 2000 ms); pings run in parallel, so
-// a hung node costs one timeout, not one per node.
+// The map comes from the reachable node of this cluster (the id in D/cluster.conf; with
+// --cluster, the first node that answers) with the newest epoch. Rows are the union of the
+// map's nodes and the local directory's node-<id> directories (with --cluster, the map's nodes
+// only). Pings run in parallel, so a hung node costs one timeout (min(--timeout, 2000 ms)).
 //
-// --json prints exactly one object, with this stable schema (fields are never renamed or
-// removed; new ones may be added):
-//
-//   {
-//     "cluster_id": "12345678901234567890",  // string: a 64-bit id does not fit a JSON double;
-//                                             // null if no node answered
-//     "epoch": 1,                              // null if no node answered
-//     "mode": "ring" | "jump",                 // null if no node answered
-//     "replicas": 3, "write_quorum": 2, "read_quorum": 2,  // effective values; null if unknown
-//     "nodes": [                               // ascending id
-//       {
-//         "id": 1,
-//         "address": "127.0.0.1:7000",         // the map's address, else from the directory
-//         "state": "up" | "down",              // answered a ping just now
-//         "map_state": "up" | "joining" | "leaving" | "down" | null,  // null: not in the map
-//         "pid": 4242 | null,                  // from D/node-<id>/pid; null if none
-//         "alive": true | false,               // that pid is a live shardkv-node of this node
-//         "keys": 1234 | null,                 // the node's stats counter keys_approx (all
-//                                              // replicas it stores, approximate); null if down
-//         "share_pct": 33.3 | null             // % of the token space it owns as primary under
-//                                              // the map (ring: arc lengths / 2^64; jump:
-//                                              // primary shards / shards); null if not in map
-//       }
-//     ],
-//     "rebalance": null | {                    // null: no change was ever made, or no node
-//                                              // answered the rebalancer's status
-//       "change_id": "1234",                   // string (64-bit)
-//       "kind": "add" | "remove", "node_id": 4,
-//       "state": "streaming" | ...,            // planned|streaming|read_new|new_only|cleanup|
-//                                              // done|failed|cancelled (the last change's)
-//       "moved_copies": 7800,                  // live while streaming (from the driver)
-//       "planned_copies": 15000,
-//       "live": true,                          // the numbers came from the driving node
-//       "error": ""                            // why it failed
-//     }
-//   }
+// The JSON schema is kStatusHelp below (also printed by `cluster status --help`): fields are
+// never renamed or removed; new ones may be added.
 //
 // `cluster status` (not `cluster up`) also retires a node whose removal is done: see
 // RetireRemovedNode in rebalance_client.h.
-//
-// Exit codes: 0 if some node answered, 3 if none did (the rows are then all "down").
 #pragma once
 
 #include <string>
@@ -55,6 +19,43 @@
 #include "local_cluster.h"
 
 namespace shardkv::cli {
+
+// The node states, the columns and the JSON fields, for `cluster status --help`.
+inline constexpr const char* kStatusHelp = R"(STATE of a node:
+  up         answers, and belongs to this cluster
+  down       does not answer (PID shows whether its process runs)
+  mismatch   answers, but not as this node of this cluster: another cluster id (another
+             cluster took the port, or the node lost its data and started afresh), no map of
+             this cluster, or another node id. Its requests fail; a node that lost its data
+             comes back with 'shardkv cluster start-node ID --rebuild'
+  disk-full  answers, but its writes fail: no space left on its disk
+KEYS is RocksDB's estimate of the copies the node stores (shown as ~12.3k), not an exact count.
+SHARE is the node's share of all copies (each key counted once per replica), as in the plans of
+add-node/remove-node.
+
+--json prints one object:
+  cluster_id       string (64-bit) of this cluster; null if no node of it answered
+  expected_cluster_id  string: the id in DIR/cluster.conf (null with --cluster)
+  epoch, mode      the newest map's epoch and "ring"|"jump"; null if unknown
+  replicas, write_quorum, read_quorum   effective values; null if unknown
+  nodes[]          ascending id:
+    id, address    the map's address, else the directory's
+    state          "up"|"down"|"mismatch"|"disk-full" (above)
+    problem        why it is mismatch or disk-full; "" otherwise
+    node_cluster_id  string: the cluster id the node answered with; null if down
+    map_state      "up"|"joining"|"leaving"|"down" in the map; null if not in it
+    pid            from DIR/node-ID/pid; null if none
+    alive          that pid is a live shardkv-node of this node
+    keys           estimated copies stored (null if down or mismatch)
+    keys_estimate  true: keys is an estimate
+    disk_full      true while the node's writes fail for lack of space
+    share_pct      % of all copies it holds under the map; null if not in the map
+    primary_share_pct  % of the token space it owns as primary
+  rebalance        null (no change ever, or no answer) or {change_id (string), kind ("add"|
+                   "remove"), node_id, state, moved_copies, planned_copies, live, error}
+Exit codes: 0 if a node of this cluster answered, 3 if none did.
+Global options: --dir DIR (default $SHARDKV_DIR, else ~/.shardkv/local), --cluster HOST:PORT[,...],
+--timeout MS.)";
 
 // Prints the status of the cluster in `dir` (or at --cluster) to stdout, as a table or, with
 // g.json, as the JSON object above. With `retire_removed`, first stops the process of a node

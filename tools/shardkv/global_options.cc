@@ -3,8 +3,12 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
 #include "cli_common.h"
+#include "kv_io.h"
+#include "kv_limits.h"
+#include "local_cluster.h"
 
 namespace shardkv::cli {
 
@@ -13,12 +17,24 @@ namespace fs = std::filesystem;
 void GlobalOptions::Register(CLI::App& app) {
   app.fallthrough();
   app.add_option("--cluster", cluster, "Node addresses (host:port), comma separated")
-      ->delimiter(',');
+      ->delimiter(',')
+      ->check(CLI::Validator(
+          [](std::string& address) {
+            const std::string why = CheckHostPort(address);
+            return why;
+          },
+          ""))
+      ->type_name("HOST:PORT");
+  app.add_option("--cluster-id", cluster_id,
+                 "The id of the cluster to talk to (see 'cluster status'); a node of another "
+                 "cluster is refused. Default: the id in DIR/cluster.conf, or with --cluster "
+                 "the id of the first node that answers")
+      ->check(CLI::Range(limits::kMinClusterId, std::numeric_limits<uint64_t>::max()));
   app.add_option("--dir", dir,
                  "Local cluster directory (default: $SHARDKV_DIR, else ~/.shardkv/local)");
   app.add_option("--timeout", timeout_ms, "Per-operation timeout in milliseconds, retries included")
       ->capture_default_str()
-      ->check(CLI::Range(1u, 3600u * 1000u));
+      ->check(CLI::Range(limits::kMinTimeoutMs, limits::kMaxTimeoutMs));
   app.add_option("--consistency", consistency, "one, quorum or all")
       ->capture_default_str()
       ->check(CLI::IsMember({"one", "quorum", "all"}));
@@ -55,11 +71,29 @@ StatusOr<std::vector<std::string>> GlobalOptions::Seeds() const {
   return seeds;
 }
 
+StatusOr<GlobalOptions::ExpectedCluster> GlobalOptions::Expected() const {
+  if (cluster_id != 0) return ExpectedCluster{cluster_id, "the --cluster-id given"};
+  if (!cluster.empty()) return ExpectedCluster{};
+  const std::string d = ClusterDir();
+  auto conf = ReadClusterConf(d);
+  if (!conf.ok()) {
+    // No cluster.conf (a directory made by hand, or by an older version): nothing to check.
+    if (conf.status().IsNotFound()) return ExpectedCluster{};
+    return conf.status();
+  }
+  if (conf->cluster_id == 0) return ExpectedCluster{};
+  return ExpectedCluster{conf->cluster_id, "the cluster in " + d};
+}
+
 StatusOr<std::unique_ptr<Client>> GlobalOptions::Connect() const {
   auto seeds = Seeds();
   if (!seeds.ok()) return seeds.status();
+  auto expected = Expected();
+  if (!expected.ok()) return expected.status();
   ClientOptions o;
   o.seeds = std::move(seeds).value();
+  o.cluster_id = expected->id;
+  o.cluster_id_source = expected->source;
   o.timeout_ms = timeout_ms;
   auto c = ParseConsistency(consistency);
   if (!c.ok()) return c.status();

@@ -1,5 +1,6 @@
-// The flags every cluster-facing command shares (design.md "CLI"): where the cluster is, the
-// output format, the per-operation timeout and the consistency level.
+// The flags every cluster-facing command shares (design.md "CLI"): where the cluster is (and
+// which cluster it must be), the output format, the per-operation timeout and the consistency
+// level.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -19,6 +20,16 @@ struct GlobalOptions {
   bool json = false;
   uint32_t timeout_ms = 5000;
   std::string consistency = "quorum";
+  uint64_t cluster_id = 0;  // --cluster-id; 0 = not given
+
+  // The cluster the client must talk to: --cluster-id, else (without --cluster) the id in the
+  // cluster directory's cluster.conf, else 0 (adopt the first that answers). `source` says
+  // where the id came from, for the wrong-cluster error.
+  struct ExpectedCluster {
+    uint64_t id = 0;
+    std::string source;
+  };
+  StatusOr<ExpectedCluster> Expected() const;
 
   // Adds the flags to `app`; subcommands see them through fallthrough.
   void Register(CLI::App& app);
@@ -31,7 +42,8 @@ struct GlobalOptions {
 };
 
 // Maps a failed Status to the CLI's exit codes: 1 not found / failed, 2 bad input, 3 cluster
-// unreachable.
+// unreachable (a node of another cluster answering at its address included: Client reports that
+// as Unavailable).
 int ExitCodeFor(const Status& status);
 
 }  // namespace shardkv::cli

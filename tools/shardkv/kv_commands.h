@@ -1,4 +1,4 @@
-// Key-value commands: put, get, del, load, verify, stats.
+// Key-value commands: put, get, del and stats here; load and verify in load_commands.h.
 #pragma once
 
 #include <CLI/CLI.hpp>

@@ -199,51 +199,6 @@ void RemoveFile(const std::string& path) {
   fs::remove(path, ec);
 }
 
-Status WriteArgsFile(const std::string& node_dir, const std::vector<std::string>& args) {
-  std::string text;
-  for (const auto& a : args) {
-    if (a.find('\n') != std::string::npos) {
-      return Status::InvalidArgument("argument with a newline cannot be recorded: " + a);
-    }
-    text += a + "\n";
-  }
-  return WriteTextFile(node_dir + "/args", text);
-}
-
-StatusOr<std::vector<std::string>> ReadArgsFile(const std::string& node_dir) {
-  std::ifstream in(node_dir + "/args");
-  if (!in)
-    return Status::NotFound("no " + node_dir + "/args (was the node started by 'cluster up'?)");
-  std::vector<std::string> args;
-  std::string line;
-  while (std::getline(in, line)) args.push_back(line);
-  if (args.empty()) return Status::Corruption(node_dir + "/args is empty");
-  return args;
-}
-
-std::optional<uint16_t> ListenPortInArgs(const std::vector<std::string>& args) {
-  for (size_t i = 0; i + 1 < args.size(); ++i) {
-    if (args[i] != "--listen") continue;
-    const size_t colon = args[i + 1].rfind(':');
-    if (colon == std::string::npos) return std::nullopt;
-    auto port = ParseNumber<int64_t>(args[i + 1].substr(colon + 1));
-    if (!port || *port < 0 || *port > 65535) return std::nullopt;
-    return static_cast<uint16_t>(*port);
-  }
-  return std::nullopt;
-}
-
-std::vector<std::string> WithListenPort(std::vector<std::string> args, uint16_t port) {
-  for (size_t i = 0; i + 1 < args.size(); ++i) {
-    if (args[i] != "--listen") continue;
-    const size_t colon = args[i + 1].rfind(':');
-    const std::string host =
-        colon == std::string::npos ? "127.0.0.1" : args[i + 1].substr(0, colon);
-    args[i + 1] = host + ":" + std::to_string(port);
-  }
-  return args;
-}
-
 // ---- Processes ----
 
 StatusOr<std::string> FindNodeBinary() {

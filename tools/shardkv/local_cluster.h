@@ -34,6 +34,7 @@
 
 #include "cluster/peer_pool.h"
 #include "net/messages.h"
+#include "node_args.h"
 #include "shardkv/status.h"
 
 namespace shardkv::cli {
@@ -84,13 +85,6 @@ std::optional<uint16_t> ReadPortFile(const std::string& node_dir);
 std::optional<int64_t> ReadStoppedAt(const std::string& node_dir);
 Status WriteTextFile(const std::string& path, const std::string& text);  // atomic (tmp + rename)
 void RemoveFile(const std::string& path);                                // ignores errors
-
-Status WriteArgsFile(const std::string& node_dir, const std::vector<std::string>& args);
-StatusOr<std::vector<std::string>> ReadArgsFile(const std::string& node_dir);
-// The port in the "--listen host:port" argument; nullopt if absent.
-std::optional<uint16_t> ListenPortInArgs(const std::vector<std::string>& args);
-// A copy of `args` whose --listen port is `port`.
-std::vector<std::string> WithListenPort(std::vector<std::string> args, uint16_t port);
 
 // The shardkv-node binary: $SHARDKV_NODE_BIN, else next to this executable, else the build
 // tree's ../shardkv-node/shardkv-node, else $PATH. NotFound naming every place tried.

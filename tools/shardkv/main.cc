@@ -10,6 +10,7 @@
 #include "membership_commands.h"
 #include "placement_command.h"
 #include "rebalance_commands.h"
+#include "usage_errors.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"shardkv: a sharded key-value store on consistent hashing, and its tools.",
@@ -31,9 +32,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     // --help and --version are "errors" to CLI11 with exit code 0; it prints them itself.
     if (e.get_exit_code() == 0) return app.exit(e);
-    std::string message = e.what();
-    if (message.empty()) message = e.get_name();
-    return shardkv::cli::ReportError(message + " (see --help)", shardkv::cli::kExitUsage);
+    return shardkv::cli::ReportError(shardkv::cli::UsageMessage(app, e), shardkv::cli::kExitUsage);
   }
   return exit_code;
 }

@@ -11,7 +11,10 @@
 #include <set>
 #include <thread>
 
+#include "change_guard.h"
 #include "cli_common.h"
+#include "cluster_limits.h"
+#include "cluster_up.h"
 #include "local_cluster.h"
 #include "plan_printer.h"
 #include "rebalance_client.h"
@@ -21,18 +24,44 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr uint16_t kFirstDefaultPort = 7000;
+using namespace limits;
 
 struct ChangeFlags {
   double weight = 1.0;
   bool plan_only = false;
   bool yes = false;
-  uint32_t rate_mb = 32;
-  uint32_t streams = 2;
+  uint32_t rate_mb = kDefaultRateMb;
+  uint32_t streams = kDefaultStreams;
   uint32_t wait_s = 60;
 };
 
-void Progress(const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); }
+// Without --yes (or --plan-only) the change needs a confirmation, which needs a terminal: refuse
+// before anything is started or counted.
+bool RefuseUnconfirmable(const ChangeFlags& f) {
+  if (f.yes || f.plan_only || isatty(STDIN_FILENO) == 1) return false;
+  ReportError(
+      "not starting the change: stdin is not a terminal, so there is nobody to confirm; pass "
+      "--yes to begin it (or --plan-only to only plan)",
+      kExitUsage);
+  return true;
+}
+
+// Warnings about the placement after a remove: fewer copies than configured, or no room for a
+// node failure. `nodes_after`: members once the change is done.
+void WarnReplication(const ClusterMap& map, size_t nodes_after) {
+  const ClusterParams& p = map.params();
+  const uint32_t n = static_cast<uint32_t>(nodes_after);
+  const uint32_t r = std::min(p.replication_factor, n);
+  const uint32_t w = std::min(p.write_quorum, r), q = std::min(p.read_quorum, r);
+  if (r < p.replication_factor) {
+    std::fprintf(stderr,
+                 "warning: with %u node(s) left, every key has %u cop%s, fewer than the configured "
+                 "%u (the replication factor comes back as nodes are added)\n",
+                 n, r, r == 1 ? "y" : "ies", p.replication_factor);
+  }
+  const std::string tolerance = FailureToleranceWarning(n, r, w, q);
+  if (!tolerance.empty()) std::fprintf(stderr, "%s\n", tolerance.c_str());
+}
 
 // Planning counts every key on the old replicas and "begin" waits until every member installed
 // the new map: both may take far longer than a key-value operation.
@@ -56,7 +85,9 @@ std::string WatchHint(const GlobalOptions& g) {
 
 // Everything one change needs, whichever command started it.
 struct ChangeRequest {
-  std::string kind;  // add or remove
+  InterruptGuard* guard = nullptr;  // add-node: cleans up on a signal (else null)
+  const ClusterMap* map = nullptr;  // the map the change starts from
+  std::string kind;                 // add or remove
   uint32_t node_id = 0;
   std::string address;              // add
   std::vector<std::string> askees;  // members to ask for the plan, in order
@@ -79,7 +110,18 @@ int PlanAndBegin(const GlobalOptions& g, const ChangeFlags& f, const ChangeReque
     args["address"] = c.address;
     args["weight"] = weight;
   }
-  AdminClient client;
+  const std::string dir = AbsoluteDir(g.ClusterDir());
+  AdminClient client = ClientFor(g, dir);
+  auto undo = [&c] {
+    if (c.guard != nullptr) {
+      c.guard->UndoNow();  // runs c.undo unless a signal already did
+    } else {
+      c.undo();
+    }
+  };
+  auto check_pipe = [&c] {
+    if (c.guard != nullptr) c.guard->CheckPipe();
+  };
   Progress("planning: " + c.kind + " node " + std::to_string(c.node_id) + " (counting keys)");
   // Planning counts keys on one live old replica per range; a replica that died moments ago is
   // still believed alive until gossip notices, and the count fails with Unavailable. Planning
@@ -93,56 +135,83 @@ int PlanAndBegin(const GlobalOptions& g, const ChangeFlags& f, const ChangeReque
     plan = client.SendFirst(c.askees, "plan", args, AdminTimeout(g));
   }
   if (!plan.status.ok()) {
-    c.undo();
+    undo();
+    // A plan the cluster rejects as invalid (removing the last node) is bad input: exit 2.
+    const int code = plan.unreachable || plan.foreign  ? kExitUnreachable
+                     : plan.status.IsInvalidArgument() ? kExitUsage
+                                                       : kExitFailed;
     return ReportError(plan.unreachable ? plan.status.message()
                                         : "the cluster refused the plan: " + plan.status.message(),
-                       plan.unreachable ? kExitUnreachable : kExitFailed);
+                       code);
   }
   const PlanContext ctx{c.address, f.weight, plan.address};
   if (!g.json) PrintPlanTable(stdout, plan.report, ctx);
   std::fflush(stdout);
+  check_pipe();
+  // The rebalancer will report the effective replication after the change; until then it is
+  // derived from the map here (min(R, nodes), quorums capped at it, as ClusterMap does).
+  if (c.map != nullptr && c.kind == "remove") WarnReplication(*c.map, c.map->nodes().size() - 1);
   if (f.plan_only) {
-    c.undo();
+    undo();
     if (g.json) std::cout << PlanJson(plan.report, ctx, nullptr) << "\n";
     Progress("--plan-only: nothing changed");
     return kExitOk;
   }
   if (!f.yes) {
-    if (isatty(STDIN_FILENO) != 1) {
-      c.undo();
-      if (g.json) std::cout << PlanJson(plan.report, ctx, nullptr) << std::endl;
-      return ReportError(
-          "not starting the change: stdin is not a terminal, so there is nobody to confirm; pass "
-          "--yes to begin it (or --plan-only to only plan)",
-          kExitUsage);
-    }
+    // RefuseUnconfirmable ran before anything started: stdin is a terminal here.
     if (g.json) PrintPlanTable(stderr, plan.report, ctx);  // stdout keeps the one JSON object
     std::fprintf(stderr, "\nProceed? [y/N] ");
     std::fflush(stderr);
+    check_pipe();
     std::string answer;
     std::getline(std::cin, answer);
     if (answer != "y" && answer != "Y" && answer != "yes" && answer != "YES") {
-      c.undo();
+      undo();
       if (g.json) std::cout << PlanJson(plan.report, ctx, nullptr) << "\n";
       Progress("aborted: nothing changed");
       return kExitFailed;
     }
   }
+  // The last change before this one, to tell a change this command began from an older one.
+  const AdminReply before = client.Status(c.askees, "", ProbeTimeout(g));
+  const uint64_t last_change =
+      before.status.ok() && before.report.has_change ? before.report.record.change_id : 0;
+  if (c.guard != nullptr) c.guard->Busy();  // a begin in flight is never undone by a signal
   // The node that planned begins (and drives) the change.
   AdminReply begun = client.Send(plan.address, "begin", args, AdminTimeout(g));
-  if (begun.unreachable) {
-    // The change may have been committed before the reply was lost: undoing could stop a node
-    // the cluster now counts on.
-    return ReportError("no answer to 'begin' from " + plan.address + " (" + begun.status.message() +
-                           "): whether the change started is unknown; check with 'shardkv "
-                           "rebalance status'",
-                       kExitUnreachable);
+  if (!begun.status.ok() && !begun.foreign) {
+    // The commit may have landed although the driver failed afterwards or its reply was lost:
+    // the cluster's status decides, so that the exit code says what happened.
+    auto effect = AwaitEffect(
+        &client, c.askees,
+        [&](const rebalance::RebalanceReport& r) {
+          return r.has_change && r.record.change_id != last_change && r.record.kind == c.kind &&
+                 r.record.node_id == c.node_id;
+        },
+        std::chrono::seconds(2), ProbeTimeout(g));
+    if (effect) {
+      std::fprintf(stderr, "note: %s answered 'begin' with an error (%s), but the change began\n",
+                   plan.address.c_str(), begun.status.message().c_str());
+      begun.status = Status::OK();
+      begun.report = *effect;
+      begun.address = effect->driver_address;
+    } else if (begun.unreachable) {
+      // Undoing could stop a node the cluster now counts on: leave everything as it is.
+      return ReportError("no answer to 'begin' from " + plan.address + " (" +
+                             begun.status.message() +
+                             "): whether the change started is unknown; check with 'shardkv "
+                             "rebalance status'",
+                         kExitUnreachable);
+    }
   }
   if (!begun.status.ok()) {
-    c.undo();
+    undo();
     if (g.json) std::cout << PlanJson(plan.report, ctx, nullptr) << std::endl;
-    return ReportError("the cluster refused the change: " + begun.status.message(), kExitFailed);
+    return ReportError("the cluster refused the change: " + begun.status.message(),
+                       begun.foreign ? kExitUnreachable : kExitFailed);
   }
+  // The guard stays busy: a signal that arrived meanwhile takes effect once the result is printed
+  // (when the guard is destroyed), never as an undo.
   c.on_begun();
   if (g.json) {
     std::cout << PlanJson(plan.report, ctx, &begun.report) << "\n";
@@ -162,57 +231,8 @@ int PlanAndBegin(const GlobalOptions& g, const ChangeFlags& f, const ChangeReque
 // The members to ask, from the newest map the directory's nodes (or --cluster) know.
 StatusOr<ClusterMap> CurrentMap(const GlobalOptions& g, const std::string& dir,
                                 const std::vector<std::string>& addresses) {
-  AdminClient client;
+  AdminClient client = ClientFor(g, dir);
   return client.NewestMap(addresses, DirClusterId(g, dir), ProbeTimeout(g));
-}
-
-// The port for a new node, the way `cluster up` chose them: 0 for --base-port 0, else the first
-// free port from P + id - 1 (--base-port P) or from 7000, skipping ports other nodes of the
-// directory are recorded with (a stopped node comes back on its port).
-StatusOr<uint16_t> ChooseNewPort(const ClusterConf& conf, const std::string& dir, uint32_t id) {
-  if (conf.base_port == 0) return uint16_t{0};
-  std::set<uint32_t> reserved;
-  for (uint32_t other : ListAllNodeIds(dir)) {
-    if (auto args = ReadArgsFile(NodeDir(dir, other)); args.ok()) {
-      if (auto p = ListenPortInArgs(*args)) reserved.insert(*p);
-    }
-    if (auto p = ReadPortFile(NodeDir(dir, other))) reserved.insert(*p);
-  }
-  uint32_t start = kFirstDefaultPort;
-  if (conf.base_port > 0 && conf.base_port + id - 1 <= 65535) start = conf.base_port + id - 1;
-  for (uint32_t p = start; p <= 65535; ++p) {
-    if (reserved.count(p) == 0 && PortFree(static_cast<uint16_t>(p))) {
-      return static_cast<uint16_t>(p);
-    }
-  }
-  return Status::ResourceExhausted("no free port from " + std::to_string(start) + " up");
-}
-
-// The new node's arguments: another member's, with its own id, data directory and port.
-std::vector<std::string> NewNodeArgs(const std::string& dir, const ClusterConf& conf, uint32_t id,
-                                     uint16_t port) {
-  std::vector<std::string> args;
-  for (uint32_t other : ListNodeIds(dir)) {
-    if (auto a = ReadArgsFile(NodeDir(dir, other)); a.ok()) {
-      args = std::move(a).value();
-      break;
-    }
-  }
-  if (args.empty()) {
-    args = {"--id",
-            "",
-            "--data",
-            "",
-            "--listen",
-            "",
-            "--tombstone-grace",
-            std::to_string(conf.tombstone_grace_s)};
-  }
-  for (size_t i = 0; i + 1 < args.size(); ++i) {
-    if (args[i] == "--id") args[i + 1] = std::to_string(id);
-    if (args[i] == "--data") args[i + 1] = NodeDir(dir, id);
-  }
-  return WithListenPort(args, port);
 }
 
 void StopAndRemove(const std::string& dir, uint32_t id, pid_t pid) {
@@ -224,6 +244,10 @@ void StopAndRemove(const std::string& dir, uint32_t id, pid_t pid) {
 }
 
 int DoAddNode(const GlobalOptions& g, const ChangeFlags& f) {
+  if (RefuseUnconfirmable(f)) return kExitUsage;
+  // Before any thread starts (see InterruptGuard): from the moment the new node runs, Ctrl-C,
+  // SIGTERM, SIGHUP or SIGPIPE clean up as answering `n` does.
+  InterruptGuard guard;
   const std::string dir = AbsoluteDir(g.ClusterDir());
   auto conf = ReadClusterConf(dir);
   if (!conf.ok()) {
@@ -247,12 +271,22 @@ int DoAddNode(const GlobalOptions& g, const ChangeFlags& f) {
   if (!binary.ok()) return ReportError(binary.status(), kExitFailed);
   const std::vector<std::string> args = NewNodeArgs(dir, *conf, id, *port);
   Progress("starting node " + std::to_string(id) + " in " + NodeDir(dir, id));
+  // Armed before the launch: a signal while the node starts still removes what was created.
+  std::optional<pid_t> launched;
+  guard.Arm([&dir, id, &launched] {
+    if (launched) {
+      StopAndRemove(dir, id, *launched);
+    } else {
+      std::error_code ec;
+      fs::remove_all(NodeDir(dir, id), ec);
+    }
+  });
   auto pid = LaunchNode(*binary, dir, id, args);
   if (!pid.ok()) {
-    std::error_code ec;
-    fs::remove_all(NodeDir(dir, id), ec);
+    guard.UndoNow();
     return ReportError(pid.status().WithContext("node " + std::to_string(id)), kExitFailed);
   }
+  launched = *pid;
   NodeProber prober;
   std::vector<uint16_t> bound;
   uint32_t exited_id = 0;
@@ -264,7 +298,7 @@ int DoAddNode(const GlobalOptions& g, const ChangeFlags& f) {
     for (const auto& line : TailLines(NodeDir(dir, id) + "/node.log", 5)) {
       std::fprintf(stderr, "  | %s\n", line.c_str());
     }
-    StopAndRemove(dir, id, *pid);
+    guard.UndoNow();
     return kExitFailed;
   }
   // Pinned, as `cluster up` does: a restart must come back at the address the map names.
@@ -277,16 +311,24 @@ int DoAddNode(const GlobalOptions& g, const ChangeFlags& f) {
   c.node_id = id;
   c.address = address;
   c.askees = MemberAddresses(*map, {id});
-  c.undo = [&dir, id, pid = *pid] { StopAndRemove(dir, id, pid); };
-  c.on_begun = [&dir] { RecordNodeCount(dir); };
+  c.guard = &guard;
+  c.map = &*map;
+  c.on_begun = [&dir, id, &conf, &binary, &args, &bound] {
+    RecordNodeCount(dir);
+    // A member now: with a lost data directory it must refuse to start (see WithClusterId).
+    (void)WriteArgsFile(NodeDir(dir, id),
+                        WithClusterId(WithListenPort(args, bound[0]), conf->cluster_id, *binary));
+  };
   return PlanAndBegin(g, f, c);
 }
 
 int DoJoin(const GlobalOptions& g, const ChangeFlags& f, const std::string& address) {
+  if (RefuseUnconfirmable(f)) return kExitUsage;
   const std::string dir = AbsoluteDir(g.ClusterDir());
-  AdminClient client;
+  AdminClient client = ClientFor(g, dir);
   bool unreachable = false;
-  auto stats = client.Call(address, net::StatsRequest{}, ProbeTimeout(g), &unreachable);
+  // The joining node is not of this cluster (yet): ask it without an expected cluster id.
+  auto stats = client.CallAnyCluster(address, net::StatsRequest{}, ProbeTimeout(g), &unreachable);
   if (!stats.ok()) {
     return ReportError("cannot ask " + address + " for its node id: " + stats.status().message(),
                        unreachable ? kExitUnreachable : kExitFailed);
@@ -312,7 +354,24 @@ int DoJoin(const GlobalOptions& g, const ChangeFlags& f, const std::string& addr
                            std::to_string(map->FindNodeByAddress(address)->id) + ")",
                        kExitFailed);
   }
+  // Only a fresh node (a one-node map of itself) can join; a member of another cluster is
+  // refused here, before anything is planned or committed.
+  if (auto theirs = client.CallAnyCluster(address, net::GetClusterMapRequest{}, ProbeTimeout(g));
+      theirs.ok()) {
+    if (const auto* m = std::get_if<net::GetClusterMapResponse>(&*theirs)) {
+      if (auto other = ClusterMap::Decode(m->map);
+          other.ok() && other->cluster_id() != map->cluster_id() && other->nodes().size() > 1) {
+        return ReportError(address + " is node " + std::to_string(id) + " of another cluster (" +
+                               std::to_string(other->cluster_id()) + ", " +
+                               std::to_string(other->nodes().size()) + " nodes, epoch " +
+                               std::to_string(other->epoch()) + "), not a fresh node; cluster " +
+                               std::to_string(map->cluster_id()) + " is unchanged",
+                           kExitFailed);
+      }
+    }
+  }
   ChangeRequest c;
+  c.map = &*map;
   c.kind = "add";
   c.node_id = id;
   c.address = address;
@@ -321,8 +380,14 @@ int DoJoin(const GlobalOptions& g, const ChangeFlags& f, const std::string& addr
 }
 
 int DoRemoveNode(const GlobalOptions& g, const ChangeFlags& f, uint32_t id) {
+  if (RefuseUnconfirmable(f)) return kExitUsage;
   const std::string dir = AbsoluteDir(g.ClusterDir());
-  auto map = CurrentMap(g, dir, AdminAddresses(g, dir, {id}));
+  // The leaving node may answer too (it may be the last one); the other nodes first.
+  std::vector<std::string> addresses = AdminAddresses(g, dir, {id});
+  for (const auto& a : AdminAddresses(g, dir)) {
+    if (std::find(addresses.begin(), addresses.end(), a) == addresses.end()) addresses.push_back(a);
+  }
+  auto map = CurrentMap(g, dir, addresses);
   if (!map.ok()) return ReportError(map.status(), kExitUnreachable);
   if (map->FindNode(id) == nullptr) {
     std::string members;
@@ -333,7 +398,14 @@ int DoRemoveNode(const GlobalOptions& g, const ChangeFlags& f, uint32_t id) {
         "node " + std::to_string(id) + " is not a member of the cluster (members: " + members + ")",
         kExitFailed);
   }
+  if (map->nodes().size() == 1) {
+    return ReportError("cannot remove the last node (node " + std::to_string(id) +
+                           "): a cluster needs at least one; stop the cluster with 'shardkv "
+                           "cluster down' instead",
+                       kExitUsage);
+  }
   ChangeRequest c;
+  c.map = &*map;
   c.kind = "remove";
   c.node_id = id;
   c.askees = MemberAddresses(*map, {id});
@@ -344,17 +416,19 @@ void AddChangeFlags(CLI::App* cmd, GlobalOptions* g, ChangeFlags* f, bool add) {
   if (add) {
     cmd->add_option("--weight", f->weight, "Relative weight of the node (1 = like the others)")
         ->capture_default_str()
-        ->check(CLI::Range(0.001, 1000.0));
+        ->check(CLI::Range(kMinWeight, kMaxWeight));
   }
   cmd->add_flag("--plan-only", f->plan_only, "Print the plan and change nothing");
-  cmd->add_flag("--yes,-y", f->yes, "Begin without asking (required when stdin is no terminal)");
+  cmd->add_flag("--yes,-y", f->yes,
+                "Begin without asking (required when stdin is no terminal: without it the "
+                "command refuses at once, exit 2)");
   cmd->add_option("--rate", f->rate_mb,
                   "Streaming rate limit per destination node, MB/s (0 = unthrottled)")
       ->capture_default_str()
-      ->check(CLI::Range(0u, 1u << 20));
+      ->check(CLI::Range(kMinRateMb, kMaxRateMb));
   cmd->add_option("--streams", f->streams, "Concurrent streams per source and per destination")
       ->capture_default_str()
-      ->check(CLI::Range(1u, 64u));
+      ->check(CLI::Range(kMinStreams, kMaxStreams));
   cmd->add_flag("--json", g->json, "Print the plan as JSON (schema in README)");
 }
 
@@ -371,7 +445,7 @@ void RegisterMembershipCommands(CLI::App& app, GlobalOptions* g, int* exit_code)
   AddChangeFlags(add, g, add_flags.get(), true);
   add->add_option("--wait", add_flags->wait_s, "Seconds to wait for the new node to listen")
       ->capture_default_str()
-      ->check(CLI::Range(1u, 3600u));
+      ->check(CLI::Range(kMinWaitS, kMaxWaitS));
   add->callback([=] { *exit_code = DoAddNode(*g, *add_flags); });
 
   auto join_flags = std::make_shared<ChangeFlags>();
@@ -391,7 +465,9 @@ void RegisterMembershipCommands(CLI::App& app, GlobalOptions* g, int* exit_code)
       "Remove a node (running or dead): print the plan, and on confirmation begin streaming its "
       "ranges to the others. Once the change is done, 'rebalance watch' (or 'cluster status') "
       "stops the node's process");
-  remove->add_option("ID", *remove_id, "Node id")->required()->check(CLI::Range(1u, 1u << 30));
+  remove->add_option("ID", *remove_id, "Node id")
+      ->required()
+      ->check(CLI::Range(kMinNodeId, kMaxNodeId));
   AddChangeFlags(remove, g, remove_flags.get(), false);
   remove->callback([=] { *exit_code = DoRemoveNode(*g, *remove_flags, *remove_id); });
 }

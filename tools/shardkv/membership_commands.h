@@ -6,7 +6,8 @@
 //
 //   add-node   starts one more shardkv-node in the local cluster directory (next free id, the
 //              other nodes' arguments) and adds it; stopped and removed again if the change is
-//              not begun (--plan-only, refused, declined)
+//              not begun (--plan-only, refused, declined, or interrupted by SIGINT, SIGTERM,
+//              SIGHUP or SIGPIPE)
 //   join       adds an already running node, given by address
 //   remove-node  removes a node (also a dead one); once the change is done, `rebalance watch`
 //              or `cluster status` stops its process and marks its directory removed

@@ -12,11 +12,18 @@ namespace shardkv::cli {
 using rebalance::ChangeState;
 using rebalance::RebalanceReport;
 
-AdminClient::AdminClient() : pool_(std::make_unique<PeerPool>(1)) {}
+AdminClient::AdminClient(uint64_t cluster_id, std::string origin)
+    : pool_(std::make_unique<PeerPool>(1)), cluster_id_(cluster_id), origin_(std::move(origin)) {}
 
-StatusOr<net::ResponseBody> AdminClient::Call(const std::string& address, net::RequestBody body,
-                                              std::chrono::milliseconds timeout,
-                                              bool* unreachable) {
+AdminClient ClientFor(const GlobalOptions& g, const std::string& dir) {
+  const uint64_t id = DirClusterId(g, dir);
+  return AdminClient(id, id != 0 ? "the cluster in " + ClusterConfPath(dir) : "");
+}
+
+StatusOr<net::ResponseBody> AdminClient::CallAnyCluster(const std::string& address,
+                                                        net::RequestBody body,
+                                                        std::chrono::milliseconds timeout,
+                                                        bool* unreachable) {
   if (unreachable != nullptr) *unreachable = false;
   net::Request request;
   request.body = std::move(body);
@@ -31,11 +38,69 @@ StatusOr<net::ResponseBody> AdminClient::Call(const std::string& address, net::R
   return std::move(response->body);
 }
 
+std::optional<uint64_t> AdminClient::ClusterIdOf(const std::string& address,
+                                                 std::chrono::milliseconds timeout,
+                                                 bool* unreachable) {
+  auto body = CallAnyCluster(address, net::GetClusterMapRequest{}, timeout, unreachable);
+  if (!body.ok()) return std::nullopt;
+  const auto* m = std::get_if<net::GetClusterMapResponse>(&*body);
+  if (m == nullptr) return std::nullopt;
+  auto map = ClusterMap::Decode(m->map);
+  if (!map.ok()) return std::nullopt;
+  return map->cluster_id();
+}
+
+StatusOr<net::ResponseBody> AdminClient::Call(const std::string& address, net::RequestBody body,
+                                              std::chrono::milliseconds timeout, bool* unreachable,
+                                              bool* foreign) {
+  if (unreachable != nullptr) *unreachable = false;
+  if (foreign != nullptr) *foreign = false;
+  if (cluster_id_ == 0) {
+    // Adopt the first answering node's cluster; every later request must reach that cluster.
+    bool down = false;
+    const auto id = ClusterIdOf(address, timeout, &down);
+    if (down) {
+      if (unreachable != nullptr) *unreachable = true;
+      return Status::Unavailable(address + " did not answer");
+    }
+    if (id && *id != 0) {
+      cluster_id_ = *id;
+      origin_ = "the cluster of " + address + " (the first node that answered)";
+    }
+  }
+  net::Request request;
+  request.body = std::move(body);
+  request.cluster_id = cluster_id_;
+  auto response = pool_->CallSync(address, std::move(request), timeout);
+  if (!response.ok()) {
+    if (unreachable != nullptr) *unreachable = true;
+    if (response.status().message().find(address) != std::string::npos) return response.status();
+    return response.status().WithContext(address);
+  }
+  if (!response->ok()) {
+    ::shardkv::Status s = response->status();
+    // A node of another cluster refuses the request (FailedPrecondition): confirm from its map
+    // and say which two clusters are involved, whatever the node's own wording.
+    if (s.code() == Status::Code::kFailedPrecondition && cluster_id_ != 0) {
+      if (auto id = ClusterIdOf(address, timeout); id && *id != cluster_id_) {
+        if (foreign != nullptr) *foreign = true;
+        return Status::FailedPrecondition(address + " belongs to cluster " + std::to_string(*id) +
+                                          ", not to cluster " + std::to_string(cluster_id_) +
+                                          (origin_.empty() ? "" : " (" + origin_ + ")") +
+                                          "; another cluster may have taken this cluster's ports");
+      }
+    }
+    return s;
+  }
+  return std::move(response->body);
+}
+
 AdminReply AdminClient::Send(const std::string& address, const std::string& command,
                              const AdminArgs& args, std::chrono::milliseconds timeout) {
   AdminReply out;
   out.address = address;
-  auto body = Call(address, net::AdminRequest{command, args}, timeout, &out.unreachable);
+  auto body =
+      Call(address, net::AdminRequest{command, args}, timeout, &out.unreachable, &out.foreign);
   if (!body.ok()) {
     out.status = body.status();
     return out;
@@ -58,15 +123,20 @@ AdminReply AdminClient::SendFirst(const std::vector<std::string>& addresses,
                                   const std::string& command, const AdminArgs& args,
                                   std::chrono::milliseconds timeout) {
   std::string tried;
+  bool foreign = false;
   for (const std::string& a : addresses) {
     AdminReply r = Send(a, command, args, timeout);
-    if (!r.unreachable) return r;
+    if (!r.unreachable && !r.foreign) return r;
+    foreign = foreign || r.foreign;
     tried += (tried.empty() ? "" : "; ") + r.status.message();
   }
   AdminReply none;
   none.unreachable = true;
-  none.status = Status::Unavailable(addresses.empty() ? "no node to ask"
-                                                      : "no node answered (" + tried + ")");
+  none.foreign = foreign;
+  const std::string who = cluster_id_ != 0 ? "no node of cluster " + std::to_string(cluster_id_)
+                                           : std::string("no node");
+  none.status =
+      Status::Unavailable(addresses.empty() ? "no node to ask" : who + " answered (" + tried + ")");
   return none;
 }
 
@@ -102,6 +172,7 @@ StatusOr<ClusterMap> AdminClient::NewestMap(const std::vector<std::string>& addr
                                             std::chrono::milliseconds timeout) {
   std::optional<ClusterMap> best;
   std::string errors;
+  if (cluster_id_ == 0) cluster_id_ = cluster_id;
   for (const auto& a : addresses) {
     auto body = Call(a, net::GetClusterMapRequest{}, timeout);
     if (!body.ok()) {
@@ -111,12 +182,19 @@ StatusOr<ClusterMap> AdminClient::NewestMap(const std::vector<std::string>& addr
     const auto* m = std::get_if<net::GetClusterMapResponse>(&*body);
     if (m == nullptr) continue;
     auto map = ClusterMap::Decode(m->map);
-    if (!map.ok() || (cluster_id != 0 && map->cluster_id() != cluster_id)) continue;
+    if (!map.ok()) continue;
+    if (cluster_id_ != 0 && map->cluster_id() != cluster_id_) {
+      errors += (errors.empty() ? "" : "; ") + a + " belongs to cluster " +
+                std::to_string(map->cluster_id()) + ", not to cluster " +
+                std::to_string(cluster_id_);
+      continue;
+    }
     if (!best || map->epoch() > best->epoch()) best = std::move(map).value();
   }
   if (best) return std::move(*best);
-  return Status::Unavailable("no node of the cluster answered" +
-                             (errors.empty() ? std::string() : " (" + errors + ")"));
+  return Status::Unavailable((cluster_id_ != 0 ? "no node of cluster " + std::to_string(cluster_id_)
+                                               : std::string("no node of the cluster")) +
+                             " answered" + (errors.empty() ? std::string() : " (" + errors + ")"));
 }
 
 int64_t AdminClient::SumClientErrors(const std::vector<std::string>& addresses,
@@ -214,6 +292,29 @@ std::optional<std::string> RetireRemovedNode(const GlobalOptions& g, const std::
   }
   RecordNodeCount(dir);
   return line + " and marked " + node_dir + " removed (data kept)";
+}
+
+uint64_t MovedCopies(const RebalanceReport& r) {
+  return std::max(r.copies_done, r.record.moved_copies);
+}
+uint64_t MovedBytes(const RebalanceReport& r) {
+  return std::max(r.bytes_done, r.record.moved_bytes);
+}
+
+std::optional<RebalanceReport> AwaitEffect(
+    AdminClient* client, const std::vector<std::string>& addresses,
+    const std::function<bool(const RebalanceReport&)>& took_effect, std::chrono::milliseconds wait,
+    std::chrono::milliseconds timeout) {
+  std::optional<RebalanceReport> seen;
+  PollUntil(
+      SteadyClock::now() + wait,
+      [&] {
+        AdminReply r = client->Status(addresses, "", timeout);
+        if (r.status.ok() && took_effect(r.report)) seen = r.report;
+        return seen.has_value();
+      },
+      std::chrono::milliseconds(250));
+  return seen;
 }
 
 std::string HumanBytes(double bytes) {

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -33,19 +34,35 @@ using AdminArgs = std::map<std::string, std::string>;
 struct AdminReply {
   Status status;             // OK, the node's error, or why no node answered
   bool unreachable = false;  // no node answered at all (transport failure), exit 3
-  std::string address;       // the node that answered
+  // The node that answered belongs to another cluster (its id is in `status`); exit 3. Such a
+  // node counts as not answering: SendFirst and Status skip it.
+  bool foreign = false;
+  std::string address;  // the node that answered
   rebalance::RebalanceReport report;
 };
 
+// Every request carries the cluster id the client expects, so a node of another cluster (one
+// that took a stopped cluster's ports) refuses it; the client then confirms the node's id from
+// its map and reports "A is node N of cluster Y, not of cluster X" (AdminReply::foreign).
 class AdminClient {
  public:
-  AdminClient();
+  // `cluster_id` 0: adopt the id of the first node that answers (--cluster without an id), then
+  // refuse any node with another id for the rest of the command. `origin` says where the
+  // expected id came from, for messages ("the cluster in D/cluster.conf").
+  explicit AdminClient(uint64_t cluster_id = 0, std::string origin = "");
+  uint64_t cluster_id() const { return cluster_id_; }
   // One request to one node. A transport failure sets `unreachable`; an ErrorResponse does not.
   AdminReply Send(const std::string& address, const std::string& command, const AdminArgs& args,
                   std::chrono::milliseconds timeout);
-  // Any request; `unreachable` (may be null) tells a transport failure from a node's error.
+  // Any request; `unreachable` (may be null) tells a transport failure from a node's error, and
+  // `foreign` (may be null) a node of another cluster.
   StatusOr<net::ResponseBody> Call(const std::string& address, net::RequestBody body,
-                                   std::chrono::milliseconds timeout, bool* unreachable = nullptr);
+                                   std::chrono::milliseconds timeout, bool* unreachable = nullptr,
+                                   bool* foreign = nullptr);
+  // The same without any cluster id: for a node that is not a member yet (`cluster join`).
+  StatusOr<net::ResponseBody> CallAnyCluster(const std::string& address, net::RequestBody body,
+                                             std::chrono::milliseconds timeout,
+                                             bool* unreachable = nullptr);
   // Sends to the first of `addresses` that answers (an error reply counts as an answer).
   AdminReply SendFirst(const std::vector<std::string>& addresses, const std::string& command,
                        const AdminArgs& args, std::chrono::milliseconds timeout);
@@ -66,8 +83,18 @@ class AdminClient {
                           std::chrono::milliseconds timeout);
 
  private:
+  // The cluster id in `address`'s map (asked without an expected id); nullopt if unknown.
+  std::optional<uint64_t> ClusterIdOf(const std::string& address, std::chrono::milliseconds timeout,
+                                      bool* unreachable = nullptr);
+
   std::unique_ptr<PeerPool> pool_;
+  uint64_t cluster_id_ = 0;
+  std::string origin_;
 };
+
+// An AdminClient expecting the cluster of --dir (the id in cluster.conf), or with --cluster the
+// first node's.
+AdminClient ClientFor(const GlobalOptions& g, const std::string& dir);
 
 // Addresses to send admin requests to: --cluster, else the member directories of `dir` (the
 // port the node wrote, else its --listen port), skipping the ids in `exclude`. Ascending id.
@@ -92,6 +119,21 @@ std::optional<std::string> RetireRemovedNode(const GlobalOptions& g, const std::
 // Number of member node directories in `dir`, written to cluster.conf's `nodes` (so `cluster up`
 // restarts a cluster that grew or shrank). Best effort.
 void RecordNodeCount(const std::string& dir);
+
+// Copies and bytes the change moved: the live count while the driver streams, else the count the
+// change record kept (a failed or cancelled change keeps what it had moved).
+uint64_t MovedCopies(const rebalance::RebalanceReport& r);
+uint64_t MovedBytes(const rebalance::RebalanceReport& r);
+
+// After a command that changes the cluster (begin, cancel, resume, throttle) got an error or no
+// answer, the change status says whether it took effect anyway (a commit can land on the other
+// nodes while the node that was asked fails, or its reply is lost). Polls the status for up to
+// `wait` until `took_effect` holds; returns the last status that answered with it holding, or
+// nullopt when it never did (or no node answered).
+std::optional<rebalance::RebalanceReport> AwaitEffect(
+    AdminClient* client, const std::vector<std::string>& addresses,
+    const std::function<bool(const rebalance::RebalanceReport&)>& took_effect,
+    std::chrono::milliseconds wait, std::chrono::milliseconds timeout);
 
 // "4.2 MB", "812 KB", "17 B".
 std::string HumanBytes(double bytes);

@@ -7,9 +7,11 @@
 #include <thread>
 
 #include "cli_common.h"
+#include "cluster_limits.h"
 #include "local_cluster.h"
 #include "plan_printer.h"
 #include "rebalance_client.h"
+#include "watch_view.h"
 
 namespace shardkv::cli {
 namespace {
@@ -34,174 +36,6 @@ int64_t ClientErrors(AdminClient* client, const RebalanceReport& r,
                            client->SumClientErrors(addresses, t) - r.record.client_errors_at_start);
 }
 
-// An exponentially smoothed rate of a counter that only grows.
-class Rate {
- public:
-  void Add(double value, Clock::time_point now) {
-    if (have_) {
-      const double dt = std::chrono::duration<double>(now - at_).count();
-      if (dt > 0.05) {
-        const double instant = std::max(0.0, value - last_) / dt;
-        rate_ = seeded_ ? 0.6 * rate_ + 0.4 * instant : instant;
-        seeded_ = true;
-      } else {
-        return;
-      }
-    }
-    have_ = true;
-    last_ = value;
-    at_ = now;
-  }
-  double per_s() const { return rate_; }
-
- private:
-  bool have_ = false, seeded_ = false;
-  double last_ = 0, rate_ = 0;
-  Clock::time_point at_;
-};
-
-std::string Bar(double fraction, int width) {
-  fraction = std::clamp(fraction, 0.0, 1.0);
-  const int filled = static_cast<int>(fraction * width);
-  std::string bar(filled, '=');
-  if (filled < width) bar += '>';
-  bar.resize(width, ' ');
-  return "[" + bar + "]";
-}
-
-std::string Eta(double remaining, double rate) {
-  if (remaining <= 0) return "ETA 0s";
-  return rate > 0 ? "ETA " + HumanSeconds(remaining / rate) : "ETA -";
-}
-
-std::string ProgressFields(uint64_t copies_done, uint64_t copies_planned, uint64_t bytes_done,
-                           uint64_t bytes_planned, double byte_rate) {
-  return "copies " + std::to_string(copies_done) + "/" + std::to_string(copies_planned) + "  " +
-         HumanBytes(static_cast<double>(bytes_done)) + " of " +
-         HumanBytes(static_cast<double>(bytes_planned)) + "  " + HumanBytes(byte_rate) + "/s  " +
-         Eta(static_cast<double>(bytes_planned) - static_cast<double>(bytes_done), byte_rate);
-}
-
-double Done(uint64_t copies_done, uint64_t copies_planned, uint64_t ranges_done,
-            uint64_t ranges_total) {
-  if (copies_planned > 0) return Ratio(static_cast<double>(copies_done), copies_planned);
-  return ranges_total > 0 ? Ratio(static_cast<double>(ranges_done), ranges_total) : 0.0;
-}
-
-// The live display of `rebalance watch`: bars redrawn in place on a terminal (stderr), one plain
-// line per poll otherwise (stdout).
-class WatchView {
- public:
-  explicit WatchView(bool tty) : tty_(tty) {}
-
-  void Show(const RebalanceReport& r, const std::string& note) {
-    const auto now = Clock::now();
-    const bool streaming = r.record.state == ChangeState::kStreaming;
-    if (r.from_driver && streaming) live_ = r;
-    // A snapshot from a node that does not drive the change has no live progress: keep showing
-    // the driver's last numbers until the driver (or its successor) answers again.
-    const bool stale = streaming && !r.from_driver && live_.has_change &&
-                       live_.record.change_id == r.record.change_id;
-    const RebalanceReport& shown = stale ? live_ : r;
-    overall_.Add(static_cast<double>(shown.bytes_done), now);
-    copies_rate_.Add(static_cast<double>(shown.copies_done), now);
-    for (const StreamProgress& s : shown.streams) {
-      rates_[{s.source, s.destination}].Add(static_cast<double>(s.bytes_done), now);
-    }
-    const rebalance::ChangeRecord& rec = r.record;
-    std::string head = "change " + std::to_string(rec.change_id) + " (" + DescribeChange(rec) +
-                       "): " + StateName(r) + ", " + HumanSeconds(r.elapsed_s) + ", driver node " +
-                       std::to_string(r.driver);
-    if (!note.empty()) head += "  [" + note + "]";
-    if (!r.from_driver && streaming) head += "  [driver not reachable: last live numbers]";
-    const uint64_t planned_bytes = std::max(rec.planned_bytes, shown.bytes_done);
-    if (!tty_) {
-      std::printf("[%s] %s  %s\n", HumanSeconds(r.elapsed_s).c_str(), StateName(r).c_str(),
-                  ProgressFields(shown.copies_done, rec.planned_copies, shown.bytes_done,
-                                 planned_bytes, overall_.per_s())
-                      .c_str());
-      if (!note.empty()) std::printf("  (%s)\n", note.c_str());
-      std::fflush(stdout);
-      return;
-    }
-    std::vector<std::string> lines{head};
-    constexpr size_t kMaxStreams = 16;
-    for (size_t i = 0; i < shown.streams.size() && i < kMaxStreams; ++i) {
-      const StreamProgress& s = shown.streams[i];
-      char label[40];
-      std::snprintf(label, sizeof(label), "  %u -> %u", s.source, s.destination);
-      char line[400];
-      std::snprintf(
-          line, sizeof(line), "%-16s %s %5.1f%%  ranges %llu/%llu  %s", label,
-          Bar(Done(s.copies_done, s.copies_planned, s.ranges_done, s.ranges_total), 20).c_str(),
-          100 * Done(s.copies_done, s.copies_planned, s.ranges_done, s.ranges_total),
-          static_cast<unsigned long long>(s.ranges_done),
-          static_cast<unsigned long long>(s.ranges_total),
-          ProgressFields(s.copies_done, s.copies_planned, s.bytes_done,
-                         std::max(s.bytes_planned, s.bytes_done),
-                         rates_[{s.source, s.destination}].per_s())
-              .c_str());
-      lines.push_back(line);
-    }
-    if (shown.streams.size() > kMaxStreams) {
-      lines.push_back("  ... " + std::to_string(shown.streams.size() - kMaxStreams) +
-                      " more streams");
-    }
-    // Past streaming every copy has moved; the later stages only switch reads and clean up.
-    const bool streamed = rec.state != ChangeState::kStreaming && rec.state != ChangeState::kFailed;
-    const double fraction = streamed ? 1.0 : Done(shown.copies_done, rec.planned_copies, 0, 0);
-    char line[400];
-    std::snprintf(line, sizeof(line), "%-16s %s %5.1f%%  %s  %.0f copies/s", "  overall",
-                  Bar(fraction, 20).c_str(), 100 * fraction,
-                  ProgressFields(shown.copies_done, rec.planned_copies, shown.bytes_done,
-                                 planned_bytes, overall_.per_s())
-                      .c_str(),
-                  copies_rate_.per_s());
-    lines.push_back(line);
-    Draw(lines);
-  }
-
-  // A line about polling itself (no node answered) while there is nothing new to draw. Without
-  // a terminal, a repeated note is printed again only every 10 s.
-  void Note(const std::string& note) {
-    if (tty_) {
-      Draw({"rebalance watch: " + note});
-      return;
-    }
-    const auto now = Clock::now();
-    if (note == last_note_ && now - last_note_at_ < std::chrono::seconds(10)) return;
-    last_note_ = note;
-    last_note_at_ = now;
-    std::printf("(%s)\n", note.c_str());
-    std::fflush(stdout);
-  }
-
-  // Leaves the last drawing on screen; later output starts below it.
-  void Close() { drawn_ = 0; }
-
-  uint64_t max_copies() const { return live_.copies_done; }
-  uint64_t max_bytes() const { return live_.bytes_done; }
-
- private:
-  void Draw(const std::vector<std::string>& lines) {
-    std::string out;
-    if (drawn_ > 0) out += "\033[" + std::to_string(drawn_) + "F";  // back to the first line
-    for (const auto& l : lines) out += l + "\033[K\n";
-    out += "\033[J";  // clear what a longer previous drawing left below
-    std::fputs(out.c_str(), stderr);
-    std::fflush(stderr);
-    drawn_ = lines.size();
-  }
-
-  bool tty_;
-  size_t drawn_ = 0;
-  std::string last_note_;
-  Clock::time_point last_note_at_;
-  RebalanceReport live_;  // the last report with live progress
-  Rate overall_, copies_rate_;
-  std::map<std::pair<uint32_t, uint32_t>, Rate> rates_;
-};
-
 void PrintSummary(const RebalanceReport& r, uint64_t copies, uint64_t bytes,
                   int64_t client_errors) {
   const rebalance::ChangeRecord& rec = r.record;
@@ -216,6 +50,17 @@ void PrintSummary(const RebalanceReport& r, uint64_t copies, uint64_t bytes,
               static_cast<unsigned long long>(rec.planned_copies),
               100 * Ratio(static_cast<double>(copies), static_cast<double>(rec.total_copies)),
               static_cast<unsigned long long>(rec.total_copies), 100 * rec.ideal_fraction);
+  if (copies > rec.planned_copies) {
+    // The plan counted the keys once, before streaming; a range re-streamed after a resume or a
+    // takeover counts again, and so do writes made meanwhile to keys that were moving.
+    std::printf("                  the %llu beyond the plan were %s\n",
+                static_cast<unsigned long long>(copies - rec.planned_copies),
+                rec.resumed_tasks != 0
+                    ? "re-streamed after a resume or takeover (ranges continued from a "
+                      "checkpoint are sent again from it), or written by clients during the change"
+                    : "written by clients during the change (keys created or updated in ranges "
+                      "that were moving), or re-sent after a retried stream");
+  }
   std::printf("  keys remapped:  %llu distinct keys (of %llu live)\n",
               static_cast<unsigned long long>(rec.remapped_keys),
               static_cast<unsigned long long>(rec.live_keys));
@@ -236,7 +81,7 @@ void PrintSummary(const RebalanceReport& r, uint64_t copies, uint64_t bytes,
 
 int DoWatch(const GlobalOptions& g, uint32_t interval_ms, uint32_t timeout_s) {
   const std::string dir = AbsoluteDir(g.ClusterDir());
-  AdminClient client;
+  AdminClient client = ClientFor(g, dir);
   WatchView view(StderrIsTerminal());
   const auto deadline = Clock::now() + std::chrono::seconds(timeout_s);
   std::string preferred;
@@ -274,8 +119,8 @@ int DoWatch(const GlobalOptions& g, uint32_t interval_ms, uint32_t timeout_s) {
   view.Show(last, "");
   view.Close();
   const bool done = last.record.state == ChangeState::kDone;
-  const uint64_t copies = done ? last.copies_done : std::max(last.copies_done, view.max_copies());
-  const uint64_t bytes = done ? last.bytes_done : std::max(last.bytes_done, view.max_bytes());
+  const uint64_t copies = done ? MovedCopies(last) : std::max(MovedCopies(last), view.max_copies());
+  const uint64_t bytes = done ? MovedBytes(last) : std::max(MovedBytes(last), view.max_bytes());
   const int64_t errors = ClientErrors(&client, last, AdminAddresses(g, dir), StatusTimeout(g));
   std::printf("\n");
   PrintSummary(last, copies, bytes, errors);
@@ -300,14 +145,20 @@ void PrintStatus(const RebalanceReport& r, int64_t client_errors) {
   std::printf(
       "  copies:   %llu moved of %llu planned (%.1f%%); %.1f%% of all %llu copies, ideal "
       "%.1f%%\n",
-      static_cast<unsigned long long>(r.copies_done),
+      static_cast<unsigned long long>(MovedCopies(r)),
       static_cast<unsigned long long>(rec.planned_copies),
-      100 * Ratio(static_cast<double>(r.copies_done), rec.planned_copies),
-      100 * Ratio(static_cast<double>(r.copies_done), rec.total_copies),
+      100 * Ratio(static_cast<double>(MovedCopies(r)), rec.planned_copies),
+      100 * Ratio(static_cast<double>(MovedCopies(r)), rec.total_copies),
       static_cast<unsigned long long>(rec.total_copies), 100 * rec.ideal_fraction);
   std::printf("  bytes:    %s moved of %s planned\n",
-              HumanBytes(static_cast<double>(r.bytes_done)).c_str(),
+              HumanBytes(static_cast<double>(MovedBytes(r))).c_str(),
               HumanBytes(static_cast<double>(rec.planned_bytes)).c_str());
+  if (MovedCopies(r) > rec.planned_copies) {
+    std::printf(
+        "            (%llu beyond the plan: writes made during the change, or ranges "
+        "re-streamed after a resume or takeover)\n",
+        static_cast<unsigned long long>(MovedCopies(r) - rec.planned_copies));
+  }
   std::printf("  keys:     %llu remapped of %llu live\n",
               static_cast<unsigned long long>(rec.remapped_keys),
               static_cast<unsigned long long>(rec.live_keys));
@@ -331,54 +182,115 @@ void PrintStatus(const RebalanceReport& r, int64_t client_errors) {
 int DoStatus(const GlobalOptions& g) {
   const std::string dir = AbsoluteDir(g.ClusterDir());
   const auto addresses = AdminAddresses(g, dir);
-  AdminClient client;
+  AdminClient client = ClientFor(g, dir);
   AdminReply reply = client.Status(addresses, "", StatusTimeout(g));
   if (!reply.status.ok()) {
-    return ReportError(reply.status, reply.unreachable ? kExitUnreachable : kExitFailed);
+    return ReportError(reply.status,
+                       reply.unreachable || reply.foreign ? kExitUnreachable : kExitFailed);
   }
   const RebalanceReport& r = reply.report;
   const int64_t errors =
       r.has_change ? ClientErrors(&client, r, addresses, StatusTimeout(g)) : int64_t{0};
   if (g.json) {
     std::cout << StatusJson(r, errors) << "\n";
-    return r.has_change ? kExitOk : kExitFailed;
+    return kExitOk;  // the query succeeded, whatever it found ("state":"none")
   }
   if (!r.has_change) {
     std::printf("no membership change was ever made in this cluster (epoch %llu)\n",
                 static_cast<unsigned long long>(r.epoch));
-    return kExitFailed;
+    return kExitOk;
   }
   PrintStatus(r, errors);
   return kExitOk;
 }
 
-// cancel, resume, throttle: one command to the driver, then the state it left.
-int DoSteer(const GlobalOptions& g, const std::string& command, const AdminArgs& args) {
-  const std::string dir = AbsoluteDir(g.ClusterDir());
-  const auto addresses = AdminAddresses(g, dir);
-  AdminClient client;
-  // Cancel and resume commit a new map; give them the time a commit may take.
-  const auto timeout = std::chrono::milliseconds(std::max<uint32_t>(g.timeout_ms, 90000));
-  AdminReply reply = client.SendToDriver(addresses, command, args, timeout);
-  if (!reply.status.ok()) {
-    return ReportError(reply.unreachable ? reply.status.message()
-                                         : command + " refused: " + reply.status.message(),
-                       reply.unreachable ? kExitUnreachable : kExitFailed);
+// Whether `command` (with `args`) shows in `post`, given the change `pre` it was sent for.
+bool TookEffect(const std::string& command, const AdminArgs& args, const RebalanceReport& pre,
+                const RebalanceReport& post) {
+  if (!pre.has_change || !post.has_change || post.record.change_id != pre.record.change_id) {
+    return false;
   }
-  const RebalanceReport& r = reply.report;
+  const ChangeState before = pre.record.state, after = post.record.state;
+  if (command == "cancel") return after == ChangeState::kCancelled && before != after;
+  if (command == "resume") {
+    return before == ChangeState::kFailed && after != ChangeState::kFailed &&
+           after != ChangeState::kCancelled;
+  }
+  if (auto it = args.find("rate_mb"); it != args.end()) {
+    if (post.record.rate_bytes_per_s != std::stoull(it->second) << 20) return false;
+  }
+  if (auto it = args.find("streams"); it != args.end()) {
+    if (post.record.streams_per_node != std::stoul(it->second)) return false;
+  }
+  return !ChangeEnded(post);
+}
+
+void PrintSteered(const GlobalOptions& g, const std::string& command, const RebalanceReport& r,
+                  const std::string& address) {
   if (g.json) {
     std::cout << StatusJson(r, r.record.client_errors) << "\n";
-    return kExitOk;
+    return;
   }
   std::printf("change %llu (%s): %s", static_cast<unsigned long long>(r.record.change_id),
               DescribeChange(r.record).c_str(), StateName(r).c_str());
   if (command == "throttle") {
-    std::printf("; rate limit %s/s, %u streams per node",
-                HumanBytes(static_cast<double>(r.record.rate_bytes_per_s)).c_str(),
+    std::printf("; rate limit %s, %u streams per node",
+                r.record.rate_bytes_per_s == 0
+                    ? "none (unthrottled)"
+                    : (HumanBytes(static_cast<double>(r.record.rate_bytes_per_s)) + "/s").c_str(),
                 r.record.streams_per_node);
   }
-  std::printf(" (node %u at %s)\n", r.driver, reply.address.c_str());
-  return kExitOk;
+  std::printf(" (node %u at %s)\n", r.driver, address.c_str());
+}
+
+// cancel, resume, throttle: one command to the driver, then the state it left. The exit code
+// follows what the cluster shows afterwards, not only the reply: a commit may land on the other
+// nodes while the driver fails (row 2 of the findings), or the reply may be lost.
+int DoSteer(const GlobalOptions& g, const std::string& command, const AdminArgs& args) {
+  const std::string dir = AbsoluteDir(g.ClusterDir());
+  const auto addresses = AdminAddresses(g, dir);
+  AdminClient client = ClientFor(g, dir);
+  // Cancel and resume commit a new map; give them the time a commit may take.
+  const auto timeout = std::chrono::milliseconds(std::max<uint32_t>(g.timeout_ms, 90000));
+  AdminReply pre = client.Status(addresses, "", StatusTimeout(g));
+  if (!pre.status.ok()) {
+    return ReportError(pre.status, pre.unreachable || pre.foreign ? kExitUnreachable : kExitFailed);
+  }
+  AdminReply reply = client.Send(pre.address, command, args, timeout);
+  if (reply.status.ok()) {
+    PrintSteered(g, command, reply.report, reply.address);
+    return kExitOk;
+  }
+  if (reply.foreign) return ReportError(reply.status, kExitUnreachable);
+  // Only a command that could apply to the change as it was can have taken effect; a refusal of
+  // one that could not (nothing to cancel or resume) is final.
+  const ChangeState was = pre.report.record.state;
+  const bool open =
+      pre.report.has_change && (!ChangeEnded(pre.report) || was == ChangeState::kFailed);
+  const bool could =
+      command == "resume" ? pre.report.has_change && was == ChangeState::kFailed : open;
+  if (!could && !reply.unreachable) {
+    return ReportError(command + " refused: " + reply.status.message(),
+                       reply.status.IsInvalidArgument() ? kExitUsage : kExitFailed);
+  }
+  auto effect = AwaitEffect(
+      &client, addresses,
+      [&](const RebalanceReport& post) { return TookEffect(command, args, pre.report, post); },
+      std::chrono::seconds(2), StatusTimeout(g));
+  if (effect) {
+    std::fprintf(stderr, "note: %s reported an error (%s), but the %s took effect\n",
+                 reply.address.c_str(), reply.status.message().c_str(), command.c_str());
+    PrintSteered(g, command, *effect, effect->driver_address);
+    return kExitOk;
+  }
+  if (reply.unreachable) {
+    return ReportError("no answer to '" + command + "' from " + reply.address + " (" +
+                           reply.status.message() + ") and the cluster does not show it: whether " +
+                           "it took effect is unknown; check with 'shardkv rebalance status'",
+                       kExitUnreachable);
+  }
+  return ReportError(command + " refused: " + reply.status.message(),
+                     reply.status.IsInvalidArgument() ? kExitUsage : kExitFailed);
 }
 
 }  // namespace
@@ -391,9 +303,12 @@ void RegisterRebalanceCommands(CLI::App& app, GlobalOptions* g, int* exit_code) 
   rebalance->require_subcommand(1);
   rebalance->footer(
       "Nodes: --cluster HOST:PORT[,...] or the local cluster in --dir DIR (default $SHARDKV_DIR, "
-      "else ~/.shardkv/local); requests follow the node driving the change. Exit codes: 0 ok, 1 "
-      "failed, cancelled, refused or no change, 2 usage, 3 unreachable.");
+      "else ~/.shardkv/local); requests follow the node driving the change, and a node of "
+      "another cluster is refused. Exit codes: 0 ok (status: also when there never was a "
+      "change), 1 failed, cancelled or refused by the cluster (nothing changed), 2 usage or bad "
+      "input, 3 cluster unreachable, a node of another cluster, or the outcome is unknown.");
 
+  using namespace limits;
   auto interval = std::make_shared<uint32_t>(500);
   auto timeout_s = std::make_shared<uint32_t>(3600);
   auto* watch = rebalance->add_subcommand(
@@ -402,12 +317,12 @@ void RegisterRebalanceCommands(CLI::App& app, GlobalOptions* g, int* exit_code) 
       "poll), then a summary. Exit 0 when done, 1 when failed or cancelled");
   watch->add_option("--interval", *interval, "Milliseconds between polls")
       ->capture_default_str()
-      ->check(CLI::Range(100u, 60000u));
+      ->check(CLI::Range(kMinWatchIntervalMs, kMaxWatchIntervalMs));
   watch
       ->add_option("--timeout-s", *timeout_s,
                    "Give up after this many seconds (unreachable nodes are retried meanwhile)")
       ->capture_default_str()
-      ->check(CLI::Range(1u, 7u * 24 * 3600));
+      ->check(CLI::Range(kMinWatchTimeoutS, kMaxWatchTimeoutS));
   watch->callback([=] { *exit_code = DoWatch(*g, *interval, *timeout_s); });
 
   auto* status = rebalance->add_subcommand(
@@ -429,21 +344,24 @@ void RegisterRebalanceCommands(CLI::App& app, GlobalOptions* g, int* exit_code) 
   auto streams = std::make_shared<uint32_t>(0);
   auto* throttle = rebalance->add_subcommand(
       "throttle", "Change the running change's rate limit and/or streams per node");
-  throttle
-      ->add_option("--rate", *rate,
-                   "Streaming rate limit per destination node, MB/s (0 = unthrottled)")
-      ->check(CLI::Range(0u, 1u << 20));
+  auto* rate_opt =
+      throttle
+          ->add_option("--rate", *rate,
+                       "Streaming rate limit per destination node, MB/s (0 = unthrottled)")
+          ->check(CLI::Range(kMinRateMb, kMaxRateMb));
   throttle->add_option("--streams", *streams, "Concurrent streams per source and destination")
-      ->check(CLI::Range(1u, 64u));
+      ->check(CLI::Range(kMinStreams, kMaxStreams));
   throttle->add_flag("--json", g->json, "Print the resulting status as JSON");
   throttle->callback([=] {
-    if (*rate == 0 && *streams == 0) {
+    // --rate 0 is a value (unthrottled), so what counts is whether the flag was given.
+    const bool have_rate = rate_opt->count() > 0, have_streams = *streams != 0;
+    if (!have_rate && !have_streams) {
       *exit_code = ReportError("throttle needs --rate and/or --streams", kExitUsage);
       return;
     }
     AdminArgs args;
-    if (*rate != 0) args["rate_mb"] = std::to_string(*rate);
-    if (*streams != 0) args["streams"] = std::to_string(*streams);
+    if (have_rate) args["rate_mb"] = std::to_string(*rate);
+    if (have_streams) args["streams"] = std::to_string(*streams);
     *exit_code = DoSteer(*g, "throttle", args);
   });
 }

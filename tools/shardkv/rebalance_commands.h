@@ -3,9 +3,11 @@
 // --cluster or of the local cluster directory, and follow the node driving the change.
 //
 // Exit codes: watch 0 when the change is done, 1 when it failed or was cancelled, when there is
-// no change, or when --timeout-s passed, 3 when no node answered at the end. status 0 when it
-// printed a change, 1 when there is none, 3 when no node answered. cancel/resume/throttle 0 when
-// the cluster took the command, 1 when it refused (the node's reason is printed), 3 unreachable.
+// no change, or when --timeout-s passed, 3 when no node answered at the end. status 0 when the
+// query succeeded (also with no change ever: "state":"none"), 3 when no node of the cluster
+// answered. cancel/resume/throttle 0 when the cluster shows the command took effect (also after
+// an error reply: the status is read again), 1 when it refused (the node's reason is printed),
+// 3 unreachable, a node of another cluster, or no answer and no visible effect (unknown).
 #pragma once
 
 #include <CLI/CLI.hpp>

@@ -1,0 +1,32 @@
+// Free space checks for a node's data directory (design.md "Storage (RocksDB)").
+//
+// A RocksDB opened on a full disk can die on an internal assertion before it reports anything
+// (findings row 9), so a node checks the free space itself first and refuses to start with a
+// plain "no space left on device" instead.
+//
+// Thread-safety: the functions are stateless and thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "shardkv/status.h"
+
+namespace shardkv {
+
+// Opening RocksDB writes a new MANIFEST, OPTIONS file and WAL, and replaying a WAL can flush a
+// memtable; below this much free space a start is refused.
+inline constexpr uint64_t kMinFreeBytesToStart = uint64_t{8} << 20;  // 8 MiB
+
+// The message every full-disk error carries (a client sees it for a failed write); followed by
+// the node id.
+inline constexpr char kNoSpaceMessage[] = "no space left on device on node ";
+
+// Bytes available to this (unprivileged) process on the file system holding `dir` (statvfs).
+StatusOr<uint64_t> FreeBytes(const std::string& dir);
+
+// OK if `free_bytes` is enough to start a node on `dir`; otherwise ResourceExhausted
+// "no space left on device in <dir> (...)".
+Status CheckFreeSpaceForStart(const std::string& dir, uint64_t free_bytes);
+
+}  // namespace shardkv

@@ -1,0 +1,35 @@
+// The pure pieces of the key-value commands' input and output: bounded reading of a value,
+// host:port checks, and JSON for arbitrary bytes. No network, no globals: unit-tested in
+// tests/client/kv_io_test.cc.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+#include "json_writer.h"
+#include "shardkv/status.h"
+
+namespace shardkv::cli {
+
+// Reads `fd` to its end, but never more than `limit` + 1 bytes: InvalidArgument "value is larger
+// than the N MiB limit" as soon as the input is known to be too big (a 1 GiB stdin costs one
+// read past the limit, not 1 GiB of memory).
+StatusOr<std::string> ReadValueBounded(int fd, size_t limit);
+// The error for a value of `size` bytes over `limit` ("" when it fits).
+std::string ValueTooLarge(size_t size, size_t limit);
+// "16 MiB", "64 KiB", "100 bytes".
+std::string HumanLimit(size_t bytes);
+
+// "" if `address` is host:port (port 1-65535, IPv6 in brackets), else why not.
+std::string CheckHostPort(const std::string& address);
+
+// True if `s` is well-formed UTF-8 (no overlong forms, surrogates or code points past U+10FFFF).
+bool IsValidUtf8(std::string_view s);
+// Standard base64 (RFC 4648, with padding).
+std::string Base64Encode(std::string_view bytes);
+// Writes `name`: the bytes as a JSON string when they are valid UTF-8, else `name`_base64: their
+// base64, so that --json output is valid JSON for any key or value.
+void BytesField(JsonWriter& w, std::string_view name, std::string_view bytes);
+
+}  // namespace shardkv::cli
