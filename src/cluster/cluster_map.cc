@@ -189,6 +189,15 @@ StatusOr<ClusterMap> ClusterMap::Build(std::shared_ptr<Rep> rep) {
 
 StatusOr<ClusterMap> ClusterMap::Create(uint64_t cluster_id, ClusterParams params,
                                         std::vector<ClusterNode> nodes, uint32_t claimant) {
+  // Only for a new cluster: a map already persisted keeps decoding whatever its size.
+  if (params.mode == PlacementMode::kJump && params.shards > kMaxShards) {
+    return Status::InvalidArgument("--shards " + std::to_string(params.shards) +
+                                   " exceeds the maximum " + std::to_string(kMaxShards));
+  }
+  if (params.mode == PlacementMode::kRing && params.vnodes > kMaxVnodes) {
+    return Status::InvalidArgument("--vnodes " + std::to_string(params.vnodes) +
+                                   " exceeds the maximum " + std::to_string(kMaxVnodes));
+  }
   auto rep = std::make_shared<Rep>();
   rep->cluster_id = cluster_id;
   rep->epoch = 1;

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "net/messages.h"
 #include "shardkv.capnp.h"
@@ -29,6 +30,20 @@ std::string ToString(capnp::Data::Reader d) {
 
 std::string ToString(capnp::Text::Reader t) { return std::string(t.cStr(), t.size()); }
 
+void FillSpans(const std::vector<TokenSpan>& spans, capnp::List<wire::TokenSpan>::Builder list) {
+  for (unsigned i = 0; i < spans.size(); ++i) {
+    list[i].setFirst(spans[i].first);
+    list[i].setLast(spans[i].last);
+  }
+}
+
+std::vector<TokenSpan> ReadSpans(capnp::List<wire::TokenSpan>::Reader list) {
+  std::vector<TokenSpan> out;
+  out.reserve(list.size());
+  for (auto span : list) out.push_back({span.getFirst(), span.getLast()});
+  return out;
+}
+
 }  // namespace
 
 // ---- Requests ----
@@ -40,11 +55,21 @@ void FillStreamScan(const StreamScanRequest& s, wire::StreamScan::Builder b) {
   if (!s.cursor.empty()) b.setCursor(AsData(s.cursor));
   b.setMaxEntries(s.max_entries);
   b.setMaxBytes(s.max_bytes);
+  if (!s.ranges.empty()) FillSpans(s.ranges, b.initRanges(static_cast<unsigned>(s.ranges.size())));
+  b.setRangeIndex(s.range_index);
 }
 
 StreamScanRequest ReadStreamScan(wire::StreamScan::Reader r) {
-  return StreamScanRequest{r.getStreamId(),         r.getFirst(),      r.getLast(),
-                           ToString(r.getCursor()), r.getMaxEntries(), r.getMaxBytes()};
+  StreamScanRequest s;
+  s.stream_id = r.getStreamId();
+  s.first = r.getFirst();
+  s.last = r.getLast();
+  s.cursor = ToString(r.getCursor());
+  s.max_entries = r.getMaxEntries();
+  s.max_bytes = r.getMaxBytes();
+  s.ranges = ReadSpans(r.getRanges());
+  s.range_index = r.getRangeIndex();
+  return s;
 }
 
 void FillStreamRange(const StreamRangeRequest& s, wire::StreamRange::Builder b) {
@@ -61,6 +86,7 @@ void FillStreamRange(const StreamRangeRequest& s, wire::StreamRange::Builder b) 
   b.setMergeCount(s.merge_count);
   b.setRateBytesPerS(s.rate_bytes_per_s);
   b.setSliceMs(s.slice_ms);
+  if (!s.ranges.empty()) FillSpans(s.ranges, b.initRanges(static_cast<unsigned>(s.ranges.size())));
 }
 
 // The two source lists are passed through as sent, even if their lengths differ: pairing them
@@ -80,6 +106,7 @@ StreamRangeRequest ReadStreamRange(wire::StreamRange::Reader r) {
   s.merge_count = r.getMergeCount();
   s.rate_bytes_per_s = r.getRateBytesPerS();
   s.slice_ms = r.getSliceMs();
+  s.ranges = ReadSpans(r.getRanges());
   return s;
 }
 
@@ -133,6 +160,7 @@ void FillStreamScan(const StreamScanResponse& s, wire::Response::Body::StreamSca
   if (!s.cursor.empty()) b.setCursor(AsData(s.cursor));
   b.setDone(s.done);
   b.setSnapshotRenewed(s.snapshot_renewed);
+  b.setRangeIndex(s.range_index);
 }
 
 StreamScanResponse ReadStreamScan(wire::Response::Body::StreamScan::Reader r) {
@@ -146,6 +174,7 @@ StreamScanResponse ReadStreamScan(wire::Response::Body::StreamScan::Reader r) {
   s.cursor = ToString(r.getCursor());
   s.done = r.getDone();
   s.snapshot_renewed = r.getSnapshotRenewed();
+  s.range_index = r.getRangeIndex();
   return s;
 }
 
@@ -157,11 +186,22 @@ void FillStreamRange(const StreamRangeResponse& s, wire::Response::Body::StreamR
   b.setResumed(s.resumed);
   b.setSourceId(s.source_id);
   b.setSourcesMerged(s.sources_merged);
+  b.setRangesDone(s.ranges_done);
+  b.setCopiesDuringChange(s.copies_during_change);
 }
 
 StreamRangeResponse ReadStreamRange(wire::Response::Body::StreamRange::Reader r) {
-  return StreamRangeResponse{r.getDone(),    r.getCopies(),   r.getTombstones(),   r.getBytes(),
-                             r.getResumed(), r.getSourceId(), r.getSourcesMerged()};
+  StreamRangeResponse s;
+  s.done = r.getDone();
+  s.copies = r.getCopies();
+  s.tombstones = r.getTombstones();
+  s.bytes = r.getBytes();
+  s.resumed = r.getResumed();
+  s.source_id = r.getSourceId();
+  s.sources_merged = r.getSourcesMerged();
+  s.ranges_done = r.getRangesDone();
+  s.copies_during_change = r.getCopiesDuringChange();
+  return s;
 }
 
 void FillCountRanges(const CountRangesResponse& c, capnp::List<wire::RangeCount>::Builder list) {

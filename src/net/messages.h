@@ -89,6 +89,11 @@ struct InstallMapRequest {
   bool adopt = false;
 };
 
+struct TokenSpan {
+  uint64_t first = 0;
+  uint64_t last = 0;
+};
+
 // Node to node, during a membership change: the destination of a stream pulls one batch of a
 // token range (inclusive) from a source, read through a source-side snapshot named stream_id.
 struct StreamScanRequest {
@@ -98,6 +103,11 @@ struct StreamScanRequest {
   std::string cursor;  // continue strictly after this (empty: from the start of the range)
   uint32_t max_entries = 0;
   uint64_t max_bytes = 0;
+  // When non-empty, the scan covers these ranges in order instead of [first, last], starting in
+  // ranges[range_index] strictly after cursor; one batch may span several of them, so a task of
+  // many small ranges costs one round trip per batch, not one per range.
+  std::vector<TokenSpan> ranges;
+  uint32_t range_index = 0;
 };
 
 // Rebalancer driver to a stream's destination: run one stream task for up to slice_ms.
@@ -111,11 +121,8 @@ struct StreamRangeRequest {
   uint32_t merge_count = 1;  // old replicas to merge from when the preferred one is unreachable
   uint64_t rate_bytes_per_s = 0;  // 0 = unthrottled
   uint32_t slice_ms = 1000;
-};
-
-struct TokenSpan {
-  uint64_t first = 0;
-  uint64_t last = 0;
+  // When non-empty, the task's ranges in token order (first/last are then ignored).
+  std::vector<TokenSpan> ranges;
 };
 
 // Rebalancer driver to a replica: exact counts of live keys, tombstones and bytes per range.
@@ -229,6 +236,7 @@ struct StreamScanResponse {
   std::string cursor;             // pass back to continue
   bool done = false;              // the range is exhausted
   bool snapshot_renewed = false;  // the source took a new snapshot for this call
+  uint32_t range_index = 0;       // with request.ranges: the range `cursor` belongs to
 };
 
 // Cumulative progress of the task (from its checkpoint), not just this slice.
@@ -240,6 +248,10 @@ struct StreamRangeResponse {
   bool resumed = false;     // this call continued from a checkpoint left by an earlier run
   uint32_t source_id = 0;   // the source used (0 when merging)
   uint32_t sources_merged = 0;
+  uint64_t ranges_done = 0;  // of the task's ranges, those fully copied from the preferred source
+  // Of `copies`, those whose version was written after the change began (joint writes that were
+  // also streamed): why a change can move more copies than its plan counted.
+  uint64_t copies_during_change = 0;
 };
 
 struct RangeCount {

@@ -91,6 +91,9 @@ struct StreamScan {
   cursor @3 :Data;
   maxEntries @4 :UInt32;
   maxBytes @5 :UInt64;
+  # When non-empty: scan these ranges in order (first/last ignored), from ranges[rangeIndex].
+  ranges @6 :List(TokenSpan);
+  rangeIndex @7 :UInt32;
 }
 
 # One stored version inside a StreamScan batch: the same fields as a ReplicaWrite (plus the
@@ -116,6 +119,7 @@ struct StreamRange {
   mergeCount @6 :UInt32;
   rateBytesPerS @7 :UInt64;  # 0 = unthrottled
   sliceMs @8 :UInt32;
+  ranges @9 :List(TokenSpan);  # when non-empty, the task's ranges (first/last ignored)
 }
 
 # An inclusive token range.
@@ -236,6 +240,7 @@ struct Response {
       cursor @25 :Data;          # pass back to continue
       done @26 :Bool;            # the range is exhausted
       snapshotRenewed @27 :Bool; # the source took a new snapshot for this call
+      rangeIndex @37 :UInt32;    # with a ranges request: the range the cursor belongs to
     }
     # Cumulative progress of the task (from its checkpoint), not just this slice.
     streamRange :group {
@@ -246,6 +251,8 @@ struct Response {
       resumed @32 :Bool;
       sourceId @33 :UInt32;  # 0 when merging
       sourcesMerged @34 :UInt32;
+      rangesDone @38 :UInt64;
+      copiesDuringChange @39 :UInt64;  # of copies, versions written after the change began
     }
     countRanges @35 :List(RangeCount);  # one per requested span, same order
     admin @36 :Data;  # opaque to src/net

@@ -88,14 +88,23 @@ void WriteRecord(const ChangeRecord& r, Writer& w) {
       .Num("planned_tombstones", r.planned_tombstones)
       .Num("planned_bytes", r.planned_bytes)
       .Num("planned_ranges", r.planned_ranges)
+      .Num("planned_token_ranges", r.planned_token_ranges)
       .Num("remapped_keys", r.remapped_keys)
       .Num("live_keys", r.live_keys)
       .Num("total_copies", r.total_copies)
       .Num("ideal_fraction", r.ideal_fraction)
+      .Num("replicas_configured", r.replicas_configured)
+      .Num("replicas_after", r.replicas_after)
+      .Num("write_quorum_after", r.write_quorum_after)
+      .Num("read_quorum_after", r.read_quorum_after)
       .Num("moved_copies", r.moved_copies)
       .Num("moved_tombstones", r.moved_tombstones)
       .Num("moved_bytes", r.moved_bytes)
       .Num("resumed_tasks", r.resumed_tasks)
+      .Num("moved_during_change", r.moved_during_change)
+      .Num("resumed_copies", r.resumed_copies)
+      .Num("takeovers", r.takeovers)
+      .Num("failed_driver", r.failed_driver)
       .Num("started_ms", r.started_ms)
       .Num("finished_ms", r.finished_ms)
       .Num("client_errors_at_start", r.client_errors_at_start)
@@ -117,14 +126,23 @@ ChangeRecord ReadRecord(const Fields& f) {
   r.planned_tombstones = U(f, "planned_tombstones");
   r.planned_bytes = U(f, "planned_bytes");
   r.planned_ranges = U(f, "planned_ranges");
+  r.planned_token_ranges = U(f, "planned_token_ranges");
   r.remapped_keys = U(f, "remapped_keys");
   r.live_keys = U(f, "live_keys");
   r.total_copies = U(f, "total_copies");
   r.ideal_fraction = D(f, "ideal_fraction");
+  r.replicas_configured = static_cast<uint32_t>(U(f, "replicas_configured"));
+  r.replicas_after = static_cast<uint32_t>(U(f, "replicas_after"));
+  r.write_quorum_after = static_cast<uint32_t>(U(f, "write_quorum_after"));
+  r.read_quorum_after = static_cast<uint32_t>(U(f, "read_quorum_after"));
   r.moved_copies = U(f, "moved_copies");
   r.moved_tombstones = U(f, "moved_tombstones");
   r.moved_bytes = U(f, "moved_bytes");
   r.resumed_tasks = U(f, "resumed_tasks");
+  r.moved_during_change = U(f, "moved_during_change");
+  r.resumed_copies = U(f, "resumed_copies");
+  r.takeovers = static_cast<uint32_t>(U(f, "takeovers"));
+  r.failed_driver = static_cast<uint32_t>(U(f, "failed_driver"));
   r.started_ms = U(f, "started_ms");
   r.finished_ms = U(f, "finished_ms");
   r.client_errors_at_start = I(f, "client_errors_at_start");
@@ -169,6 +187,7 @@ std::string RebalanceReport::Encode() const {
       .Num("copies_done", copies_done)
       .Num("tombstones_done", tombstones_done)
       .Num("bytes_done", bytes_done)
+      .Num("copies_during_change", copies_during_change)
       .Num("streams", streams.size())
       .Num("shares", shares.size());
   std::string out = std::move(w.out());
@@ -180,6 +199,8 @@ std::string RebalanceReport::Encode() const {
     Writer sw("stream." + std::to_string(i) + ".");
     sw.Num("source", s.source)
         .Num("destination", s.destination)
+        .Num("tasks_total", s.tasks_total)
+        .Num("tasks_done", s.tasks_done)
         .Num("ranges_total", s.ranges_total)
         .Num("ranges_done", s.ranges_done)
         .Num("copies_planned", s.copies_planned)
@@ -214,6 +235,7 @@ StatusOr<RebalanceReport> RebalanceReport::Decode(std::string_view text) {
   r.copies_done = U(f, "copies_done");
   r.tombstones_done = U(f, "tombstones_done");
   r.bytes_done = U(f, "bytes_done");
+  r.copies_during_change = U(f, "copies_during_change");
   Fields rec;
   for (const auto& [k, v] : f) {
     if (k.rfind("record.", 0) == 0) rec.emplace(k.substr(7), v);
@@ -225,6 +247,8 @@ StatusOr<RebalanceReport> RebalanceReport::Decode(std::string_view text) {
     StreamProgress s;
     s.source = static_cast<uint32_t>(U(f, p + "source"));
     s.destination = static_cast<uint32_t>(U(f, p + "destination"));
+    s.tasks_total = U(f, p + "tasks_total");
+    s.tasks_done = U(f, p + "tasks_done");
     s.ranges_total = U(f, p + "ranges_total");
     s.ranges_done = U(f, p + "ranges_done");
     s.copies_planned = U(f, p + "copies_planned");

@@ -46,16 +46,32 @@ struct ChangeRecord {
   uint64_t planned_copies = 0;
   uint64_t planned_tombstones = 0;
   uint64_t planned_bytes = 0;
-  uint64_t planned_ranges = 0;  // stream tasks
+  uint64_t planned_ranges = 0;        // stream tasks (each carries many ranges; see plan.h)
+  uint64_t planned_token_ranges = 0;  // moving token ranges x their destinations
   uint64_t remapped_keys = 0;
   uint64_t live_keys = 0;
   uint64_t total_copies = 0;  // live keys x RF
   double ideal_fraction = 0;
+  // Replication after the change (the map's effective values: RF capped by the node count), and
+  // the configured RF: a remove that leaves fewer nodes than RF lowers them.
+  uint32_t replicas_configured = 0;
+  uint32_t replicas_after = 0;
+  uint32_t write_quorum_after = 0;
+  uint32_t read_quorum_after = 0;
   // Outcome (filled as the change ends).
   uint64_t moved_copies = 0;
   uint64_t moved_tombstones = 0;
   uint64_t moved_bytes = 0;
   uint64_t resumed_tasks = 0;
+  // Why moved can exceed planned: of moved_copies, versions written after the change began (a
+  // joint write the stream also carried), and copies an earlier drive had already streamed
+  // before a resume or takeover continued from its checkpoint (counted once, not re-streamed).
+  uint64_t moved_during_change = 0;
+  uint64_t resumed_copies = 0;
+  // Drives of this change that ended in a driver's death (takeovers) since it began or was last
+  // resumed. The second one fails the change instead of driving the streams again.
+  uint32_t takeovers = 0;
+  uint32_t failed_driver = 0;  // the driver whose death or error failed it (0: none)
   uint64_t started_ms = 0;
   uint64_t finished_ms = 0;
   int64_t client_errors_at_start = 0;
@@ -69,6 +85,8 @@ struct ChangeRecord {
 struct StreamProgress {
   uint32_t source = 0;
   uint32_t destination = 0;
+  uint64_t tasks_total = 0;
+  uint64_t tasks_done = 0;
   uint64_t ranges_total = 0;
   uint64_t ranges_done = 0;
   uint64_t copies_planned = 0;
@@ -96,6 +114,7 @@ struct RebalanceReport {
   uint64_t copies_done = 0;
   uint64_t tombstones_done = 0;
   uint64_t bytes_done = 0;
+  uint64_t copies_during_change = 0;  // of copies_done, versions written during the change
   std::vector<StreamProgress> streams;
   std::vector<NodeShare> shares;  // plan only
 

@@ -1,6 +1,7 @@
 #include "rebalance/plan.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "shardkv/hash_ring.h"
@@ -75,9 +76,10 @@ std::vector<MovingRange> MovingRanges(const ClusterMap& map) {
   return out;
 }
 
-std::vector<StreamTask> AssignTasks(const std::vector<MovingRange>& moving) {
-  std::vector<StreamTask> tasks;
-  for (const MovingRange& r : moving) {
+std::vector<StreamPiece> AssignPieces(const std::vector<MovingRange>& moving) {
+  std::vector<StreamPiece> pieces;
+  for (size_t index = 0; index < moving.size(); ++index) {
+    const MovingRange& r = moving[index];
     std::vector<uint32_t> joining, leaving, staying;
     for (uint32_t id : r.new_set) {
       if (!Contains(r.old_set, id)) joining.push_back(id);
@@ -88,8 +90,8 @@ std::vector<StreamTask> AssignTasks(const std::vector<MovingRange>& moving) {
     std::sort(joining.begin(), joining.end());
     std::sort(leaving.begin(), leaving.end());
     for (size_t i = 0; i < joining.size(); ++i) {
-      StreamTask t;
-      t.id = tasks.size();
+      StreamPiece t;
+      t.moving_index = index;
       t.range = r.range;
       t.destination = joining[i];
       // Pair with a distinct leaving replica; when fewer leave than join (the effective RF
@@ -104,8 +106,39 @@ std::vector<StreamTask> AssignTasks(const std::vector<MovingRange>& moving) {
       for (uint32_t id : r.old_set) {
         if (id != preferred) t.sources.push_back(id);
       }
-      tasks.push_back(std::move(t));
+      // The fallbacks sorted: their order only decides which of them a merge uses first, and a
+      // canonical order lets more pieces share a task.
+      std::sort(t.sources.begin() + 1, t.sources.end());
+      pieces.push_back(std::move(t));
     }
+  }
+  return pieces;
+}
+
+std::vector<StreamTask> AssignTasks(const std::vector<MovingRange>& moving) {
+  // Group key -> index of the group's open task (the last one, until it is full).
+  std::map<std::pair<uint32_t, std::vector<uint32_t>>, size_t> open;
+  std::vector<StreamTask> tasks;
+  for (StreamPiece& p : AssignPieces(moving)) {
+    auto key = std::make_pair(p.destination, p.sources);
+    auto it = open.find(key);
+    if (it == open.end() || tasks[it->second].ranges.size() >= kMaxRangesPerTask) {
+      StreamTask t;
+      t.id = tasks.size();
+      t.destination = p.destination;
+      t.sources = std::move(p.sources);
+      tasks.push_back(std::move(t));
+      it = open.insert_or_assign(std::move(key), tasks.size() - 1).first;
+    }
+    StreamTask& t = tasks[it->second];
+    // Adjacent pieces (same sources, a different primary) become one range.
+    if (!t.ranges.empty() && t.ranges.back().last != UINT64_MAX &&
+        t.ranges.back().last + 1 == p.range.first) {
+      t.ranges.back().last = p.range.last;
+    } else {
+      t.ranges.push_back(p.range);
+    }
+    t.moving_indexes.push_back(p.moving_index);
   }
   return tasks;
 }

@@ -6,10 +6,12 @@
 // one such piece every token has the same replica list), merged when adjacent pieces share O and
 // N; in jump mode they are whole shards.
 //
-// Each destination in N \ O gets one stream task per moving range. Its preferred source is a
+// Each destination in N \ O gets one stream piece per moving range. Its preferred source is a
 // distinct leaving replica (O \ N), paired in sorted order as in Cassandra's consistent range
 // movement, so every write acknowledged by a W-quorum of O reaches it; the other old replicas
-// follow as fallbacks.
+// follow as fallbacks (sorted). Pieces with the same destination and source list form one stream
+// task (up to kMaxRangesPerTask ranges each), so the task count follows the (source, destination)
+// pairs, not the vnode or shard count: 20,000 vnodes make ~45,000 pieces but a handful of tasks.
 //
 // Thread-safety: pure functions.
 #pragma once
@@ -28,11 +30,24 @@ struct MovingRange {
   std::vector<uint32_t> new_set;  // primary first
 };
 
-struct StreamTask {
-  uint64_t id = 0;  // index in the plan; stable for the change, so checkpoints can name it
+// One moving range to one destination.
+struct StreamPiece {
+  size_t moving_index = 0;  // in the list given to AssignPieces
   TokenRange range;
   uint32_t destination = 0;
-  std::vector<uint32_t> sources;  // preferred first, then the rest of O
+  std::vector<uint32_t> sources;  // preferred first, then the rest of O, sorted
+};
+
+// Ranges per task at most: bounds a StreamRange request (16 bytes a range) and keeps several
+// tasks per pair for a large change, so a pair's streams can run in parallel.
+inline constexpr size_t kMaxRangesPerTask = 4096;
+
+struct StreamTask {
+  uint64_t id = 0;  // index in the plan; stable for the change, so checkpoints can name it
+  std::vector<TokenRange> ranges;      // token order, adjacent pieces merged
+  std::vector<size_t> moving_indexes;  // the moving ranges it covers (for per-task counts)
+  uint32_t destination = 0;
+  std::vector<uint32_t> sources;  // preferred first, then the rest of O, sorted
 };
 
 // Every range of the token space with its O and N, in token order, adjacent pieces with the same
@@ -40,7 +55,10 @@ struct StreamTask {
 std::vector<MovingRange> AllRanges(const ClusterMap& map);
 // The subset of AllRanges whose replica set changes (unordered).
 std::vector<MovingRange> MovingRanges(const ClusterMap& map);
-// One task per (moving range, destination in N \ O), in range order.
+// One piece per (moving range, destination in N \ O), in range order.
+std::vector<StreamPiece> AssignPieces(const std::vector<MovingRange>& moving);
+// The pieces grouped by (destination, sources), each group split into tasks of at most
+// kMaxRangesPerTask ranges; ordered by the group's first range. Deterministic for a map.
 std::vector<StreamTask> AssignTasks(const std::vector<MovingRange>& moving);
 
 // Ranges `node` holds under the current placement, plus the pending one if include_pending,

@@ -103,8 +103,9 @@ bool Rebalancer::ChangeStillRunning(uint64_t change_id) const {
 
 net::ResponseBody Rebalancer::Admin(const net::AdminRequest& request) {
   const std::string& cmd = request.command;
-  if (cmd == "plan" || cmd == "begin") {
-    membership_->FetchNewestMap(options_.rpc_timeout);  // never plan from a stale map
+  if (cmd != "status") {
+    // Never plan or commit from a stale map: a proposal from behind is refused by everyone.
+    membership_->FetchNewestMap(options_.rpc_timeout);
   }
   auto map = maps_->Current();
   if (!map) return Error(::shardkv::Status::Unavailable("node has no cluster map"));
@@ -171,14 +172,7 @@ net::ResponseBody Rebalancer::Admin(const net::AdminRequest& request) {
         {
           // What had been copied when it was cancelled (the destinations drop it again).
           std::lock_guard lock(mu_);
-          if (active_change_ == next.change_id) {
-            next.moved_copies = next.moved_tombstones = next.moved_bytes = 0;
-            for (const TaskState& t : tasks_) {
-              next.moved_copies += t.copies;
-              next.moved_tombstones += t.tombstones;
-              next.moved_bytes += t.bytes;
-            }
-          }
+          FillMovedLocked(&next);
         }
         auto cancelled = cur.WithChangeCancelled();
         if (!cancelled.ok()) return cancelled.status();
@@ -187,6 +181,9 @@ net::ResponseBody Rebalancer::Admin(const net::AdminRequest& request) {
       if (cmd == "resume") {
         next.state = ChangeState::kStreaming;
         next.error.clear();
+        // An operator's resume: the takeover budget starts again (rebalancer.h).
+        next.takeovers = 0;
+        next.failed_driver = 0;
       } else {
         const std::string rate = Arg(request.args, "rate_mb");
         const std::string streams = Arg(request.args, "streams");
@@ -204,205 +201,6 @@ net::ResponseBody Rebalancer::Admin(const net::AdminRequest& request) {
     return net::AdminResponse{Report().Encode()};
   }
   return Error(::shardkv::Status::InvalidArgument("unknown rebalance command '" + cmd + "'"));
-}
-
-StatusOr<RebalanceReport> Rebalancer::PlanChange(const std::map<std::string, std::string>& args,
-                                                 ClusterMap* target) {
-  auto map = maps_->Current();
-  const std::string kind = Arg(args, "kind");
-  ChangeRecord rec;
-  rec.kind = kind;
-  try {
-    rec.node_id = static_cast<uint32_t>(std::stoul(Arg(args, "node_id", "0")));
-    const std::string rate = Arg(args, "rate_mb", "32");
-    rec.rate_bytes_per_s = std::stoull(rate) << 20;
-    rec.streams_per_node = static_cast<uint32_t>(std::max(1, std::stoi(Arg(args, "streams", "2"))));
-  } catch (const std::exception&) {
-    return ::shardkv::Status::InvalidArgument("bad numeric argument to the rebalancer");
-  }
-  double weight = 1.0;
-  try {
-    weight = std::stod(Arg(args, "weight", "1"));
-  } catch (const std::exception&) {
-    return ::shardkv::Status::InvalidArgument("bad weight");
-  }
-  StatusOr<ClusterMap> next = ::shardkv::Status::InvalidArgument("kind must be add or remove");
-  double total_weight_before = 0;
-  for (const ClusterNode& n : map->nodes()) total_weight_before += n.weight;
-  if (kind == "add") {
-    const std::string address = Arg(args, "address");
-    if (address.empty()) return ::shardkv::Status::InvalidArgument("add needs the node's address");
-    if (map->FindNode(rec.node_id) != nullptr) {
-      return ::shardkv::Status::InvalidArgument("node " + std::to_string(rec.node_id) +
-                                                " is already a member");
-    }
-    next = map->WithNodeJoining({rec.node_id, address, weight, NodeState::kJoining});
-    rec.ideal_fraction = weight / (total_weight_before + weight);
-  } else if (kind == "remove") {
-    const ClusterNode* node = map->FindNode(rec.node_id);
-    if (node == nullptr) {
-      return ::shardkv::Status::NotFound("node " + std::to_string(rec.node_id) +
-                                         " is not a member");
-    }
-    if (rec.node_id == options_.self_id) {
-      return ::shardkv::Status::InvalidArgument("ask another node to remove node " +
-                                                std::to_string(rec.node_id) +
-                                                " (the driving node must stay in the cluster)");
-    }
-    rec.ideal_fraction = node->weight / total_weight_before;
-    next = map->WithNodeLeaving(rec.node_id);
-  }
-  if (!next.ok()) return next.status();
-  std::random_device rd;
-  rec.change_id = ((uint64_t{rd()} << 32) | rd()) | 1;
-  rec.from_epoch = map->epoch();
-
-  const auto ranges = AllRanges(*next);
-  auto counts = CountRanges(*next, ranges);
-  if (!counts.ok()) return counts.status().WithContext("counting keys for the plan");
-  RebalanceReport report;
-  report.has_change = true;
-  report.epoch = map->epoch();
-  report.driver = options_.self_id;
-  report.from_driver = true;
-  std::map<uint32_t, double> before, after;
-  double copies_before = 0, copies_after = 0;
-  std::map<std::pair<uint32_t, uint32_t>, StreamProgress> pairs;
-  for (size_t i = 0; i < ranges.size(); ++i) {
-    const MovingRange& r = ranges[i];
-    const net::RangeCount& c = (*counts)[i];
-    rec.live_keys += c.live;
-    for (uint32_t id : r.old_set) before[id] += static_cast<double>(c.live);
-    for (uint32_t id : r.new_set) after[id] += static_cast<double>(c.live);
-    copies_before += static_cast<double>(c.live * r.old_set.size());
-    copies_after += static_cast<double>(c.live * r.new_set.size());
-    std::vector<uint32_t> a = r.old_set, b = r.new_set;
-    std::sort(a.begin(), a.end());
-    std::sort(b.begin(), b.end());
-    if (a == b) continue;
-    rec.remapped_keys += c.live;
-    for (const StreamTask& t : AssignTasks({r})) {
-      rec.planned_copies += c.live;
-      rec.planned_tombstones += c.tombstones;
-      rec.planned_bytes += c.bytes;
-      ++rec.planned_ranges;
-      StreamProgress& p = pairs[{t.sources[0], t.destination}];
-      p.source = t.sources[0];
-      p.destination = t.destination;
-      ++p.ranges_total;
-      p.copies_planned += c.live;
-      p.bytes_planned += c.bytes;
-    }
-  }
-  rec.total_copies = rec.live_keys * map->EffectiveReplicas();
-  for (auto& [k, p] : pairs) report.streams.push_back(p);
-  for (const ClusterNode& n : next->nodes()) {
-    NodeShare s;
-    s.id = n.id;
-    s.address = n.address;
-    s.state = std::string(NodeStateName(n.state));
-    s.share_before = copies_before > 0 ? before[n.id] / copies_before : 0;
-    s.share_after = copies_after > 0 ? after[n.id] / copies_after : 0;
-    report.shares.push_back(s);
-  }
-  rec.state = ChangeState::kPlanned;
-  report.record = rec;
-  *target = *next;
-  return report;
-}
-
-StatusOr<std::vector<net::RangeCount>> Rebalancer::CountRanges(
-    const ClusterMap& map, const std::vector<MovingRange>& ranges) {
-  // Count each range on one old replica, live ones first; a node that fails is excluded and its
-  // ranges go to the next old replica.
-  std::vector<net::RangeCount> out(ranges.size());
-  std::vector<size_t> todo(ranges.size());
-  for (size_t i = 0; i < todo.size(); ++i) todo[i] = i;
-  std::set<uint32_t> excluded;
-  std::string errors;
-  // A paused node still counts as alive for a few seconds; a quick ping keeps the plan from
-  // waiting on it for the whole (long) count timeout.
-  std::set<uint32_t> involved;
-  for (const MovingRange& r : ranges) involved.insert(r.old_set.begin(), r.old_set.end());
-  for (uint32_t id : involved) {
-    const ClusterNode* node = map.FindNode(id);
-    if (node == nullptr) continue;
-    net::Request ping;
-    ping.body = net::PingRequest{};
-    auto pong = peers_->CallSync(node->address, std::move(ping), std::chrono::milliseconds(1000));
-    if (!pong.ok() || !pong->ok()) {
-      excluded.insert(id);
-      errors += (errors.empty() ? "" : "; ") + ("node " + std::to_string(id) + " unreachable");
-    }
-  }
-  for (int round = 0; !todo.empty(); ++round) {
-    std::map<uint32_t, std::vector<size_t>> by_node;
-    for (size_t i : todo) {
-      std::vector<uint32_t> candidates;
-      for (uint32_t id : ranges[i].old_set) {
-        if (!excluded.count(id) && membership_->IsAlive(id)) candidates.push_back(id);
-      }
-      for (uint32_t id : ranges[i].old_set) {
-        if (!excluded.count(id) && !membership_->IsAlive(id)) candidates.push_back(id);
-      }
-      if (candidates.empty()) {
-        return ::shardkv::Status::Unavailable("no replica could count tokens from " +
-                                              std::to_string(ranges[i].range.first) + ": " +
-                                              errors);
-      }
-      by_node[candidates.front()].push_back(i);
-    }
-    todo.clear();
-    for (const auto& [id, indexes] : by_node) {
-      const ClusterNode* node = map.FindNode(id);
-      ::shardkv::Status failed;
-      for (size_t start = 0; start < indexes.size() && failed.ok(); start += 4096) {
-        net::CountRangesRequest req;
-        const size_t end = std::min(indexes.size(), start + 4096);
-        for (size_t k = start; k < end; ++k) {
-          const TokenRange& r = ranges[indexes[k]].range;
-          req.ranges.push_back({r.first, r.last});
-        }
-        net::Request request;
-        request.epoch = map.epoch();
-        request.cluster_id = map.cluster_id();
-        request.body = std::move(req);
-        auto reply =
-            peers_->CallSync(node->address, std::move(request), std::chrono::milliseconds(120000));
-        failed = reply.ok() ? reply->status() : reply.status();
-        const auto* body =
-            failed.ok() ? std::get_if<net::CountRangesResponse>(&reply->body) : nullptr;
-        if (failed.ok() && (body == nullptr || body->counts.size() != end - start)) {
-          failed = ::shardkv::Status::Corruption("bad count reply");
-        }
-        if (!failed.ok()) break;
-        for (size_t k = start; k < end; ++k) out[indexes[k]] = body->counts[k - start];
-      }
-      if (!failed.ok()) {
-        excluded.insert(id);
-        errors += (errors.empty() ? "" : "; ") + ("node " + std::to_string(id) + ": ") +
-                  failed.ToString();
-        todo.insert(todo.end(), indexes.begin(), indexes.end());
-      }
-    }
-  }
-  return out;
-}
-
-int64_t Rebalancer::SumClientErrors(const ClusterMap& map) {
-  int64_t sum = 0;
-  for (const ClusterNode& n : map.nodes()) {
-    if (!membership_->IsAlive(n.id)) continue;
-    net::Request req;
-    req.body = net::StatsRequest{};
-    auto reply = peers_->CallSync(n.address, std::move(req), std::chrono::milliseconds(2000));
-    if (!reply.ok() || !reply->ok()) continue;
-    const auto* stats = std::get_if<net::StatsResponse>(&reply->body);
-    if (stats == nullptr) continue;
-    auto it = stats->counters.find("client_errors");
-    if (it != stats->counters.end()) sum += it->second;
-  }
-  return sum;
 }
 
 RebalanceReport Rebalancer::Report() {
@@ -424,10 +222,15 @@ RebalanceReport Rebalancer::Report() {
   if (pending && rec->state == ChangeState::kNewOnly && phase_ == "cleanup") {
     report.record.state = ChangeState::kCleanup;
   }
-  if (!pending || rec->state != ChangeState::kStreaming || active_change_ != rec->change_id) {
+  // Live progress from this driver's tasks while streaming, and while failed (a failed change
+  // keeps what it moved; the record has the same counts, committed when it failed).
+  const bool live = pending && active_change_ == rec->change_id &&
+                    (rec->state == ChangeState::kStreaming || rec->state == ChangeState::kFailed);
+  if (!live) {
     report.copies_done = rec->moved_copies;
     report.tombstones_done = rec->moved_tombstones;
     report.bytes_done = rec->moved_bytes;
+    report.copies_during_change = rec->moved_during_change;
     return report;
   }
   std::map<std::pair<uint32_t, uint32_t>, StreamProgress> pairs;
@@ -435,8 +238,11 @@ RebalanceReport Rebalancer::Report() {
     StreamProgress& p = pairs[{t.task.sources[0], t.task.destination}];
     p.source = t.task.sources[0];
     p.destination = t.task.destination;
-    ++p.ranges_total;
-    p.ranges_done += t.done ? 1 : 0;
+    ++p.tasks_total;
+    p.tasks_done += t.done ? 1 : 0;
+    p.ranges_total += t.task.ranges.size();
+    p.ranges_done += t.ranges_done;
+    report.copies_during_change += t.copies_during_change;
     p.copies_planned += t.planned_copies;
     p.bytes_planned += t.planned_bytes;
     p.copies_done += t.copies;
@@ -447,102 +253,6 @@ RebalanceReport Rebalancer::Report() {
   }
   for (auto& [k, p] : pairs) report.streams.push_back(p);
   return report;
-}
-
-// ---- Commits -----------------------------------------------------------------------------
-
-::shardkv::Status Rebalancer::Commit(
-    const std::function<StatusOr<ClusterMap>(const ClusterMap&)>& make) {
-  std::lock_guard commit_lock(commit_mu_);
-  auto current = maps_->Current();
-  if (!current) return ::shardkv::Status::Unavailable("node has no cluster map");
-  auto content = make(*current);
-  if (!content.ok()) return content.status();
-  const ClusterMap next = content->WithEpoch(current->epoch() + 1, options_.self_id);
-  return InstallEverywhere(*current, next);
-}
-
-::shardkv::Status Rebalancer::InstallEverywhere(const ClusterMap& current, const ClusterMap& next) {
-  const std::string bytes = next.Encode();
-  // Sends the proposal to `targets` in parallel; one status per target.
-  auto send = [&](const std::vector<ClusterNode>& targets) {
-    std::vector<std::future<::shardkv::Status>> replies;
-    for (const ClusterNode& n : targets) {
-      auto promise = std::make_shared<std::promise<::shardkv::Status>>();
-      replies.push_back(promise->get_future());
-      net::Request req;
-      req.epoch = current.epoch();
-      req.body = net::InstallMapRequest{bytes, current.epoch(), current.FindNode(n.id) == nullptr};
-      const uint32_t id = n.id;
-      peers_->Call(n.address, std::move(req), options_.rpc_timeout,
-                   [promise, id](StatusOr<net::Response> reply) {
-                     ::shardkv::Status s = reply.ok() ? reply->status() : reply.status();
-                     promise->set_value(s.ok() ? s : s.WithContext("node " + std::to_string(id)));
-                   });
-    }
-    std::vector<::shardkv::Status> out;
-    for (auto& r : replies) out.push_back(r.get());
-    return out;
-  };
-  auto unreachable = [](const ::shardkv::Status& s) {
-    return s.code() == ::shardkv::Status::Code::kUnavailable ||
-           s.code() == ::shardkv::Status::Code::kTimeout ||
-           s.code() == ::shardkv::Status::Code::kIOError;
-  };
-  // Every member of the next map (a removed node learns nothing more). A member that cannot be
-  // reached is tolerated only once gossip also finds it down; it pulls the map when it is back.
-  std::vector<ClusterNode> targets;
-  for (const ClusterNode& n : next.nodes()) {
-    if (n.id != options_.self_id) targets.push_back(n);
-  }
-  std::vector<::shardkv::Status> results = send(targets);
-  std::string refusals;
-  for (const auto& s : results) {
-    // A refusal (another map with this epoch, another cluster) means this proposal lost: do not
-    // install it here.
-    if (!s.ok() && !unreachable(s)) refusals += (refusals.empty() ? "" : "; ") + s.ToString();
-  }
-  if (!refusals.empty()) {
-    return ::shardkv::Status::Aborted("epoch " + std::to_string(next.epoch()) +
-                                      " refused: " + refusals);
-  }
-  net::InstallMapRequest local{bytes, current.epoch(), false};
-  net::ResponseBody mine = membership_->InstallNow(local);
-  if (const auto* e = std::get_if<net::ErrorResponse>(&mine)) {
-    return e->ToStatus().WithContext("installing epoch " + std::to_string(next.epoch()) +
-                                     " locally");
-  }
-  ++commits_;
-  // Committed. The next stage may start only once every live member acknowledged, so keep
-  // re-sending to the ones that did not until they do or are found down.
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  for (;;) {
-    std::vector<ClusterNode> again;
-    std::string waiting;
-    for (size_t i = 0; i < targets.size(); ++i) {
-      if (results[i].ok()) continue;
-      if (membership_->Settled() && !membership_->IsAlive(targets[i].id)) continue;
-      again.push_back(targets[i]);
-      waiting += (waiting.empty() ? "" : "; ") + results[i].ToString();
-    }
-    if (again.empty()) break;
-    if (std::chrono::steady_clock::now() > deadline) {
-      return ::shardkv::Status::Unavailable("epoch " + std::to_string(next.epoch()) +
-                                            " not acknowledged: " + waiting);
-    }
-    {
-      std::unique_lock lock(mu_);
-      wake_.wait_for(lock, std::chrono::milliseconds(200), [&] { return stopping_; });
-      if (stopping_) return ::shardkv::Status::Aborted("node is stopping");
-    }
-    std::vector<::shardkv::Status> retried = send(again);
-    results.assign(targets.size(), ::shardkv::Status::OK());
-    for (size_t i = 0, j = 0; i < targets.size() && j < again.size(); ++i) {
-      if (targets[i].id == again[j].id) results[i] = retried[j++];
-    }
-  }
-  spdlog::info("committed epoch {} ({} members)", next.epoch(), targets.size() + 1);
-  return ::shardkv::Status::OK();
 }
 
 // ---- Driving -----------------------------------------------------------------------------
@@ -563,8 +273,64 @@ void Rebalancer::DriveLoop() {
       wake_.wait_for(lock, options_.tick, [&] { return stopping_; });
       if (stopping_) return;
     }
-    DriveOnce();
+    // The drive's boundary: whatever goes wrong inside (a thread that cannot be created, an
+    // allocation that fails) fails the change with the reason; it never ends the process.
+    std::string failure;
+    uint64_t change = 0;
+    try {
+      DriveOnce();
+    } catch (const std::exception& e) {
+      failure = e.what();
+    } catch (...) {
+      failure = "unknown exception";
+    }
+    if (failure.empty()) continue;
+    auto map = maps_->Current();
+    auto rec = ChangeRecord::Decode(map ? map->change_detail() : std::string());
+    if (map && map->has_pending() && rec.ok()) change = rec->change_id;
+    spdlog::error("driving the change failed: {}", failure);
+    if (change != 0) {
+      try {
+        FailChange(change, "driver node " + std::to_string(options_.self_id) + ": " + failure,
+                   options_.self_id);
+      } catch (const std::exception& e) {
+        spdlog::error("could not mark the change failed: {}", e.what());
+      }
+    }
   }
+}
+
+void Rebalancer::FillMovedLocked(ChangeRecord* rec) const {
+  if (active_change_ != rec->change_id || tasks_.empty()) return;  // keep the record's counts
+  rec->moved_copies = rec->moved_tombstones = rec->moved_bytes = rec->resumed_tasks = 0;
+  rec->moved_during_change = rec->resumed_copies = 0;
+  for (const TaskState& t : tasks_) {
+    rec->moved_copies += t.copies;
+    rec->moved_tombstones += t.tombstones;
+    rec->moved_bytes += t.bytes;
+    rec->resumed_tasks += t.resumed ? 1 : 0;
+    rec->moved_during_change += t.copies_during_change;
+    rec->resumed_copies += t.resumed_copies;
+  }
+}
+
+void Rebalancer::FailChange(uint64_t change_id, const std::string& reason, uint32_t failed_driver) {
+  ::shardkv::Status s = Commit([&](const ClusterMap& cur) -> StatusOr<ClusterMap> {
+    auto r = ChangeRecord::Decode(cur.change_detail());
+    if (!cur.has_pending() || !r.ok() || r->change_id != change_id) {
+      return ::shardkv::Status::Aborted("the change ended meanwhile");
+    }
+    ChangeRecord next = *r;
+    {
+      std::lock_guard lock(mu_);
+      FillMovedLocked(&next);
+    }
+    next.state = ChangeState::kFailed;
+    next.error = reason;
+    next.failed_driver = failed_driver;
+    return cur.WithChangeDetail(next.Encode());
+  });
+  if (!s.ok()) spdlog::warn("marking change {} failed: {}", change_id, s.ToString());
 }
 
 void Rebalancer::DriveOnce() {
@@ -581,11 +347,30 @@ void Rebalancer::DriveOnce() {
     return ::shardkv::Status::OK();
   };
   if (map->claimant() != options_.self_id) {
-    spdlog::warn("claimant node {} is down; node {} takes over {}", map->claimant(),
-                 options_.self_id, Describe(*rec));
+    const uint32_t dead = map->claimant();
+    spdlog::warn("claimant node {} is down; node {} takes over {}", dead, options_.self_id,
+                 Describe(*rec));
     static_cast<void>(Commit([&](const ClusterMap& cur) -> StatusOr<ClusterMap> {
       SHARDKV_RETURN_IF_ERROR(same_change(cur));
-      return cur;
+      auto r = ChangeRecord::Decode(cur.change_detail());
+      ChangeRecord next = *r;
+      if (next.state == ChangeState::kStreaming) {
+        // A takeover resumes the streams from their checkpoints once. A second driver death
+        // while streaming fails the change: whatever killed two drivers would likely kill the
+        // next one too (every node of a cluster went down that way once).
+        if (next.takeovers >= 1) {
+          next.state = ChangeState::kFailed;
+          next.failed_driver = dead;
+          next.error = "driver node " + std::to_string(dead) +
+                       " died while streaming, after an earlier takeover (" +
+                       std::to_string(next.takeovers) +
+                       "); not taken over again: check its log, then `shardkv rebalance resume` "
+                       "or `cancel`";
+          spdlog::error("{}: {}", Describe(next), next.error);
+        }
+        ++next.takeovers;
+      }
+      return cur.WithChangeDetail(next.Encode());
     }));
     return;
   }
@@ -595,24 +380,28 @@ void Rebalancer::DriveOnce() {
       ::shardkv::Status streamed = RunStreams(*map, *rec);
       if (streamed.code() == ::shardkv::Status::Code::kAborted) return;  // cancelled, stopped
       ChangeRecord next = *rec;
-      if (streamed.ok()) {
+      {
+        // A failed change keeps what it moved, so `status` does not report 0.
         std::lock_guard lock(mu_);
+        FillMovedLocked(&next);
+      }
+      if (streamed.ok()) {
         next.state = ChangeState::kReadNew;
-        next.moved_copies = next.moved_tombstones = next.moved_bytes = next.resumed_tasks = 0;
-        for (const TaskState& t : tasks_) {
-          next.moved_copies += t.copies;
-          next.moved_tombstones += t.tombstones;
-          next.moved_bytes += t.bytes;
-          next.resumed_tasks += t.resumed ? 1 : 0;
-        }
       } else {
         next.state = ChangeState::kFailed;
         next.error = streamed.ToString();
+        next.failed_driver = options_.self_id;
         spdlog::error("{} failed: {}", Describe(*rec), next.error);
       }
       s = Commit([&](const ClusterMap& cur) -> StatusOr<ClusterMap> {
         SHARDKV_RETURN_IF_ERROR(same_change(cur));
-        ClusterMap m = cur.WithChangeDetail(next.Encode());
+        auto r = ChangeRecord::Decode(cur.change_detail());
+        // Settings changed meanwhile (throttle) are kept: only the outcome is ours.
+        ChangeRecord merged = next;
+        merged.rate_bytes_per_s = r->rate_bytes_per_s;
+        merged.streams_per_node = r->streams_per_node;
+        merged.takeovers = r->takeovers;
+        ClusterMap m = cur.WithChangeDetail(merged.Encode());
         return next.state == ChangeState::kReadNew ? m.WithStage(ChangeStage::kReadNew) : m;
       });
       break;

@@ -1,32 +1,38 @@
-// Rebalancer, the streaming stage: runs every stream task of a change to completion, at most
-// `streams_per_node` at a time per destination and per source, each through slices of
-// StreamRange calls to its destination (which pulls, applies and checkpoints; see StreamSink).
+// Rebalancer, the streaming stage: runs every stream task of a change to completion on a fixed
+// pool of worker threads, at most `streams_per_node` at a time per destination (schedule.h), each
+// through slices of StreamRange calls to its destination (which pulls, applies and checkpoints;
+// see StreamSink).
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <set>
 
 #include "rebalance/rebalancer.h"
+#include "rebalance/schedule.h"
 
 namespace shardkv::rebalance {
 
 ::shardkv::Status Rebalancer::RunStreams(const ClusterMap& map, const ChangeRecord& record) {
   const auto moving = MovingRanges(map);
   const auto tasks = AssignTasks(moving);
-  // Totals up front: count each task's range once (on a live old replica).
-  std::vector<MovingRange> task_ranges;
-  task_ranges.reserve(tasks.size());
-  for (const StreamTask& t : tasks) task_ranges.push_back({t.range, t.sources, {}});
-  auto counts = CountRanges(map, task_ranges);
+  // Totals up front: count each moving range once (on a live old replica), then sum per task.
+  auto counts = CountRanges(map, moving);
+  std::set<uint32_t> destinations;
   {
     std::lock_guard lock(mu_);
     tasks_.clear();
-    for (size_t i = 0; i < tasks.size(); ++i) {
+    ready_.clear();
+    fatal_error_.clear();
+    for (const StreamTask& task : tasks) {
       TaskState st;
-      st.task = tasks[i];
+      st.task = task;
       if (counts.ok()) {
-        st.planned_copies = (*counts)[i].live;
-        st.planned_bytes = (*counts)[i].bytes;
+        for (size_t m : task.moving_indexes) {
+          st.planned_copies += (*counts)[m].live;
+          st.planned_bytes += (*counts)[m].bytes;
+        }
       }
+      destinations.insert(task.destination);
       tasks_.push_back(std::move(st));
     }
     active_change_ = record.change_id;
@@ -35,9 +41,20 @@ namespace shardkv::rebalance {
   const uint32_t rf = map.EffectiveReplicas();
   const uint32_t w = std::min(map.params().write_quorum, rf);
   const uint32_t merge_count = rf - w + 1;
-  std::vector<std::thread> running;
+  // A fixed pool, whatever the task count (a change of 200,000 ranges once started a thread per
+  // task and died of it). Sized for the streams the change starts with; a later throttle to more
+  // streams is capped by it.
+  const size_t pool_size = StreamWorkers(tasks.size(), destinations.size(),
+                                         std::max<uint32_t>(1, record.streams_per_node));
+  std::vector<std::thread> pool;
   ::shardkv::Status result;
-  for (;;) {
+  try {
+    for (size_t i = 0; i < pool_size; ++i) pool.emplace_back([this] { StreamWorker(); });
+  } catch (const std::exception& e) {
+    result =
+        ::shardkv::Status::ResourceExhausted(std::string("starting stream workers: ") + e.what());
+  }
+  while (result.ok()) {
     {
       std::unique_lock lock(mu_);
       // Woken as soon as a task ends a call, so a finished slot is refilled at once.
@@ -45,6 +62,10 @@ namespace shardkv::rebalance {
       tasks_changed_ = false;
       if (stopping_) {
         result = ::shardkv::Status::Aborted("node is stopping");
+        break;
+      }
+      if (!fatal_error_.empty()) {
+        result = ::shardkv::Status::Internal(fatal_error_);
         break;
       }
     }
@@ -57,67 +78,97 @@ namespace shardkv::rebalance {
       break;
     }
     const uint32_t streams = std::max<uint32_t>(1, now_rec->streams_per_node);
-    const uint64_t rate = now_rec->rate_bytes_per_s / streams;
     const auto now = std::chrono::steady_clock::now();
     bool all_done = true;
     std::string failing;
     std::lock_guard lock(mu_);
-    std::map<uint32_t, uint32_t> busy_dst, busy_src;
-    for (const TaskState& t : tasks_) {
-      if (!t.running) continue;
-      ++busy_dst[t.task.destination];
-      ++busy_src[t.task.sources[0]];
-    }
+    std::vector<TaskSlot> slots(tasks_.size());
+    size_t running = 0;
     for (size_t i = 0; i < tasks_.size(); ++i) {
       TaskState& t = tasks_[i];
+      slots[i] = {t.task.destination, t.running, t.done, now < t.retry_after};
+      running += t.running ? 1 : 0;
       if (t.done) continue;
       all_done = false;
       if (t.failing_since != std::chrono::steady_clock::time_point() &&
           now - t.failing_since > options_.task_failure_timeout) {
-        failing = "stream of tokens " + std::to_string(t.task.range.first) + ".." +
-                  std::to_string(t.task.range.last) + " to node " +
-                  std::to_string(t.task.destination) + ": " + t.last_error;
+        const TokenRange& first = t.task.ranges.front();
+        failing = "stream task " + std::to_string(t.task.id) + " (" +
+                  std::to_string(t.task.ranges.size()) + " ranges from token " +
+                  std::to_string(first.first) + ") to node " + std::to_string(t.task.destination) +
+                  ": " + t.last_error;
       }
-      if (t.running || now < t.retry_after) continue;
-      if (busy_dst[t.task.destination] >= streams || busy_src[t.task.sources[0]] >= streams) {
-        continue;
-      }
-      ++busy_dst[t.task.destination];
-      ++busy_src[t.task.sources[0]];
-      t.running = true;
-      running.emplace_back([this, i, now_map, change = record.change_id, rate, merge_count] {
-        RunTask(i, *now_map, change, rate, merge_count);
-      });
     }
     if (all_done) break;
     if (!failing.empty()) {
       result = ::shardkv::Status::Unavailable(failing);
       break;
     }
+    const size_t free_workers = pool.size() > running ? pool.size() - running : 0;
+    for (size_t i : PickTasksToStart(slots, streams, free_workers)) {
+      TaskState& t = tasks_[i];
+      t.rate = PerTaskRate(slots, t.task.destination, streams, now_rec->rate_bytes_per_s);
+      t.running = slots[i].running = true;
+      ready_.emplace_back([this, i, now_map, change = record.change_id, merge_count] {
+        RunTask(i, *now_map, change, merge_count);
+      });
+    }
+    task_wake_.notify_all();
   }
   {
     std::lock_guard lock(mu_);
     stopping_tasks_ = true;
+    ready_.clear();
   }
-  for (auto& t : running) t.join();
+  task_wake_.notify_all();
+  for (auto& t : pool) t.join();
   std::lock_guard lock(mu_);
+  for (TaskState& t : tasks_) t.running = false;  // those still queued when it stopped
   stopping_tasks_ = false;
   return result;
 }
 
-void Rebalancer::RunTask(size_t index, const ClusterMap& map, uint64_t change_id, uint64_t rate,
+void Rebalancer::StreamWorker() {
+  for (;;) {
+    std::function<void()> job;
+    {
+      std::unique_lock lock(mu_);
+      task_wake_.wait(lock, [&] { return stopping_tasks_ || stopping_ || !ready_.empty(); });
+      if (stopping_tasks_ || stopping_) return;
+      job = std::move(ready_.front());
+      ready_.pop_front();
+    }
+    try {
+      job();
+    } catch (const std::exception& e) {
+      // Nothing may throw across the drive; if something does, the change fails with it.
+      std::lock_guard lock(mu_);
+      fatal_error_ = std::string("stream worker: ") + e.what();
+      tasks_changed_ = true;
+      wake_.notify_all();
+    }
+  }
+}
+
+void Rebalancer::RunTask(size_t index, const ClusterMap& map, uint64_t change_id,
                          uint32_t merge_count) {
   StreamTask task;
+  uint64_t rate = 0;
   {
     std::lock_guard lock(mu_);
     task = tasks_[index].task;
+    rate = tasks_[index].rate;
   }
   const ClusterNode* dst = map.FindNode(task.destination);
   net::StreamRangeRequest req;
   req.change_id = change_id;
   req.task_id = task.id;
-  req.first = task.range.first;
-  req.last = task.range.last;
+  req.first = task.ranges.front().first;
+  req.last = task.ranges.back().last;
+  if (task.ranges.size() > 1) {
+    req.ranges.reserve(task.ranges.size());
+    for (const TokenRange& r : task.ranges) req.ranges.push_back({r.first, r.last});
+  }
   for (uint32_t id : task.sources) {
     const ClusterNode* n = map.FindNode(id);
     req.source_ids.push_back(id);
@@ -136,8 +187,10 @@ void Rebalancer::RunTask(size_t index, const ClusterMap& map, uint64_t change_id
     request.cluster_id = map.cluster_id();
     request.body = req;
     auto reply =
-        peers_->CallSync(dst->address, std::move(request),
-                         std::chrono::milliseconds(options_.slice_ms) + options_.rpc_timeout);
+        dst == nullptr
+            ? StatusOr<net::Response>(::shardkv::Status::NotFound("not in the map"))
+            : peers_->CallSync(dst->address, std::move(request),
+                               std::chrono::milliseconds(options_.slice_ms) + options_.rpc_timeout);
     ::shardkv::Status s = reply.ok() ? reply->status() : reply.status();
     const auto* body = s.ok() ? std::get_if<net::StreamRangeResponse>(&reply->body) : nullptr;
     if (s.ok() && body == nullptr) s = ::shardkv::Status::Corruption("unexpected stream reply");
@@ -157,14 +210,20 @@ void Rebalancer::RunTask(size_t index, const ClusterMap& map, uint64_t change_id
     t.failing_since = {};
     // Its checkpoint was there when this driver first asked (a takeover), or after a failed
     // call (the destination or its source restarted): the task continued, not started over.
-    if ((t.calls == 0 || t.had_error) && body->resumed) t.resumed = true;
+    if ((t.calls == 0 || t.had_error) && body->resumed) {
+      t.resumed = true;
+      if (t.calls == 0) t.resumed_copies = body->copies;
+    }
     ++t.calls;
     t.had_error = false;
     t.copies = body->copies;
     t.tombstones = body->tombstones;
     t.bytes = body->bytes;
+    t.ranges_done = body->ranges_done;
+    t.copies_during_change = body->copies_during_change;
     if (body->done) {
       t.done = true;
+      t.ranges_done = t.task.ranges.size();
       break;
     }
   }

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "common/hlc.h"
 #include "rebalance/change_record.h"
 #include "rebalance/plan.h"
 #include "rebalance/stream_source.h"
@@ -37,6 +38,11 @@ std::string Unhex(std::string_view hex) {
   return out;
 }
 
+// A scan request carries at most this many of a task's ranges (the window from the current one):
+// a task may have hundreds of thousands, and resending all of them with every batch would cost
+// more than the data.
+constexpr size_t kScanWindow = 1024;
+
 }  // namespace
 
 // The per-(change, task) checkpoint in meta. phase 0: pulling from sources[0]; phase 1: merging
@@ -49,6 +55,8 @@ struct StreamSink::Checkpoint {
   uint64_t copies = 0, tombstones = 0, bytes = 0;
   std::vector<uint32_t> merge_ids;
   size_t merge_index = 0;
+  size_t range_index = 0;  // the task's range `cursor` belongs to (for the current source)
+  uint64_t copies_during_change = 0;
 
   static std::string Key(uint64_t change, uint64_t task) {
     return "rebalance/ckpt/" + std::to_string(change) + "/" + std::to_string(task);
@@ -59,7 +67,8 @@ struct StreamSink::Checkpoint {
     return std::to_string(phase) + " " + (done ? "1" : "0") + " " + std::to_string(copies) + " " +
            std::to_string(tombstones) + " " + std::to_string(bytes) + " " +
            std::to_string(merge_index) + " " + (ids.empty() ? "-" : ids) + " " +
-           (cursor.empty() ? "-" : Hex(cursor));
+           (cursor.empty() ? "-" : Hex(cursor)) + " " + std::to_string(range_index) + " " +
+           std::to_string(copies_during_change);
   }
   static Checkpoint Decode(const std::string& text) {
     Checkpoint c;
@@ -72,6 +81,11 @@ struct StreamSink::Checkpoint {
     }
     c.found = true;
     c.done = done != 0;
+    // Added later: absent in a checkpoint written by an older version (one range per task).
+    if (!(in >> c.range_index >> c.copies_during_change)) {
+      c.range_index = 0;
+      c.copies_during_change = 0;
+    }
     if (ids != "-") {
       std::istringstream list(ids);
       std::string id;
@@ -168,12 +182,16 @@ void StreamSink::HandleCount(net::CountRangesRequest request, Done done) {
 
 StatusOr<net::StreamScanResponse> StreamSink::Pull(uint32_t source_id, const std::string& address,
                                                    uint64_t stream_id,
-                                                   const net::StreamRangeRequest& r,
+                                                   const std::vector<net::TokenSpan>& spans,
                                                    const std::string& cursor) {
   net::StreamScanRequest scan;
   scan.stream_id = stream_id;
-  scan.first = r.first;
-  scan.last = r.last;
+  if (spans.size() == 1) {
+    scan.first = spans[0].first;
+    scan.last = spans[0].last;
+  } else {
+    scan.ranges = spans;
+  }
   scan.cursor = cursor;
   scan.max_entries = options_.batch_entries;
   scan.max_bytes = options_.batch_bytes;
@@ -211,6 +229,8 @@ net::ResponseBody StreamSink::Run(const net::StreamRangeRequest& r) {
   if (r.source_ids.empty() || r.source_ids.size() != r.source_addresses.size()) {
     return Error(Status::InvalidArgument("stream task without sources"));
   }
+  std::vector<net::TokenSpan> ranges = r.ranges;
+  if (ranges.empty()) ranges.push_back({r.first, r.last});
   const std::string key = Checkpoint::Key(r.change_id, r.task_id);
   Checkpoint ck;
   auto stored = storage_->GetAux(AuxColumn::kMeta, key);
@@ -231,6 +251,8 @@ net::ResponseBody StreamSink::Run(const net::StreamRangeRequest& r) {
     out.resumed = resumed;
     out.source_id = c.phase == 0 ? r.source_ids[0] : 0;
     out.sources_merged = c.phase == 0 ? 0 : static_cast<uint32_t>(c.merge_ids.size());
+    out.ranges_done = c.done ? ranges.size() : c.phase == 0 ? c.range_index : 0;
+    out.copies_during_change = c.copies_during_change;
     return out;
   };
   if (ck.done) return progress(ck);
@@ -260,7 +282,12 @@ net::ResponseBody StreamSink::Run(const net::StreamRangeRequest& r) {
       skip = it != failed_sources_.end() &&
              std::chrono::steady_clock::now() - it->second < std::chrono::seconds(10);
     }
-    if (!skip) batch = Pull(source, address, stream_id, r, ck.cursor);
+    if (ck.range_index >= ranges.size()) ck.range_index = 0;  // a checkpoint of another plan
+    const size_t base = ck.range_index;
+    const size_t window_end = std::min(ranges.size(), base + kScanWindow);
+    const std::vector<net::TokenSpan> window(ranges.begin() + static_cast<long>(base),
+                                             ranges.begin() + static_cast<long>(window_end));
+    if (!skip) batch = Pull(source, address, stream_id, window, ck.cursor);
     if (!batch.ok() && !skip && ck.phase == 0 &&
         batch.status().code() != Status::Code::kStaleEpoch) {
       std::lock_guard lock(mu_);
@@ -275,6 +302,7 @@ net::ResponseBody StreamSink::Run(const net::StreamRangeRequest& r) {
                    r.task_id, source, batch.status().ToString(), r.merge_count);
       ck.phase = 1;
       ck.cursor.clear();
+      ck.range_index = 0;
       ck.merge_index = 0;
       ck.merge_ids.clear();
       for (size_t i = 1; i < r.source_ids.size() && ck.merge_ids.size() < r.merge_count; ++i) {
@@ -290,10 +318,11 @@ net::ResponseBody StreamSink::Run(const net::StreamRangeRequest& r) {
     entries_pulled_ += batch->entries.size();
     std::vector<RangeEntry> entries;
     entries.reserve(batch->entries.size());
-    uint64_t batch_bytes = 0, live = 0, tomb = 0;
+    uint64_t batch_bytes = 0, live = 0, tomb = 0, during = 0;
     for (net::StreamEntry& e : batch->entries) {
       batch_bytes += e.key.size() + e.value.size();
       (e.tombstone ? tomb : live) += 1;
+      if (!e.tombstone && HlcClock::PhysicalMs(e.ts) >= record->started_ms) ++during;
       entries.push_back(
           {e.token, std::move(e.key), Envelope{e.ts, e.node_id, e.tombstone, std::move(e.value)}});
     }
@@ -303,6 +332,7 @@ net::ResponseBody StreamSink::Run(const net::StreamRangeRequest& r) {
       ck.copies += live;
       ck.tombstones += tomb;
       ck.bytes += batch_bytes;
+      ck.copies_during_change += during;
     } else {
       // Merged sources overlap: count only keys this destination did not have yet.
       ck.copies += applied->created - applied->created_tombstones;
@@ -310,10 +340,15 @@ net::ResponseBody StreamSink::Run(const net::StreamRangeRequest& r) {
       ck.bytes += applied->created == 0 ? 0 : batch_bytes * applied->created / entries.size();
     }
     ck.cursor = batch->cursor;
-    if (batch->done) {
+    ck.range_index = base + std::min<size_t>(batch->range_index, window.size() - 1);
+    if (batch->done && window_end < ranges.size()) {
+      ck.range_index = window_end;  // the next window, same source and snapshot
+      ck.cursor.clear();
+    } else if (batch->done) {
       if (ck.phase == 1 && ck.merge_index + 1 < ck.merge_ids.size()) {
         ++ck.merge_index;
         ck.cursor.clear();
+        ck.range_index = 0;
       } else {
         ck.done = true;
       }
@@ -348,11 +383,7 @@ StatusOr<uint64_t> StreamSink::Rebuild(const ClusterMap& map) {
       if (std::find(holders.begin(), holders.end(), id) == holders.end()) holders.push_back(id);
     }
     if (std::find(holders.begin(), holders.end(), options_.self_id) == holders.end()) continue;
-    net::StreamRangeRequest req;
-    req.change_id = map.epoch();
-    req.task_id = ++done_ranges;
-    req.first = r.range.first;
-    req.last = r.range.last;
+    ++done_ranges;
     uint32_t merged = 0;
     std::string errors;
     for (uint32_t id : holders) {
@@ -364,7 +395,7 @@ StatusOr<uint64_t> StreamSink::Rebuild(const ClusterMap& map) {
       std::string cursor;
       Status failed;
       for (;;) {
-        auto batch = Pull(id, node->address, stream_id, req, cursor);
+        auto batch = Pull(id, node->address, stream_id, {{r.range.first, r.range.last}}, cursor);
         if (!batch.ok()) {
           failed = batch.status();
           break;

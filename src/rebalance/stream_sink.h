@@ -1,10 +1,11 @@
 // StreamSink: the destination's side of a stream (design.md "Rebalancing", step 3).
 //
-// The driver asks the destination to run one stream task (a token range, for this change) for up
-// to a slice of time; the destination pulls batches from the preferred source, applies them with
-// LWW (ApplyBatch, so joint writes that landed first are never overwritten by older streamed
-// versions), and checkpoints its cursor and counts in `meta` after every batch. A restart of
-// either side, or a new driver, continues from the checkpoint instead of starting over.
+// The driver asks the destination to run one stream task (a list of token ranges with the same
+// preferred source, for this change) for up to a slice of time; the destination pulls batches from
+// the preferred source, applies them with LWW (ApplyBatch, so joint writes that landed first are
+// never overwritten by older streamed versions), and checkpoints its cursor and counts in `meta`
+// after every batch. A restart of either side, or a new driver, continues from the checkpoint
+// instead of starting over.
 //
 // If the preferred source is unreachable, the task switches to merging: it pulls the whole range
 // from each of `merge_count` (RF - W + 1) other old replicas, so every write acknowledged by a
@@ -80,7 +81,8 @@ class StreamSink {
   void Enqueue(bool scan, std::function<net::ResponseBody()> job, Done done);
   net::ResponseBody Run(const net::StreamRangeRequest& request);
   StatusOr<net::StreamScanResponse> Pull(uint32_t source_id, const std::string& address,
-                                         uint64_t stream_id, const net::StreamRangeRequest& r,
+                                         uint64_t stream_id,
+                                         const std::vector<net::TokenSpan>& spans,
                                          const std::string& cursor);
 
   const StreamSinkOptions options_;

@@ -22,12 +22,21 @@ void StreamSource::Close() {
 }
 
 net::ResponseBody StreamSource::Scan(const net::StreamScanRequest& r) {
-  const TokenRange range{r.first, r.last};
-  if (!range.Valid()) return Error(Status::InvalidArgument("stream range is empty"));
+  std::vector<net::TokenSpan> ranges = r.ranges;
+  if (ranges.empty()) ranges.push_back({r.first, r.last});
+  if (r.range_index >= ranges.size()) {
+    return Error(Status::InvalidArgument("stream range index out of bounds"));
+  }
   auto map = maps_->Current();
-  if (!map || !map->Holds(self_id_, r.first)) {
-    return Error(Status::StaleEpoch("node " + std::to_string(self_id_) +
-                                    " does not hold tokens from " + std::to_string(r.first)));
+  for (size_t i = r.range_index; i < ranges.size(); ++i) {
+    if (!TokenRange{ranges[i].first, ranges[i].last}.Valid()) {
+      return Error(Status::InvalidArgument("stream range is empty"));
+    }
+    if (!map || !map->Holds(self_id_, ranges[i].first)) {
+      return Error(Status::StaleEpoch("node " + std::to_string(self_id_) +
+                                      " does not hold tokens from " +
+                                      std::to_string(ranges[i].first)));
+    }
   }
   const auto now = std::chrono::steady_clock::now();
   const uint64_t max_age_ms = storage_->options().tombstone_grace_ms / 2;
@@ -50,23 +59,39 @@ net::ResponseBody StreamSource::Scan(const net::StreamScanRequest& r) {
     open.last_used = now;
     snapshot = open.snapshot;
   }
-  ScanOptions options;
-  options.snapshot = snapshot.get();
-  options.cursor = r.cursor;
-  options.max_entries = std::clamp<uint32_t>(r.max_entries, 1, kMaxEntries);
-  options.max_bytes = std::clamp<uint64_t>(r.max_bytes, 1, kMaxBytes);
-  options.include_tombstones = true;
-  auto batch = storage_->Scan(range, options);
-  if (!batch.ok()) return Error(batch.status());
+  const size_t max_entries = std::clamp<uint32_t>(r.max_entries, 1, kMaxEntries);
+  const uint64_t max_bytes = std::clamp<uint64_t>(r.max_bytes, 1, kMaxBytes);
   net::StreamScanResponse out;
-  out.entries.reserve(batch->entries.size());
-  for (RangeEntry& e : batch->entries) {
-    out.entries.push_back({e.token, std::move(e.key), e.envelope.timestamp, e.envelope.node_id,
-                           e.envelope.tombstone, std::move(e.envelope.value)});
-  }
-  out.cursor = std::move(batch->cursor);
-  out.done = batch->done;
   out.snapshot_renewed = renewed;
+  out.range_index = r.range_index;
+  out.cursor = r.cursor;
+  uint64_t bytes = 0;
+  // Fill one batch across as many ranges as it takes: a task of thousands of tiny ranges (many
+  // vnodes) must not cost a round trip per range.
+  while (out.entries.size() < max_entries && bytes < max_bytes) {
+    const net::TokenSpan& span = ranges[out.range_index];
+    ScanOptions options;
+    options.snapshot = snapshot.get();
+    options.cursor = out.cursor;
+    options.max_entries = max_entries - out.entries.size();
+    options.max_bytes = max_bytes - bytes;
+    options.include_tombstones = true;
+    auto batch = storage_->Scan({span.first, span.last}, options);
+    if (!batch.ok()) return Error(batch.status());
+    for (RangeEntry& e : batch->entries) {
+      bytes += e.key.size() + e.envelope.value.size();
+      out.entries.push_back({e.token, std::move(e.key), e.envelope.timestamp, e.envelope.node_id,
+                             e.envelope.tombstone, std::move(e.envelope.value)});
+    }
+    out.cursor = std::move(batch->cursor);
+    if (!batch->done) break;
+    if (out.range_index + 1 == ranges.size()) {
+      out.done = true;
+      break;
+    }
+    ++out.range_index;
+    out.cursor.clear();
+  }
   if (out.done) {
     std::lock_guard lock(mu_);
     open_.erase(r.stream_id);

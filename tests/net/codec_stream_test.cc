@@ -59,6 +59,7 @@ StreamScanResponse ThreeEntryBatch() {
   s.cursor = kCursor;
   s.done = false;
   s.snapshot_renewed = true;
+  s.range_index = 3;
   return s;
 }
 
@@ -66,7 +67,8 @@ StreamScanResponse ThreeEntryBatch() {
 
 TEST_CASE("codec: streamScan request round-trips", "[net][codec]") {
   {
-    auto r = RoundTrip(StreamScanRequest{11, 5, ~uint64_t{0}, kCursor, 512, uint64_t{1} << 40});
+    auto r =
+        RoundTrip(StreamScanRequest{11, 5, ~uint64_t{0}, kCursor, 512, uint64_t{1} << 40, {}, 0});
     const auto& s = std::get<StreamScanRequest>(r.body);
     CHECK(s.stream_id == 11);
     CHECK(s.first == 5);
@@ -74,10 +76,20 @@ TEST_CASE("codec: streamScan request round-trips", "[net][codec]") {
     CHECK(s.cursor == kCursor);
     CHECK(s.max_entries == 512);
     CHECK(s.max_bytes == uint64_t{1} << 40);
+    CHECK(s.ranges.empty());
+  }
+  {
+    // A multi-range scan (a stream task of many ranges) carries its ranges and position.
+    auto r = RoundTrip(StreamScanRequest{2, 0, 0, kCursor, 8, 9, {{1, 2}, {10, ~uint64_t{0}}}, 1});
+    const auto& s = std::get<StreamScanRequest>(r.body);
+    REQUIRE(s.ranges.size() == 2);
+    CHECK(s.ranges[1].first == 10);
+    CHECK(s.ranges[1].last == ~uint64_t{0});
+    CHECK(s.range_index == 1);
   }
   {
     // The first batch of a range has no cursor.
-    auto r = RoundTrip(StreamScanRequest{1, 0, 0, "", 0, 0});
+    auto r = RoundTrip(StreamScanRequest{1, 0, 0, "", 0, 0, {}, 0});
     CHECK(std::get<StreamScanRequest>(r.body).cursor.empty());
   }
 }
@@ -99,6 +111,7 @@ TEST_CASE("codec: streamScan response round-trips", "[net][codec]") {
     CHECK(out.cursor == kCursor);
     CHECK_FALSE(out.done);
     CHECK(out.snapshot_renewed);
+    CHECK(out.range_index == 3);
   }
   {
     StreamScanResponse empty;
@@ -123,7 +136,10 @@ TEST_CASE("codec: streamRange request and response round-trip", "[net][codec]") 
     in.merge_count = 2;
     in.rate_bytes_per_s = 50 << 20;
     in.slice_ms = 250;
+    in.ranges = {{1000, 1499}, {1800, 1999}};
     const auto out = std::get<StreamRangeRequest>(RoundTrip(in).body);
+    REQUIRE(out.ranges.size() == 2);
+    CHECK(out.ranges[1].first == 1800);
     CHECK(out.change_id == 17);
     CHECK(out.task_id == 4);
     CHECK(out.first == 1000);
@@ -148,7 +164,7 @@ TEST_CASE("codec: streamRange request and response round-trip", "[net][codec]") 
   }
   {
     const auto out = std::get<StreamRangeResponse>(
-        RoundTrip(StreamRangeResponse{true, 12345, 67, uint64_t{9} << 33, true, 5, 0}).body);
+        RoundTrip(StreamRangeResponse{true, 12345, 67, uint64_t{9} << 33, true, 5, 0, 7, 11}).body);
     CHECK(out.done);
     CHECK(out.copies == 12345);
     CHECK(out.tombstones == 67);
@@ -156,10 +172,12 @@ TEST_CASE("codec: streamRange request and response round-trip", "[net][codec]") 
     CHECK(out.resumed);
     CHECK(out.source_id == 5);
     CHECK(out.sources_merged == 0);
+    CHECK(out.ranges_done == 7);
+    CHECK(out.copies_during_change == 11);
   }
   {
     const auto out = std::get<StreamRangeResponse>(
-        RoundTrip(StreamRangeResponse{false, 0, 0, 0, false, 0, 3}).body);
+        RoundTrip(StreamRangeResponse{false, 0, 0, 0, false, 0, 3, 0, 0}).body);
     CHECK_FALSE(out.done);
     CHECK_FALSE(out.resumed);
     CHECK(out.source_id == 0);

@@ -1,0 +1,179 @@
+// Rebalancer, commits: a compare-and-set of the next epoch on every member (see rebalancer.h).
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <future>
+#include <random>
+#include <set>
+
+#include "rebalance/rebalancer.h"
+
+namespace shardkv::rebalance {
+
+// ---- Commits -----------------------------------------------------------------------------
+
+namespace {
+
+bool Unreachable(const ::shardkv::Status& s) {
+  return s.code() == ::shardkv::Status::Code::kUnavailable ||
+         s.code() == ::shardkv::Status::Code::kTimeout ||
+         s.code() == ::shardkv::Status::Code::kIOError;
+}
+
+// The refusal Membership::Install gives when our expected epoch is behind the peer's.
+bool StaleRefusal(const ::shardkv::Status& s) {
+  return s.code() == ::shardkv::Status::Code::kAborted &&
+         s.message().find("not the expected") != std::string::npos;
+}
+
+std::string Ids(const std::vector<uint32_t>& ids) {
+  std::string out;
+  for (uint32_t id : ids) out += (out.empty() ? "" : ", ") + std::to_string(id);
+  return out;
+}
+
+}  // namespace
+
+::shardkv::Status Rebalancer::Commit(
+    const std::function<StatusOr<ClusterMap>(const ClusterMap&)>& make) {
+  std::lock_guard commit_lock(commit_mu_);
+  for (int attempt = 0;; ++attempt) {
+    auto current = maps_->Current();
+    if (!current) return ::shardkv::Status::Unavailable("node has no cluster map");
+    auto content = make(*current);
+    if (!content.ok()) return content.status();
+    // A committer that is not in the map it commits (the joining node cancelling its own add)
+    // names the lowest remaining member as claimant: it will not be there to drive anything.
+    uint32_t claimant = options_.self_id;
+    if (content->FindNode(options_.self_id) == nullptr && !content->nodes().empty()) {
+      claimant = content->nodes().front().id;
+      for (const ClusterNode& n : content->nodes()) claimant = std::min(claimant, n.id);
+    }
+    const ClusterMap next = content->WithEpoch(current->epoch() + 1, claimant);
+    bool stale = false;
+    ::shardkv::Status s = InstallEverywhere(*current, next, &stale);
+    if (!stale || attempt >= 1) return s;
+    // Every refusal said this node's map is behind and nothing took effect: pull the newest
+    // map and decide again on it (`make` re-checks whatever it depends on).
+    spdlog::info("epoch {} refused as stale ({}); fetching the newest map", next.epoch(),
+                 s.ToString());
+    membership_->FetchNewestMap(options_.rpc_timeout);
+  }
+}
+
+::shardkv::Status Rebalancer::InstallEverywhere(const ClusterMap& current, const ClusterMap& next,
+                                                bool* stale) {
+  *stale = false;
+  const std::string bytes = next.Encode();
+  const bool self_in_next = next.FindNode(options_.self_id) != nullptr;
+  // Sends the proposal to `targets` in parallel; one status per target.
+  auto send = [&](const std::vector<ClusterNode>& targets) {
+    std::vector<std::future<::shardkv::Status>> replies;
+    for (const ClusterNode& n : targets) {
+      auto promise = std::make_shared<std::promise<::shardkv::Status>>();
+      replies.push_back(promise->get_future());
+      net::Request req;
+      req.epoch = current.epoch();
+      req.body = net::InstallMapRequest{bytes, current.epoch(), current.FindNode(n.id) == nullptr};
+      const uint32_t id = n.id;
+      peers_->Call(n.address, std::move(req), options_.rpc_timeout,
+                   [promise, id](StatusOr<net::Response> reply) {
+                     ::shardkv::Status s = reply.ok() ? reply->status() : reply.status();
+                     promise->set_value(s.ok() ? s : s.WithContext("node " + std::to_string(id)));
+                   });
+    }
+    std::vector<::shardkv::Status> out;
+    for (auto& r : replies) out.push_back(r.get());
+    return out;
+  };
+  // Every member of the next map (a removed node learns nothing more). A member that cannot be
+  // reached is tolerated only once gossip also finds it down; it pulls the map when it is back.
+  std::vector<ClusterNode> targets;
+  for (const ClusterNode& n : next.nodes()) {
+    if (n.id != options_.self_id) targets.push_back(n);
+  }
+  std::vector<::shardkv::Status> results = send(targets);
+  std::string refusals;
+  std::vector<uint32_t> accepted, refused;
+  bool all_stale = true;
+  for (size_t i = 0; i < results.size(); ++i) {
+    const auto& s = results[i];
+    if (s.ok()) {
+      accepted.push_back(targets[i].id);
+    } else if (!Unreachable(s)) {
+      refused.push_back(targets[i].id);
+      all_stale = all_stale && StaleRefusal(s);
+      refusals += (refusals.empty() ? "" : "; ") + s.ToString();
+    }
+  }
+  const std::string name = "epoch " + std::to_string(next.epoch());
+  if (!refused.empty()) {
+    if (accepted.empty()) {
+      // A refusal (another map with this epoch, another cluster) means this proposal lost and
+      // nobody installed it: nothing took effect.
+      *stale = all_stale;
+      return ::shardkv::Status::Aborted(name + " refused: " + refusals);
+    }
+    return ::shardkv::Status::Timeout(name + " outcome unknown: nodes " + Ids(accepted) +
+                                      " accepted it, nodes " + Ids(refused) + " refused it (" +
+                                      refusals + "); check `shardkv rebalance status`");
+  }
+  if (self_in_next) {
+    net::InstallMapRequest local{bytes, current.epoch(), false};
+    net::ResponseBody mine = membership_->InstallNow(local);
+    if (const auto* e = std::get_if<net::ErrorResponse>(&mine)) {
+      ::shardkv::Status s = e->ToStatus();
+      const bool passed = maps_->Current() && maps_->Current()->epoch() >= next.epoch();
+      if (passed && accepted.size() == targets.size()) {
+        // Every other member installed it, and this node already pulled it and what was built
+        // on it through gossip while the proposal was in flight (a slow member): it took effect.
+        spdlog::info("{}: this node is already past it ({})", name, s.ToString());
+      } else if (s.code() != ::shardkv::Status::Code::kTimeout) {
+        // (A Timeout is the epoch barrier: the map is installed, older requests still drain.)
+        if (accepted.empty()) return s.WithContext("installing " + name + " locally");
+        return ::shardkv::Status::Timeout(
+            name + " outcome unknown: nodes " + Ids(accepted) +
+            " accepted it, but this node refused it: " + s.ToString());
+      }
+    }
+  } else {
+    // This node leaves with this map (its own add cancelled): it keeps the map as a departing
+    // node, so it stops driving and serving, instead of refusing what the others accepted.
+    ::shardkv::Status s = maps_->Install(next);
+    if (!s.ok()) spdlog::warn("{}: installing as a departing node: {}", name, s.ToString());
+  }
+  ++commits_;
+  // Committed. The next stage may start only once every live member acknowledged, so keep
+  // re-sending to the ones that did not until they do or are found down.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  for (;;) {
+    std::vector<ClusterNode> again;
+    std::string waiting;
+    for (size_t i = 0; i < targets.size(); ++i) {
+      if (results[i].ok()) continue;
+      if (membership_->Settled() && !membership_->IsAlive(targets[i].id)) continue;
+      again.push_back(targets[i]);
+      waiting += (waiting.empty() ? "" : "; ") + results[i].ToString();
+    }
+    if (again.empty()) break;
+    if (std::chrono::steady_clock::now() > deadline) {
+      // It took effect (installed here, members pull it through gossip): say so, not failure.
+      spdlog::warn("{} committed but not acknowledged yet: {}", name, waiting);
+      return ::shardkv::Status::OK();
+    }
+    {
+      std::unique_lock lock(mu_);
+      wake_.wait_for(lock, std::chrono::milliseconds(200), [&] { return stopping_; });
+      if (stopping_) return ::shardkv::Status::OK();  // committed; the rest learn it by gossip
+    }
+    std::vector<::shardkv::Status> retried = send(again);
+    results.assign(targets.size(), ::shardkv::Status::OK());
+    for (size_t i = 0, j = 0; i < targets.size() && j < again.size(); ++i) {
+      if (targets[i].id == again[j].id) results[i] = retried[j++];
+    }
+  }
+  spdlog::info("committed {} ({} members)", name, targets.size() + (self_in_next ? 1 : 0));
+  return ::shardkv::Status::OK();
+}
+
+}  // namespace shardkv::rebalance

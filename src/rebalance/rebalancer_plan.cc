@@ -1,0 +1,297 @@
+// Rebalancer, planning: what a change moves, counted exactly on the old replicas, and the checks
+// that refuse a change before anything is committed.
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <future>
+#include <random>
+#include <set>
+
+#include "rebalance/rebalancer.h"
+
+namespace shardkv::rebalance {
+namespace {
+std::string Arg(const std::map<std::string, std::string>& args, const std::string& k,
+                const std::string& fallback = "") {
+  auto it = args.find(k);
+  return it == args.end() ? fallback : it->second;
+}
+}  // namespace
+
+StatusOr<RebalanceReport> Rebalancer::PlanChange(const std::map<std::string, std::string>& args,
+                                                 ClusterMap* target) {
+  auto map = maps_->Current();
+  const std::string kind = Arg(args, "kind");
+  ChangeRecord rec;
+  rec.kind = kind;
+  try {
+    rec.node_id = static_cast<uint32_t>(std::stoul(Arg(args, "node_id", "0")));
+    const std::string rate = Arg(args, "rate_mb", "32");
+    rec.rate_bytes_per_s = std::stoull(rate) << 20;
+    rec.streams_per_node = static_cast<uint32_t>(std::max(1, std::stoi(Arg(args, "streams", "2"))));
+  } catch (const std::exception&) {
+    return ::shardkv::Status::InvalidArgument("bad numeric argument to the rebalancer");
+  }
+  double weight = 1.0;
+  try {
+    weight = std::stod(Arg(args, "weight", "1"));
+  } catch (const std::exception&) {
+    return ::shardkv::Status::InvalidArgument("bad weight");
+  }
+  StatusOr<ClusterMap> next = ::shardkv::Status::InvalidArgument("kind must be add or remove");
+  double total_weight_before = 0;
+  for (const ClusterNode& n : map->nodes()) total_weight_before += n.weight;
+  if (kind == "add") {
+    const std::string address = Arg(args, "address");
+    if (address.empty()) return ::shardkv::Status::InvalidArgument("add needs the node's address");
+    if (map->FindNode(rec.node_id) != nullptr) {
+      return ::shardkv::Status::InvalidArgument("node " + std::to_string(rec.node_id) +
+                                                " is already a member");
+    }
+    // Before anything is committed: a node of another cluster would be half-joined otherwise.
+    SHARDKV_RETURN_IF_ERROR(CheckJoiningNode(*map, rec.node_id, address));
+    next = map->WithNodeJoining({rec.node_id, address, weight, NodeState::kJoining});
+    rec.ideal_fraction = weight / (total_weight_before + weight);
+  } else if (kind == "remove") {
+    const ClusterNode* node = map->FindNode(rec.node_id);
+    if (node == nullptr) {
+      return ::shardkv::Status::NotFound("node " + std::to_string(rec.node_id) +
+                                         " is not a member");
+    }
+    if (map->nodes().size() == 1) {
+      return ::shardkv::Status::InvalidArgument("cannot remove the last node");
+    }
+    if (rec.node_id == options_.self_id) {
+      return ::shardkv::Status::InvalidArgument("ask another node to remove node " +
+                                                std::to_string(rec.node_id) +
+                                                " (the driving node must stay in the cluster)");
+    }
+    rec.ideal_fraction = node->weight / total_weight_before;
+    next = map->WithNodeLeaving(rec.node_id);
+  }
+  if (!next.ok()) return next.status();
+  std::random_device rd;
+  rec.change_id = ((uint64_t{rd()} << 32) | rd()) | 1;
+  rec.from_epoch = map->epoch();
+  rec.replicas_configured = map->params().replication_factor;
+  rec.replicas_after = next->PendingEffectiveReplicas();
+  rec.write_quorum_after = std::min(map->params().write_quorum, rec.replicas_after);
+  rec.read_quorum_after = std::min(map->params().read_quorum, rec.replicas_after);
+
+  const auto ranges = AllRanges(*next);
+  auto counts = CountRanges(*next, ranges);
+  if (!counts.ok()) return counts.status().WithContext("counting keys for the plan");
+  RebalanceReport report;
+  report.has_change = true;
+  report.epoch = map->epoch();
+  report.driver = options_.self_id;
+  report.from_driver = true;
+  std::map<uint32_t, double> before, after;
+  double copies_before = 0, copies_after = 0;
+  std::vector<MovingRange> moving;
+  std::vector<size_t> moving_to_all;
+  for (size_t i = 0; i < ranges.size(); ++i) {
+    const MovingRange& r = ranges[i];
+    const net::RangeCount& c = (*counts)[i];
+    rec.live_keys += c.live;
+    for (uint32_t id : r.old_set) before[id] += static_cast<double>(c.live);
+    for (uint32_t id : r.new_set) after[id] += static_cast<double>(c.live);
+    copies_before += static_cast<double>(c.live * r.old_set.size());
+    copies_after += static_cast<double>(c.live * r.new_set.size());
+    std::vector<uint32_t> a = r.old_set, b = r.new_set;
+    std::sort(a.begin(), a.end());
+    std::sort(b.begin(), b.end());
+    if (a == b) continue;
+    rec.remapped_keys += c.live;
+    moving.push_back(r);
+    moving_to_all.push_back(i);
+  }
+  // The same grouping the driver will stream with (AssignTasks is deterministic for a map).
+  std::map<std::pair<uint32_t, uint32_t>, StreamProgress> pairs;
+  for (const StreamTask& t : AssignTasks(moving)) {
+    ++rec.planned_ranges;
+    StreamProgress& p = pairs[{t.sources[0], t.destination}];
+    p.source = t.sources[0];
+    p.destination = t.destination;
+    ++p.tasks_total;
+    p.ranges_total += t.ranges.size();
+    for (size_t m : t.moving_indexes) {
+      const net::RangeCount& c = (*counts)[moving_to_all[m]];
+      ++rec.planned_token_ranges;
+      rec.planned_copies += c.live;
+      rec.planned_tombstones += c.tombstones;
+      rec.planned_bytes += c.bytes;
+      p.copies_planned += c.live;
+      p.bytes_planned += c.bytes;
+    }
+  }
+  rec.total_copies = rec.live_keys * map->EffectiveReplicas();
+  for (auto& [k, p] : pairs) report.streams.push_back(p);
+  for (const ClusterNode& n : next->nodes()) {
+    NodeShare s;
+    s.id = n.id;
+    s.address = n.address;
+    s.state = std::string(NodeStateName(n.state));
+    s.share_before = copies_before > 0 ? before[n.id] / copies_before : 0;
+    s.share_after = copies_after > 0 ? after[n.id] / copies_after : 0;
+    report.shares.push_back(s);
+  }
+  rec.state = ChangeState::kPlanned;
+  report.record = rec;
+  *target = *next;
+  return report;
+}
+
+::shardkv::Status Rebalancer::CheckJoiningNode(const ClusterMap& map, uint32_t node_id,
+                                               const std::string& address) {
+  net::Request req;
+  req.body = net::GetClusterMapRequest{};
+  auto reply = peers_->CallSync(address, std::move(req), options_.rpc_timeout);
+  ::shardkv::Status s = reply.ok() ? reply->status() : reply.status();
+  if (!s.ok()) {
+    return ::shardkv::Status::Unavailable("node at " + address +
+                                          " does not answer: " + s.ToString());
+  }
+  const auto* body = std::get_if<net::GetClusterMapResponse>(&reply->body);
+  if (body == nullptr) return ::shardkv::Status::Corruption("node at " + address + ": no map");
+  if (body->map.empty()) return ::shardkv::Status::OK();  // no map at all: fresh
+  auto theirs = ClusterMap::Decode(body->map);
+  if (!theirs.ok()) {
+    return ::shardkv::Status::FailedPrecondition(
+        "node at " + address + " holds an unreadable map: " + theirs.status().ToString());
+  }
+  if (theirs->cluster_id() == map.cluster_id()) {
+    // Ours: a node of this cluster at that address (a leftover of a cancelled add is fine only
+    // if it is this id).
+    const ClusterNode* there = theirs->FindNodeByAddress(address);
+    if (there != nullptr && there->id != node_id) {
+      return ::shardkv::Status::FailedPrecondition("node at " + address + " is node " +
+                                                   std::to_string(there->id) + ", not node " +
+                                                   std::to_string(node_id));
+    }
+    return ::shardkv::Status::OK();
+  }
+  // A fresh standalone node: a one-node map of its own, naming the id we are adding.
+  const bool standalone = theirs->nodes().size() == 1;
+  if (!standalone) {
+    return ::shardkv::Status::FailedPrecondition(
+        "node at " + address + " belongs to cluster " + std::to_string(theirs->cluster_id()) +
+        ", not this cluster " + std::to_string(map.cluster_id()));
+  }
+  if (theirs->nodes().front().id != node_id) {
+    return ::shardkv::Status::FailedPrecondition("node at " + address + " was started as node " +
+                                                 std::to_string(theirs->nodes().front().id) +
+                                                 ", not node " + std::to_string(node_id));
+  }
+  // A one-node cluster in use is not fresh: it holds data of its own.
+  net::Request count;
+  count.body = net::CountRangesRequest{{{0, UINT64_MAX}}};
+  auto counted = peers_->CallSync(address, std::move(count), options_.rpc_timeout);
+  const auto* c = counted.ok() ? std::get_if<net::CountRangesResponse>(&counted->body) : nullptr;
+  if (c == nullptr || c->counts.size() != 1) {
+    return ::shardkv::Status::Unavailable("node at " + address + " did not count its keys");
+  }
+  if (c->counts[0].live + c->counts[0].tombstones > 0) {
+    return ::shardkv::Status::FailedPrecondition(
+        "node at " + address + " belongs to cluster " + std::to_string(theirs->cluster_id()) +
+        " (a one-node cluster holding " + std::to_string(c->counts[0].live) +
+        " keys), not this cluster " + std::to_string(map.cluster_id()));
+  }
+  return ::shardkv::Status::OK();
+}
+
+StatusOr<std::vector<net::RangeCount>> Rebalancer::CountRanges(
+    const ClusterMap& map, const std::vector<MovingRange>& ranges) {
+  // Count each range on one old replica, live ones first; a node that fails is excluded and its
+  // ranges go to the next old replica.
+  std::vector<net::RangeCount> out(ranges.size());
+  std::vector<size_t> todo(ranges.size());
+  for (size_t i = 0; i < todo.size(); ++i) todo[i] = i;
+  std::set<uint32_t> excluded;
+  std::string errors;
+  // A paused node still counts as alive for a few seconds; a quick ping keeps the plan from
+  // waiting on it for the whole (long) count timeout.
+  std::set<uint32_t> involved;
+  for (const MovingRange& r : ranges) involved.insert(r.old_set.begin(), r.old_set.end());
+  for (uint32_t id : involved) {
+    const ClusterNode* node = map.FindNode(id);
+    if (node == nullptr) continue;
+    net::Request ping;
+    ping.body = net::PingRequest{};
+    auto pong = peers_->CallSync(node->address, std::move(ping), std::chrono::milliseconds(1000));
+    if (!pong.ok() || !pong->ok()) {
+      excluded.insert(id);
+      errors += (errors.empty() ? "" : "; ") + ("node " + std::to_string(id) + " unreachable");
+    }
+  }
+  for (int round = 0; !todo.empty(); ++round) {
+    std::map<uint32_t, std::vector<size_t>> by_node;
+    for (size_t i : todo) {
+      std::vector<uint32_t> candidates;
+      for (uint32_t id : ranges[i].old_set) {
+        if (!excluded.count(id) && membership_->IsAlive(id)) candidates.push_back(id);
+      }
+      for (uint32_t id : ranges[i].old_set) {
+        if (!excluded.count(id) && !membership_->IsAlive(id)) candidates.push_back(id);
+      }
+      if (candidates.empty()) {
+        return ::shardkv::Status::Unavailable("no replica could count tokens from " +
+                                              std::to_string(ranges[i].range.first) + ": " +
+                                              errors);
+      }
+      by_node[candidates.front()].push_back(i);
+    }
+    todo.clear();
+    for (const auto& [id, indexes] : by_node) {
+      const ClusterNode* node = map.FindNode(id);
+      ::shardkv::Status failed;
+      for (size_t start = 0; start < indexes.size() && failed.ok(); start += 4096) {
+        net::CountRangesRequest req;
+        const size_t end = std::min(indexes.size(), start + 4096);
+        for (size_t k = start; k < end; ++k) {
+          const TokenRange& r = ranges[indexes[k]].range;
+          req.ranges.push_back({r.first, r.last});
+        }
+        net::Request request;
+        request.epoch = map.epoch();
+        request.cluster_id = map.cluster_id();
+        request.body = std::move(req);
+        auto reply =
+            peers_->CallSync(node->address, std::move(request), std::chrono::milliseconds(120000));
+        failed = reply.ok() ? reply->status() : reply.status();
+        const auto* body =
+            failed.ok() ? std::get_if<net::CountRangesResponse>(&reply->body) : nullptr;
+        if (failed.ok() && (body == nullptr || body->counts.size() != end - start)) {
+          failed = ::shardkv::Status::Corruption("bad count reply");
+        }
+        if (!failed.ok()) break;
+        for (size_t k = start; k < end; ++k) out[indexes[k]] = body->counts[k - start];
+      }
+      if (!failed.ok()) {
+        excluded.insert(id);
+        errors += (errors.empty() ? "" : "; ") + ("node " + std::to_string(id) + ": ") +
+                  failed.ToString();
+        todo.insert(todo.end(), indexes.begin(), indexes.end());
+      }
+    }
+  }
+  return out;
+}
+
+int64_t Rebalancer::SumClientErrors(const ClusterMap& map) {
+  int64_t sum = 0;
+  for (const ClusterNode& n : map.nodes()) {
+    if (!membership_->IsAlive(n.id)) continue;
+    net::Request req;
+    req.body = net::StatsRequest{};
+    auto reply = peers_->CallSync(n.address, std::move(req), std::chrono::milliseconds(2000));
+    if (!reply.ok() || !reply->ok()) continue;
+    const auto* stats = std::get_if<net::StatsResponse>(&reply->body);
+    if (stats == nullptr) continue;
+    auto it = stats->counters.find("client_errors");
+    if (it != stats->counters.end()) sum += it->second;
+  }
+  return sum;
+}
+
+}  // namespace shardkv::rebalance

@@ -1,0 +1,42 @@
+// Stream scheduling: which stream tasks to start now, and at what rate (design.md
+// "Rebalancing", throttling). Pure functions, so the policy is testable without timing.
+//
+// `--rate R` is per destination node, as documented: each destination receives at most R in
+// total, whatever the number of sources. At most `streams` tasks run at once per destination;
+// a source is not limited (a remove with one leaving node and three destinations streams to all
+// three at once, so it sends up to 3R), and each task's rate is R divided by the number of tasks
+// that can run at its destination (min(streams, its unfinished tasks)), so the running tasks of a
+// destination never add up to more than R. R = 0 means unthrottled.
+//
+// Thread-safety: pure functions.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace shardkv::rebalance {
+
+struct TaskSlot {
+  uint32_t destination = 0;
+  bool running = false;
+  bool done = false;
+  bool waiting = false;  // backing off after an error
+};
+
+// Indexes of the tasks to start now, in index order: not running, not done, not waiting, at most
+// `streams` (>= 1) running per destination, and at most `free_workers` of them.
+std::vector<size_t> PickTasksToStart(const std::vector<TaskSlot>& tasks, uint32_t streams,
+                                     size_t free_workers);
+
+// The rate (bytes/s) of one task started now at `destination`: rate_bytes_per_s divided by
+// min(streams, unfinished tasks there); 0 stays 0 (unthrottled).
+uint64_t PerTaskRate(const std::vector<TaskSlot>& tasks, uint32_t destination, uint32_t streams,
+                     uint64_t rate_bytes_per_s);
+
+// Worker threads for a change: enough for `streams` per destination, at most kMaxStreamWorkers,
+// whatever the task count.
+inline constexpr size_t kMaxStreamWorkers = 16;
+size_t StreamWorkers(size_t tasks, size_t destinations, uint32_t streams);
+
+}  // namespace shardkv::rebalance
