@@ -7,18 +7,19 @@
 
 #include <cstdint>
 
+#include "shardkv/cluster_map.h"
+
 namespace shardkv::cli::limits {
 
 // cluster up
 inline constexpr uint32_t kMinNodes = 1;
 inline constexpr uint32_t kMaxNodes = 64;  // --nodes, --replicas, --write-quorum, --read-quorum
-// --vnodes and --shards: the placement's own maxima. The rebalancer will publish kMaxVnodes /
-// kMaxShards in include/shardkv/cluster_map.h (issue 9: capped at what a change handles within
-// a minute); until it does, these are the values the CLI always accepted.
+// --vnodes and --shards: the cluster map's own maxima (what an add-node completes within a
+// minute on a 2-core machine; see include/shardkv/cluster_map.h).
 inline constexpr uint32_t kMinVnodes = 1;
-inline constexpr uint32_t kMaxVnodes = 100000;
+inline constexpr uint32_t kMaxVnodes = ::shardkv::kMaxVnodes;
 inline constexpr uint32_t kMinShards = 1;
-inline constexpr uint32_t kMaxShards = 1u << 20;
+inline constexpr uint32_t kMaxShards = ::shardkv::kMaxShards;
 inline constexpr int kMinBasePort = 0;  // 0: any free port
 inline constexpr int kMaxBasePort = 65535;
 inline constexpr uint16_t kFirstDefaultPort = 7000;  // without --base-port: free ports from here
