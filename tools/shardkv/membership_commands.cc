@@ -426,7 +426,7 @@ void AddChangeFlags(CLI::App* cmd, GlobalOptions* g, ChangeFlags* f, bool add) {
                   "Streaming rate limit per destination node, MB/s (0 = unthrottled)")
       ->capture_default_str()
       ->check(CLI::Range(kMinRateMb, kMaxRateMb));
-  cmd->add_option("--streams", f->streams, "Concurrent streams per source and per destination")
+  cmd->add_option("--streams", f->streams, "Concurrent stream tasks per destination node")
       ->capture_default_str()
       ->check(CLI::Range(kMinStreams, kMaxStreams));
   cmd->add_flag("--json", g->json, "Print the plan as JSON (schema in README)");

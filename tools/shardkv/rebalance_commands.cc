@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <iostream>
 #include <map>
+#include <string>
 #include <thread>
 
 #include "cli_common.h"
@@ -15,6 +16,17 @@
 
 namespace shardkv::cli {
 namespace {
+
+// Why more copies moved than the plan counted, from the record's split of the moved copies.
+std::string BeyondPlan(const rebalance::ChangeRecord& rec) {
+  std::string out = std::to_string(rec.moved_during_change) +
+                    " were written by clients during the change (the stream carried them too)";
+  if (rec.resumed_copies != 0) {
+    out += ", " + std::to_string(rec.resumed_copies) +
+           " were copied before a resume or takeover continued from the checkpoints";
+  }
+  return out;
+}
 
 using rebalance::ChangeState;
 using rebalance::RebalanceReport;
@@ -51,15 +63,10 @@ void PrintSummary(const RebalanceReport& r, uint64_t copies, uint64_t bytes,
               100 * Ratio(static_cast<double>(copies), static_cast<double>(rec.total_copies)),
               static_cast<unsigned long long>(rec.total_copies), 100 * rec.ideal_fraction);
   if (copies > rec.planned_copies) {
-    // The plan counted the keys once, before streaming; a range re-streamed after a resume or a
-    // takeover counts again, and so do writes made meanwhile to keys that were moving.
-    std::printf("                  the %llu beyond the plan were %s\n",
+    // The plan counted the keys once, before streaming; the record splits what came on top.
+    std::printf("                  the %llu beyond the plan: %s\n",
                 static_cast<unsigned long long>(copies - rec.planned_copies),
-                rec.resumed_tasks != 0
-                    ? "re-streamed after a resume or takeover (ranges continued from a "
-                      "checkpoint are sent again from it), or written by clients during the change"
-                    : "written by clients during the change (keys created or updated in ranges "
-                      "that were moving), or re-sent after a retried stream");
+                BeyondPlan(rec).c_str());
   }
   std::printf("  keys remapped:  %llu distinct keys (of %llu live)\n",
               static_cast<unsigned long long>(rec.remapped_keys),
@@ -154,10 +161,9 @@ void PrintStatus(const RebalanceReport& r, int64_t client_errors) {
               HumanBytes(static_cast<double>(MovedBytes(r))).c_str(),
               HumanBytes(static_cast<double>(rec.planned_bytes)).c_str());
   if (MovedCopies(r) > rec.planned_copies) {
-    std::printf(
-        "            (%llu beyond the plan: writes made during the change, or ranges "
-        "re-streamed after a resume or takeover)\n",
-        static_cast<unsigned long long>(MovedCopies(r) - rec.planned_copies));
+    std::printf("            (%llu beyond the plan: %s)\n",
+                static_cast<unsigned long long>(MovedCopies(r) - rec.planned_copies),
+                BeyondPlan(rec).c_str());
   }
   std::printf("  keys:     %llu remapped of %llu live\n",
               static_cast<unsigned long long>(rec.remapped_keys),
@@ -349,7 +355,7 @@ void RegisterRebalanceCommands(CLI::App& app, GlobalOptions* g, int* exit_code) 
           ->add_option("--rate", *rate,
                        "Streaming rate limit per destination node, MB/s (0 = unthrottled)")
           ->check(CLI::Range(kMinRateMb, kMaxRateMb));
-  throttle->add_option("--streams", *streams, "Concurrent streams per source and destination")
+  throttle->add_option("--streams", *streams, "Concurrent stream tasks per destination node")
       ->check(CLI::Range(kMinStreams, kMaxStreams));
   throttle->add_flag("--json", g->json, "Print the resulting status as JSON");
   throttle->callback([=] {
