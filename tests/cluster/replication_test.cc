@@ -67,7 +67,7 @@ TEST_CASE("cluster: writes reach every replica, in both modes", "[replication]")
   }
 }
 
-TEST_CASE("cluster: one node down keeps quorum; hints repair it when back", "[replication]") {
+TEST_CASE("cluster: one node down keeps quorum, hints repair it when back", "[replication]") {
   InProcessCluster cluster(3, Params());
   REQUIRE(cluster.Start().ok());
   auto client = Connect(cluster);
@@ -158,7 +158,7 @@ TEST_CASE("cluster: a quorum read repairs a stale replica", "[replication]") {
   }));
 }
 
-TEST_CASE("cluster: a newer map spreads by gossip; old-epoch clients are told", "[membership]") {
+TEST_CASE("cluster: a newer map spreads by gossip, old-epoch clients are told", "[membership]") {
   InProcessCluster cluster(3, Params());
   REQUIRE(cluster.Start().ok());
   auto client = Connect(cluster);

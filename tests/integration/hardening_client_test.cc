@@ -172,7 +172,7 @@ TEST_CASE("hardening client: get prints exact bytes, JSON is valid for any bytes
   CHECK(c.Run({"get", "bin"}).exit_code == 1);
 }
 
-TEST_CASE("hardening client: stats survives a dead node; load and verify stop at --max-errors",
+TEST_CASE("hardening client: stats survives a dead node, load and verify stop at --max-errors",
           "[multiprocess][hardening]") {
   LocalCluster c;
   REQUIRE(c.Run({"cluster", "up", "--nodes", "3", "--base-port", "0"}).exit_code == 0);

@@ -209,6 +209,9 @@ TEST_CASE("shardkv-node: a full disk is logged once, shown in stats, and said pl
   CHECK(std::stod(Field(stats.out, "disk_full")) == 1.0);
   CHECK(std::stoll(Field(stats.out, "storage_io_errors")) >= 1);
   CHECK(Count(ReadFile(log_path), "no space left on device in") == 1);  // not once per write
+  auto status = cli({"cluster", "status", "--json"});
+  INFO(status.out);
+  CHECK(status.out.find("\"state\":\"disk-full\"") != std::string::npos);
 
   disk.Free();
   bool recovered = false;

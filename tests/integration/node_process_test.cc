@@ -87,7 +87,7 @@ TEST_CASE("node process: SIGTERM shuts down gracefully", "[multiprocess]") {
   CHECK(get.out == "v");
 }
 
-TEST_CASE("cli: bad input exits 2 with one line; unreachable exits 3", "[multiprocess]") {
+TEST_CASE("cli: bad input exits 2 with one line, unreachable exits 3", "[multiprocess]") {
   for (const std::vector<std::string>& args : {std::vector<std::string>{"get"},
                                                {"load"},
                                                {"load", "--count", "0"},

@@ -217,7 +217,7 @@ TEST_CASE("rpc: a server sending garbage fails the calls and drops the connectio
   CHECK(conn.WaitForClose());
 }
 
-TEST_CASE("rpc: Close aborts pending calls; later calls fail", "[net][rpc]") {
+TEST_CASE("rpc: Close aborts pending calls, later calls fail", "[net][rpc]") {
   DeferredHandler handler;
   auto server = StartServer(&handler);
   RpcClient client(Address(server->bound_port()));

@@ -109,7 +109,7 @@ TEST_CASE("server: many pipelined requests in one write", "[net][server]") {
   }
 }
 
-TEST_CASE("server: garbage bytes get an error and a close; others keep working",
+TEST_CASE("server: garbage bytes get an error and a close, others keep working",
           "[net][server][bad-input]") {
   EchoHandler handler;
   auto server = StartServer(&handler);

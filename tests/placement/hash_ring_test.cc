@@ -129,7 +129,7 @@ TEST_CASE("ring: errors come back as Status", "[ring]") {
   CHECK(dup.status().message().find("duplicate node 'a'") != std::string::npos);
 }
 
-TEST_CASE("ring: weight scales the vnode count; order of membership does not matter", "[ring]") {
+TEST_CASE("ring: weight scales the vnode count, order of membership does not matter", "[ring]") {
   auto ring = HashRing::Build({{"a", 1}, {"b", 2}, {"c", 0.5}}, 100);
   REQUIRE(ring.ok());
   CHECK((*ring)->point_count() == 100 + 200 + 50);

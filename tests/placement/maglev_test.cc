@@ -31,7 +31,7 @@ TEST_CASE("maglev: every slot filled, shares follow weights", "[maglev]") {
   CHECK((*m)->MemoryBytes() >= 10007 * sizeof(uint32_t));
 }
 
-TEST_CASE("maglev: replicas distinct, owner first; order independent", "[maglev]") {
+TEST_CASE("maglev: replicas distinct, owner first, order independent", "[maglev]") {
   auto nodes = Nodes(5);
   auto m = Maglev::Build(nodes);
   REQUIRE(m.ok());

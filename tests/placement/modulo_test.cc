@@ -6,7 +6,7 @@
 
 using namespace shardkv;
 
-TEST_CASE("modulo: owner is token mod N; replicas are the next indexes", "[modulo]") {
+TEST_CASE("modulo: owner is token mod N, replicas are the next indexes", "[modulo]") {
   auto m = Modulo::Build(shardkv::testing::Nodes(3));
   REQUIRE(m.ok());
   CHECK((*m)->Owner(10) == 1);

@@ -466,7 +466,7 @@ TEST_CASE("plan: AssignPieces pairs destinations with distinct sources", "[rebal
   }
 }
 
-TEST_CASE("plan: AssignTasks groups pieces by pair; the task count follows pairs, not vnodes",
+TEST_CASE("plan: AssignTasks groups pieces by pair, the task count follows pairs, not vnodes",
           "[rebalance][plan]") {
   for (auto mode : {PlacementMode::kRing, PlacementMode::kJump}) {
     size_t tasks_at_small = 0;

@@ -162,7 +162,7 @@ TEST_CASE("rebalance: joining a node of another cluster is refused before any co
   CHECK(Admin(a, 1, "plan", AddArgs(a, 4)).ok());
 }
 
-TEST_CASE("rebalance: the joining node cancels its own add; cancel says OK and it is cancelled",
+TEST_CASE("rebalance: the joining node cancels its own add, cancel says OK and it is cancelled",
           "[rebalance][cancel]") {
   InProcessCluster c(3, ClusterParams{});
   REQUIRE(c.Start().ok());
@@ -207,7 +207,7 @@ TEST_CASE("rebalance: throttle --rate 0 means unthrottled", "[rebalance]") {
   CHECK(end.record.rate_bytes_per_s == 0);
 }
 
-TEST_CASE("rebalance: a failed change keeps what it moved; resume finishes it",
+TEST_CASE("rebalance: a failed change keeps what it moved, resume finishes it",
           "[rebalance][failed]") {
   InProcessCluster c(3, ClusterParams{});
   REQUIRE(c.Start().ok());

@@ -8,56 +8,22 @@
 
 #include "rebalance/change_record.h"
 #include "rebalance/plan.h"
+#include "rebalance_test_util.h"
 #include "testing/history_checker.h"
 #include "testing/in_process_cluster.h"
 
 using namespace shardkv;
 using shardkv::rebalance::ChangeState;
 using shardkv::rebalance::RebalanceReport;
+using shardkv::rebalance_test::Admin;
+using shardkv::rebalance_test::MapOf;
 using shardkv::testing::InProcessCluster;
 
 namespace {
 
-StatusOr<RebalanceReport> Admin(const InProcessCluster& c, uint32_t id, const std::string& cmd,
-                                std::map<std::string, std::string> args = {}) {
-  net::Request req;
-  req.body = net::AdminRequest{cmd, std::move(args)};
-  auto reply = c.Call(id, std::move(req));
-  if (!reply.ok()) return reply.status();
-  if (!reply->ok()) return reply->status();
-  const auto* body = std::get_if<net::AdminResponse>(&reply->body);
-  if (body == nullptr) return Status::Corruption("not an admin reply");
-  return RebalanceReport::Decode(body->payload);
-}
-
 // Polls `status` on node `id` until the change ends (done, failed or cancelled) or 60 s pass.
 RebalanceReport WaitForEnd(const InProcessCluster& c, uint32_t id) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  RebalanceReport last;
-  while (std::chrono::steady_clock::now() < deadline) {
-    auto r = Admin(c, id, "status");
-    if (r.ok()) {
-      last = *r;
-      const ChangeState s = r->record.state;
-      if (s == ChangeState::kDone || s == ChangeState::kFailed || s == ChangeState::kCancelled) {
-        return last;
-      }
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  FAIL("change did not end within 60 s; last state " +
-       std::string(rebalance::ChangeStateName(last.record.state)));
-  return last;
-}
-
-StatusOr<ClusterMap> MapOf(const InProcessCluster& c, uint32_t id) {
-  net::Request req;
-  req.body = net::GetClusterMapRequest{};
-  auto reply = c.Call(id, std::move(req));
-  if (!reply.ok()) return reply.status();
-  const auto* body = std::get_if<net::GetClusterMapResponse>(&reply->body);
-  if (body == nullptr) return Status::Corruption("no map");
-  return ClusterMap::Decode(body->map);
+  return rebalance_test::WaitFor(c, id, rebalance_test::Ended, std::chrono::seconds(60));
 }
 
 // Live keys + tombstones node `id` stores in `ranges`.
@@ -254,7 +220,7 @@ TEST_CASE("rebalance: scale-out 3->4 and scale-in 4->3 under the history checker
   }
 }
 
-TEST_CASE("rebalance: a node down through a change catches up; its hints are re-resolved",
+TEST_CASE("rebalance: a node down through a change catches up, its hints are re-resolved",
           "[rebalance][hints]") {
   ClusterParams p;
   p.mode = PlacementMode::kRing;

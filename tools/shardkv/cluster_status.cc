@@ -60,7 +60,7 @@ Probe ProbeNode(NodeProber* prober, const std::string& address, std::chrono::mil
       if (auto it = s->counters.find("node_id"); it != s->counters.end()) p.node_id = it->second;
       // The gauge is 1 while the node's writes fail with no space left; a node that does not
       // report it (older) counts as not full.
-      if (auto it = s->counters.find("disk_full"); it != s->counters.end()) {
+      if (auto it = s->gauges.find("disk_full"); it != s->gauges.end()) {
         p.disk_full = it->second != 0;
       }
     }
