@@ -58,7 +58,7 @@
 #include <utility>
 #include <vector>
 
-#include "common/json.h"
+#include "placement_lab/json.h"
 #include "shardkv/client.h"
 #include "shardkv/options.h"
 #include "shardkv/status.h"

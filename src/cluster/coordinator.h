@@ -32,7 +32,7 @@
 
 #include "cluster/hint_store.h"
 #include "cluster/map_store.h"
-#include "cluster/peer_pool.h"
+#include "net/peer_pool.h"
 #include "net/messages.h"
 #include "storage/storage.h"
 

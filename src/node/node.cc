@@ -19,7 +19,7 @@
 #include "cluster/hint_store.h"
 #include "cluster/map_store.h"
 #include "cluster/membership.h"
-#include "cluster/peer_pool.h"
+#include "net/peer_pool.h"
 #include "net/server.h"
 #include "node/kv_service.h"
 #include "node/node_options.h"

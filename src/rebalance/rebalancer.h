@@ -47,9 +47,9 @@
 
 #include "cluster/map_store.h"
 #include "cluster/membership.h"
-#include "cluster/peer_pool.h"
+#include "net/peer_pool.h"
 #include "net/messages.h"
-#include "rebalance/change_record.h"
+#include "clustermap/change_record.h"
 #include "rebalance/plan.h"
 
 namespace shardkv::rebalance {

@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "rebalance/change_record.h"
+#include "clustermap/change_record.h"
 #include "rebalance/plan.h"
 
 namespace shardkv::rebalance {

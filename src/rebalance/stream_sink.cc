@@ -10,7 +10,7 @@
 #include <sstream>
 
 #include "common/hlc.h"
-#include "rebalance/change_record.h"
+#include "clustermap/change_record.h"
 #include "rebalance/plan.h"
 #include "rebalance/stream_source.h"
 #include "shardkv/hash.h"

@@ -31,7 +31,7 @@
 #include <vector>
 
 #include "cluster/map_store.h"
-#include "cluster/peer_pool.h"
+#include "net/peer_pool.h"
 #include "net/messages.h"
 #include "storage/storage.h"
 

@@ -13,7 +13,7 @@
 #include "cluster/coordinator.h"
 #include "cluster/hint_store.h"
 #include "cluster/map_store.h"
-#include "cluster/peer_pool.h"
+#include "net/peer_pool.h"
 #include "storage/storage.h"
 #include "testing/temp_dir.h"
 

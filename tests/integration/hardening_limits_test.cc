@@ -23,9 +23,9 @@
 #include "cluster_limits.h"
 #include "integration/cli_harness.h"
 #include "kv_limits.h"
-#include "lab/comparison.h"
-#include "lab/key_set.h"
-#include "lab/lab_membership.h"
+#include "placement_lab/comparison.h"
+#include "placement_lab/key_set.h"
+#include "placement_lab/lab_membership.h"
 #include "shardkv/options.h"
 
 namespace {

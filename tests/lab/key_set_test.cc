@@ -1,4 +1,4 @@
-#include "lab/key_set.h"
+#include "placement_lab/key_set.h"
 
 #include <unistd.h>
 

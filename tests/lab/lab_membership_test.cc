@@ -1,4 +1,4 @@
-#include "lab/lab_membership.h"
+#include "placement_lab/lab_membership.h"
 
 #include <unistd.h>
 

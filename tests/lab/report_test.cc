@@ -1,10 +1,10 @@
 #include <catch2/catch.hpp>
 #include <sstream>
 
-#include "lab/comparison.h"
+#include "placement_lab/comparison.h"
 #include "lab/json_value.h"
-#include "lab/report_format.h"
-#include "lab/svg_report.h"
+#include "placement_lab/report_format.h"
+#include "placement_lab/svg_report.h"
 
 using namespace shardkv;
 using namespace shardkv::lab;

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "lab/comparison.h"
+#include "placement_lab/comparison.h"
 
 using namespace shardkv;
 using namespace shardkv::lab;

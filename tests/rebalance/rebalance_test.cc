@@ -6,7 +6,7 @@
 #include <set>
 #include <thread>
 
-#include "rebalance/change_record.h"
+#include "clustermap/change_record.h"
 #include "rebalance/plan.h"
 #include "rebalance_test_util.h"
 #include "testing/history_checker.h"

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "net/rpc_client.h"
-#include "rebalance/change_record.h"
+#include "clustermap/change_record.h"
 #include "testing/in_process_cluster.h"
 
 namespace shardkv::rebalance_test {

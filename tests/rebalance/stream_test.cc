@@ -4,7 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "cluster/map_store.h"
-#include "rebalance/change_record.h"
+#include "clustermap/change_record.h"
 #include "rebalance/plan.h"
 #include "rebalance/reconciler.h"
 #include "rebalance/stream_source.h"

@@ -8,7 +8,7 @@
 #include <string_view>
 #include <type_traits>
 
-#include "common/json.h"
+#include "placement_lab/json.h"
 
 namespace shardkv::cli {
 

@@ -32,7 +32,7 @@
 #include <string>
 #include <vector>
 
-#include "cluster/peer_pool.h"
+#include "net/peer_pool.h"
 #include "net/messages.h"
 #include "node_args.h"
 #include "shardkv/status.h"

@@ -11,7 +11,7 @@
 #include <set>
 #include <sstream>
 
-#include "cluster/peer_pool.h"
+#include "net/peer_pool.h"
 #include "cluster_limits.h"
 #include "local_cluster.h"
 #include "shardkv/cluster_map.h"

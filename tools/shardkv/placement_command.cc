@@ -10,11 +10,11 @@
 #include <vector>
 
 #include "cli_common.h"
-#include "lab/comparison.h"
-#include "lab/key_set.h"
-#include "lab/lab_membership.h"
-#include "lab/report_format.h"
-#include "lab/svg_report.h"
+#include "placement_lab/comparison.h"
+#include "placement_lab/key_set.h"
+#include "placement_lab/lab_membership.h"
+#include "placement_lab/report_format.h"
+#include "placement_lab/svg_report.h"
 #include "shardkv/hash.h"
 #include "shardkv/placement.h"
 

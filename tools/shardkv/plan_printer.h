@@ -31,7 +31,7 @@
 #include <cstdio>
 #include <string>
 
-#include "rebalance/change_record.h"
+#include "clustermap/change_record.h"
 
 namespace shardkv::cli {
 

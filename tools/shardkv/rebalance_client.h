@@ -19,10 +19,10 @@
 #include <string>
 #include <vector>
 
-#include "cluster/peer_pool.h"
+#include "net/peer_pool.h"
 #include "global_options.h"
 #include "net/messages.h"
-#include "rebalance/change_record.h"
+#include "clustermap/change_record.h"
 #include "shardkv/cluster_map.h"
 #include "shardkv/status.h"
 

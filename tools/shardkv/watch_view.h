@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "rebalance/change_record.h"
+#include "clustermap/change_record.h"
 
 namespace shardkv::cli {
 

@@ -1,4 +1,4 @@
-#include "cluster/peer_pool.h"
+#include "net/peer_pool.h"
 
 namespace shardkv {
 

@@ -4,7 +4,7 @@
 #include <set>
 #include <sstream>
 
-#include "cluster/cluster_map_rep.h"
+#include "clustermap/cluster_map_rep.h"
 #include "shardkv/hash.h"
 #include "shardkv/hash_ring.h"
 #include "shardkv/jump_hash.h"

@@ -1,4 +1,4 @@
-#include "lab/int_pattern.h"
+#include "placement_lab/int_pattern.h"
 
 #include <algorithm>
 #include <cstdio>

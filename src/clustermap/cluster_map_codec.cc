@@ -7,8 +7,8 @@
 
 #include <cstring>
 
-#include "cluster/cluster_map.capnp.h"
-#include "cluster/cluster_map_rep.h"
+#include "clustermap/cluster_map.capnp.h"
+#include "clustermap/cluster_map_rep.h"
 
 namespace shardkv {
 

@@ -1,5 +1,5 @@
 // The shared representation behind ClusterMap (cluster_map.cc builds it, cluster_map_codec.cc
-// encodes it). Internal to src/cluster.
+// encodes it). Internal to src/clustermap.
 #pragma once
 
 #include <memory>

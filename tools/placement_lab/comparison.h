@@ -24,9 +24,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "lab/key_set.h"
-#include "lab/lab_membership.h"
-#include "lab/share_stats.h"
+#include "placement_lab/key_set.h"
+#include "placement_lab/lab_membership.h"
+#include "placement_lab/share_stats.h"
 #include "shardkv/hash.h"
 #include "shardkv/placement.h"
 #include "shardkv/status.h"

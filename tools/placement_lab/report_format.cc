@@ -1,4 +1,4 @@
-#include "lab/report_format.h"
+#include "placement_lab/report_format.h"
 
 #include <fmt/format.h>
 
@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-#include "common/json.h"
+#include "placement_lab/json.h"
 
 namespace shardkv::lab {
 namespace {

@@ -1,4 +1,4 @@
-#include "lab/key_set.h"
+#include "placement_lab/key_set.h"
 
 #include <cerrno>
 #include <cstring>
@@ -6,7 +6,7 @@
 #include <fstream>
 #include <random>
 
-#include "lab/int_pattern.h"
+#include "placement_lab/int_pattern.h"
 
 namespace shardkv::lab {
 

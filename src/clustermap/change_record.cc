@@ -1,4 +1,4 @@
-#include "rebalance/change_record.h"
+#include "clustermap/change_record.h"
 
 #include <array>
 #include <cstdlib>

@@ -1,4 +1,4 @@
-#include "lab/svg_report.h"
+#include "placement_lab/svg_report.h"
 
 #include <fmt/format.h>
 
@@ -10,7 +10,7 @@
 #include <numbers>
 #include <string_view>
 
-#include "lab/report_format.h"
+#include "placement_lab/report_format.h"
 #include "shardkv/hash_ring.h"
 
 namespace shardkv::lab {

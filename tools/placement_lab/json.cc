@@ -1,4 +1,4 @@
-#include "common/json.h"
+#include "placement_lab/json.h"
 
 #include <cstdio>
 

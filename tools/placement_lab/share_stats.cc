@@ -1,4 +1,4 @@
-#include "lab/share_stats.h"
+#include "placement_lab/share_stats.h"
 
 #include <algorithm>
 #include <cmath>

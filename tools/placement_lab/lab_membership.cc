@@ -1,4 +1,4 @@
-#include "lab/lab_membership.h"
+#include "placement_lab/lab_membership.h"
 
 #include <cerrno>
 #include <cstring>
@@ -6,7 +6,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "lab/int_pattern.h"
+#include "placement_lab/int_pattern.h"
 
 namespace shardkv::lab {
 namespace {

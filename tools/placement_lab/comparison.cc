@@ -1,4 +1,4 @@
-#include "lab/comparison.h"
+#include "placement_lab/comparison.h"
 
 #include <algorithm>
 #include <chrono>

@@ -8,7 +8,7 @@
 
 #include <string>
 
-#include "lab/comparison.h"
+#include "placement_lab/comparison.h"
 
 namespace shardkv::lab {
 
