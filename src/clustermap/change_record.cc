@@ -2,8 +2,9 @@
 
 #include <array>
 #include <cstdlib>
+#include <map>
 
-namespace shardkv::rebalance {
+namespace shardkv {
 namespace {
 
 constexpr std::array<std::string_view, 8> kStateNames = {
@@ -176,7 +177,7 @@ StatusOr<ChangeRecord> ChangeRecord::Decode(std::string_view text) {
   return ReadRecord(f);
 }
 
-std::string RebalanceReport::Encode() const {
+std::string ChangeReport::Encode() const {
   Writer w;
   w.Num("has_change", has_change ? 1 : 0)
       .Num("epoch", epoch)
@@ -222,10 +223,10 @@ std::string RebalanceReport::Encode() const {
   return out;
 }
 
-StatusOr<RebalanceReport> RebalanceReport::Decode(std::string_view text) {
+StatusOr<ChangeReport> ChangeReport::Decode(std::string_view text) {
   Fields f = Parse(text);
   if (f.find("has_change") == f.end()) return Status::Corruption("not a rebalance report");
-  RebalanceReport r;
+  ChangeReport r;
   r.has_change = U(f, "has_change") != 0;
   r.epoch = U(f, "epoch");
   r.driver = static_cast<uint32_t>(U(f, "driver"));
@@ -271,4 +272,4 @@ StatusOr<RebalanceReport> RebalanceReport::Decode(std::string_view text) {
   return r;
 }
 
-}  // namespace shardkv::rebalance
+}  // namespace shardkv

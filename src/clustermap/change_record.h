@@ -1,125 +1,17 @@
-// ChangeRecord and RebalanceReport: what the rebalancer persists about a membership change (in
-// the cluster map's change detail, so every node and a takeover driver know it) and what it
-// reports to the CLI (plan, status, watch).
-//
-// Both encode as "key=value" lines: readable in logs, and a field added later is ignored by an
-// older reader instead of breaking it. Values never contain newlines (errors are flattened).
-//
-// Thread-safety: value types.
+// The rebalancer's names for the public change records (include/shardkv/change.h), kept so that
+// the node-side code reads as before; the records themselves have one definition, public.
 #pragma once
 
-#include <cstdint>
-#include <map>
-#include <string>
-#include <string_view>
-#include <vector>
-
-#include "shardkv/status.h"
+#include "shardkv/change.h"
 
 namespace shardkv::rebalance {
 
-// The states `rebalance status` reports (issue: planned|streaming|read_new|new_only|cleanup|
-// done|failed|cancelled).
-enum class ChangeState : uint8_t {
-  kPlanned,
-  kStreaming,
-  kReadNew,
-  kNewOnly,
-  kCleanup,
-  kDone,
-  kFailed,
-  kCancelled,
-};
-std::string_view ChangeStateName(ChangeState s);
-StatusOr<ChangeState> ParseChangeState(std::string_view name);
-
-struct ChangeRecord {
-  uint64_t change_id = 0;
-  std::string kind;  // "add" or "remove"
-  uint32_t node_id = 0;
-  ChangeState state = ChangeState::kPlanned;
-  std::string error;        // why it failed
-  uint64_t from_epoch = 0;  // the epoch the change started from
-  uint64_t rate_bytes_per_s = 32u << 20;
-  uint32_t streams_per_node = 2;
-  // Plan totals, counted exactly on the old replicas before the change was committed.
-  uint64_t planned_copies = 0;
-  uint64_t planned_tombstones = 0;
-  uint64_t planned_bytes = 0;
-  uint64_t planned_ranges = 0;        // stream tasks (each carries many ranges; see plan.h)
-  uint64_t planned_token_ranges = 0;  // moving token ranges x their destinations
-  uint64_t remapped_keys = 0;
-  uint64_t live_keys = 0;
-  uint64_t total_copies = 0;  // live keys x RF
-  double ideal_fraction = 0;
-  // Replication after the change (the map's effective values: RF capped by the node count), and
-  // the configured RF: a remove that leaves fewer nodes than RF lowers them.
-  uint32_t replicas_configured = 0;
-  uint32_t replicas_after = 0;
-  uint32_t write_quorum_after = 0;
-  uint32_t read_quorum_after = 0;
-  // Outcome (filled as the change ends).
-  uint64_t moved_copies = 0;
-  uint64_t moved_tombstones = 0;
-  uint64_t moved_bytes = 0;
-  uint64_t resumed_tasks = 0;
-  // Why moved can exceed planned: of moved_copies, versions written after the change began (a
-  // joint write the stream also carried), and copies an earlier drive had already streamed
-  // before a resume or takeover continued from its checkpoint (counted once, not re-streamed).
-  uint64_t moved_during_change = 0;
-  uint64_t resumed_copies = 0;
-  // Drives of this change that ended in a driver's death (takeovers) since it began or was last
-  // resumed. The second one fails the change instead of driving the streams again.
-  uint32_t takeovers = 0;
-  uint32_t failed_driver = 0;  // the driver whose death or error failed it (0: none)
-  uint64_t started_ms = 0;
-  uint64_t finished_ms = 0;
-  int64_t client_errors_at_start = 0;
-  int64_t client_errors = 0;  // during the change, summed over the nodes
-
-  std::string Encode() const;
-  static StatusOr<ChangeRecord> Decode(std::string_view text);
-};
-
-// One source -> destination stream's progress.
-struct StreamProgress {
-  uint32_t source = 0;
-  uint32_t destination = 0;
-  uint64_t tasks_total = 0;
-  uint64_t tasks_done = 0;
-  uint64_t ranges_total = 0;
-  uint64_t ranges_done = 0;
-  uint64_t copies_planned = 0;
-  uint64_t copies_done = 0;
-  uint64_t bytes_planned = 0;
-  uint64_t bytes_done = 0;
-};
-
-struct NodeShare {
-  uint32_t id = 0;
-  std::string address;
-  std::string state;
-  double share_before = 0;  // of all copies
-  double share_after = 0;
-};
-
-struct RebalanceReport {
-  bool has_change = false;  // false: no change was ever made
-  ChangeRecord record;
-  uint64_t epoch = 0;
-  uint32_t driver = 0;  // the node driving the change (the claimant)
-  std::string driver_address;
-  bool from_driver = false;  // false: a snapshot from the map only, without live progress
-  double elapsed_s = 0;
-  uint64_t copies_done = 0;
-  uint64_t tombstones_done = 0;
-  uint64_t bytes_done = 0;
-  uint64_t copies_during_change = 0;  // of copies_done, versions written during the change
-  std::vector<StreamProgress> streams;
-  std::vector<NodeShare> shares;  // plan only
-
-  std::string Encode() const;
-  static StatusOr<RebalanceReport> Decode(std::string_view text);
-};
+using ::shardkv::ChangeRecord;
+using ::shardkv::ChangeState;
+using ::shardkv::ChangeStateName;
+using ::shardkv::NodeShare;
+using ::shardkv::ParseChangeState;
+using ::shardkv::StreamProgress;
+using RebalanceReport = ::shardkv::ChangeReport;
 
 }  // namespace shardkv::rebalance

@@ -1,0 +1,171 @@
+// Admin: the one management API of a shardkv cluster. `shardkv cluster ...` and `shardkv
+// rebalance ...`, the test harnesses and embedding applications all form clusters and drive
+// membership changes through it (design.md "Public API"), as FoundationDB's ManagementAPI backs
+// both fdbcli and its tests.
+//
+// An Admin talks to the nodes in its seed list (AdminOptions::seeds, replaceable with SetSeeds),
+// expecting one cluster: AdminOptions::cluster_id, or with 0 the id of the first node that
+// answers. Every request carries that id, so a node of another cluster (one that took a stopped
+// cluster's ports) refuses it; such a node counts as not answering.
+//
+// Results of the change commands are AdminReply values: `status` is OK, the answering node's
+// error, or why no node answered; `unreachable` and `foreign` tell the last two apart from a
+// node's refusal. A change command's outcome is never ambiguous (design.md "Rebalancing: the
+// transition protocol"): OK means it took effect; an error means nothing did, except a Timeout
+// whose message says "outcome unknown"; and when no node answered (unreachable) the request may
+// still have reached one. After an error, ChangeStatus() says whether the change took effect.
+//
+// Blocking: every call is synchronous and bounded by AdminOptions::timeout_ms per node asked.
+// Plan and Begin count every key of the cluster on the nodes, which takes seconds per million
+// keys; they use AdminOptions::plan_timeout_ms.
+//
+// Thread-safety: an Admin is not shared between threads without external locking (it keeps the
+// adopted cluster id and the last driver it heard from). Distinct Admins are independent.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "shardkv/change.h"
+#include "shardkv/client.h"
+#include "shardkv/cluster_map.h"
+#include "shardkv/status.h"
+
+namespace shardkv {
+
+struct AdminOptions {
+  // host:port of nodes to ask, in order of preference.
+  std::vector<std::string> seeds;
+  // The cluster every node must belong to; 0: adopt the first answering node's.
+  uint64_t cluster_id = 0;
+  // Where the expected id came from, for messages ("the cluster in D/cluster.conf").
+  std::string cluster_origin;
+  uint32_t timeout_ms = 5000;        // per request to one node
+  uint32_t plan_timeout_ms = 60000;  // plan and begin (they count keys)
+};
+
+// What a change does. kJoin adds a node that is already running standalone (it was started
+// without a cluster and formed a cluster of one): node_id 0 takes the id the node reports.
+enum class ChangeKind : uint8_t { kAdd, kJoin, kRemove };
+
+struct ChangeRequest {
+  ChangeKind kind = ChangeKind::kAdd;
+  uint32_t node_id = 0;
+  std::string address;  // the new node's host:port (add, join); unused for remove
+  double weight = 1.0;  // add, join
+};
+
+// Stream limits of a change. rate_bytes_per_s 0 = unthrottled.
+struct ChangeThrottle {
+  uint64_t rate_bytes_per_s = 32u << 20;
+  uint32_t streams_per_node = 2;
+};
+
+// The answer to a change command.
+struct AdminReply {
+  Status status;
+  bool unreachable = false;  // no node of the cluster answered at all (transport failures)
+  bool foreign = false;      // the node that answered belongs to another cluster
+  std::string address;       // the node that answered
+  ChangeReport report;       // valid when status.ok()
+};
+
+// What one node says about itself, asked without an expected cluster id, so that a node of
+// another cluster answers too (and can be shown as such).
+struct NodeProbe {
+  std::string address;
+  bool reachable = false;
+  Status error;                   // why it was not reachable
+  std::optional<ClusterMap> map;  // the map it holds (any cluster)
+  std::optional<NodeStatsSnapshot> stats;
+};
+
+// The cluster as its newest map describes it, and what each member answered.
+struct ClusterDescription {
+  ClusterMap map;
+  std::string map_from;  // the node whose map this is
+  struct Member {
+    ClusterNode node;   // as in the map
+    NodeProbe probe;    // what its address answered
+    bool foreign = false;  // it answered with a map of another cluster
+  };
+  std::vector<Member> members;  // ascending id
+};
+
+class Admin {
+ public:
+  // Validates the options (InvalidArgument for a seed that is no host:port); contacts nothing.
+  static StatusOr<std::unique_ptr<Admin>> Create(AdminOptions options);
+  ~Admin();
+  Admin(const Admin&) = delete;
+  Admin& operator=(const Admin&) = delete;
+
+  // The expected cluster id, or the adopted one (0 until a node answered).
+  uint64_t cluster_id() const;
+  // Replaces the seed list (the expected or adopted cluster id is kept).
+  void SetSeeds(std::vector<std::string> seeds);
+  const std::vector<std::string>& seeds() const;
+
+  // ---- Forming a cluster ----
+
+  // Forms a new cluster at epoch 1 from running standalone nodes: builds the map
+  // (ClusterMap::Create; its errors come back unchanged) with `cluster_id` (0: a random one) and
+  // the first node as claimant, and has every node adopt it. Returns the map. An error names the
+  // node that did not take it; nodes before it may have adopted the map already.
+  StatusOr<ClusterMap> FormCluster(const std::vector<ClusterNode>& nodes,
+                                   const ClusterParams& params, uint64_t cluster_id = 0);
+
+  // ---- Reading ----
+
+  // The newest map (highest epoch) among the seeds of the expected cluster. Unavailable, naming
+  // each seed's failure, when none answered with one.
+  StatusOr<ClusterMap> NewestMap();
+  // The newest map, and a probe of every member of it (in parallel).
+  StatusOr<ClusterDescription> Describe();
+  // One node, any cluster: ping, its map and its counters. Never fails; see NodeProbe.
+  NodeProbe Probe(const std::string& address);
+  // One node's counters; the node must belong to the expected cluster.
+  StatusOr<NodeStatsSnapshot> NodeStats(const std::string& address);
+
+  // ---- Membership changes ----
+
+  // What `change` would move, counted exactly on the nodes, without committing anything. Asks
+  // the seeds in order (a node being removed is never asked: it cannot drive its own removal);
+  // the first that answers (with a report or an error) wins.
+  AdminReply Plan(const ChangeRequest& change);
+  // Commits the change and returns once it began (state streaming); the driving node then moves
+  // it on by itself. `address` non-empty: ask that node (the one that planned), else as Plan.
+  // FailedPrecondition while another change runs.
+  AdminReply Begin(const ChangeRequest& change, const ChangeThrottle& throttle,
+                   const std::string& address = "");
+  // The change's status, from its driver when reachable (report.from_driver), else a snapshot
+  // from a node's map. `preferred` (or else the last driver heard from) is asked first.
+  // report.has_change is false when the cluster never had a change.
+  AdminReply ChangeStatus(const std::string& preferred = "");
+  // Sent to the driver. Cancel: only while streaming or failed (commits the old placement).
+  // Resume: only a failed change (streams again from the checkpoints). SetThrottle: changes the
+  // running change's limits; nullopt keeps a limit as it is.
+  AdminReply Cancel();
+  AdminReply Resume();
+  AdminReply SetThrottle(std::optional<uint64_t> rate_bytes_per_s,
+                         std::optional<uint32_t> streams_per_node);
+
+  // Sum of one counter over the seeds that answer (e.g. "client_errors").
+  int64_t SumCounter(const std::string& name);
+
+  class Impl;
+
+ private:
+  explicit Admin(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// "add", "join", "remove".
+std::string_view ChangeKindName(ChangeKind kind);
+// True when the change ended (done, failed or cancelled: nothing more happens by itself).
+bool ChangeEnded(const ChangeReport& report);
+
+}  // namespace shardkv

@@ -1,0 +1,345 @@
+// Admin (include/shardkv/admin.h): typed calls over the rebalancer's admin requests
+// (net::AdminRequest, answered by src/rebalance/rebalancer.cc with an encoded ChangeReport).
+#include "shardkv/admin.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <future>
+#include <random>
+#include <set>
+
+#include "admin/admin_transport.h"
+#include "net/rpc_client.h"
+
+namespace shardkv {
+
+using admin::AdminTransport;
+using admin::CallFailure;
+using Args = std::map<std::string, std::string>;
+
+class Admin::Impl {
+ public:
+  explicit Impl(AdminOptions o)
+      : options(std::move(o)), transport(options.cluster_id, options.cluster_origin) {}
+
+  std::chrono::milliseconds timeout() const { return std::chrono::milliseconds(options.timeout_ms); }
+  std::chrono::milliseconds plan_timeout() const {
+    return std::chrono::milliseconds(std::max(options.plan_timeout_ms, options.timeout_ms));
+  }
+
+  AdminReply Send(const std::string& address, const std::string& command, const Args& args,
+                  std::chrono::milliseconds t) {
+    AdminReply out;
+    out.address = address;
+    CallFailure failure;
+    auto body = transport.Call(address, net::AdminRequest{command, args}, t, &failure);
+    out.unreachable = failure.unreachable;
+    out.foreign = failure.foreign;
+    if (!body.ok()) {
+      out.status = body.status();
+      return out;
+    }
+    const auto* reply = std::get_if<net::AdminResponse>(&*body);
+    if (reply == nullptr) {
+      out.status = Status::Corruption(address + " sent an unexpected reply to '" + command + "'");
+      return out;
+    }
+    auto report = ChangeReport::Decode(reply->payload);
+    if (!report.ok()) {
+      out.status = report.status().WithContext(address);
+      return out;
+    }
+    out.report = std::move(report).value();
+    out.report.answered_by = address;
+    if (out.report.from_driver) last_driver = address;
+    return out;
+  }
+
+  // The first of `addresses` that answers (an error reply counts as an answer).
+  AdminReply SendFirst(const std::vector<std::string>& addresses, const std::string& command,
+                       const Args& args, std::chrono::milliseconds t) {
+    std::string tried;
+    bool foreign = false;
+    for (const std::string& a : addresses) {
+      AdminReply r = Send(a, command, args, t);
+      if (!r.unreachable && !r.foreign) return r;
+      foreign = foreign || r.foreign;
+      tried += (tried.empty() ? "" : "; ") + r.status.message();
+    }
+    AdminReply none;
+    none.unreachable = true;
+    none.foreign = foreign;
+    none.status = Status::Unavailable(addresses.empty() ? "no node to ask"
+                                                        : transport.NoNode() + " answered (" +
+                                                              tried + ")");
+    return none;
+  }
+
+  AdminReply Status(const std::string& preferred) {
+    std::vector<std::string> order;
+    const std::string first_choice = !preferred.empty() ? preferred : last_driver;
+    if (!first_choice.empty()) order.push_back(first_choice);
+    for (const auto& a : options.seeds) {
+      if (a != first_choice) order.push_back(a);
+    }
+    AdminReply first = SendFirst(order, "status", {}, timeout());
+    if (!first.status.ok() || first.report.from_driver || first.report.driver_address.empty() ||
+        first.report.driver_address == first.address) {
+      return first;
+    }
+    AdminReply driver = Send(first.report.driver_address, "status", {}, timeout());
+    // A driver that answers with an older map than the first node (it was replaced, or it is a
+    // removed node that learns nothing more) does not win.
+    if (driver.status.ok() && driver.report.epoch >= first.report.epoch) return driver;
+    return first;
+  }
+
+  AdminReply SendToDriver(const std::string& command, const Args& args) {
+    AdminReply status = Status("");
+    if (!status.status.ok()) return status;
+    return Send(status.address, command, args, plan_timeout());
+  }
+
+  // The seeds to ask for a plan or begin: never the node being removed (it cannot drive its own
+  // removal) nor the node being added.
+  std::vector<std::string> Askees(const ChangeRequest& c, uint32_t node_id) {
+    std::vector<std::string> out;
+    std::optional<ClusterMap> map;
+    if (c.kind == ChangeKind::kRemove) {
+      if (auto m = Newest(); m.ok()) map = std::move(*m);
+    }
+    for (const auto& a : options.seeds) {
+      if (c.kind != ChangeKind::kRemove && a == c.address) continue;
+      if (map) {
+        const ClusterNode* n = map->FindNodeByAddress(a);
+        if (n != nullptr && n->id == node_id) continue;
+      }
+      out.push_back(a);
+    }
+    return out;
+  }
+
+  StatusOr<ClusterMap> Newest() {
+    std::optional<ClusterMap> best;
+    std::string errors;
+    for (const auto& a : options.seeds) {
+      auto body = transport.Call(a, net::GetClusterMapRequest{}, timeout(), nullptr);
+      if (!body.ok()) {
+        errors += (errors.empty() ? "" : "; ") + body.status().message();
+        continue;
+      }
+      const auto* m = std::get_if<net::GetClusterMapResponse>(&*body);
+      if (m == nullptr) continue;
+      auto map = ClusterMap::Decode(m->map);
+      if (!map.ok()) continue;
+      if (transport.cluster_id() != 0 && map->cluster_id() != transport.cluster_id()) {
+        errors += (errors.empty() ? "" : "; ") + a + " belongs to cluster " +
+                  std::to_string(map->cluster_id()) + ", not to cluster " +
+                  std::to_string(transport.cluster_id());
+        continue;
+      }
+      if (!best || map->epoch() > best->epoch()) {
+        best = std::move(map).value();
+        newest_from = a;
+      }
+    }
+    if (best) return std::move(*best);
+    const std::string who = transport.cluster_id() != 0 ? transport.NoNode()
+                                                        : std::string("no node of the cluster");
+    return Status::Unavailable(who + " answered" +
+                               (errors.empty() ? std::string() : " (" + errors + ")"));
+  }
+
+  // The add request's arguments; join resolves the node id from the node itself.
+  StatusOr<Args> ChangeArgs(const ChangeRequest& c, const ChangeThrottle& t, uint32_t* node_id) {
+    *node_id = c.node_id;
+    Args args;
+    if (c.kind == ChangeKind::kJoin && c.node_id == 0) {
+      NodeProbe p = Probe(c.address);
+      if (!p.reachable) return p.error;
+      int64_t reported = 0;
+      if (p.stats) {
+        if (auto it = p.stats->counters.find("node_id"); it != p.stats->counters.end()) {
+          reported = it->second;
+        }
+      }
+      if (reported <= 0 || reported > UINT32_MAX) {
+        return Status::InvalidArgument(c.address + " did not report its node id");
+      }
+      *node_id = static_cast<uint32_t>(reported);
+    }
+    args["kind"] = c.kind == ChangeKind::kRemove ? "remove" : "add";
+    args["node_id"] = std::to_string(*node_id);
+    args["rate_mb"] = std::to_string(t.rate_bytes_per_s >> 20);
+    args["streams"] = std::to_string(t.streams_per_node);
+    if (c.kind != ChangeKind::kRemove) {
+      char weight[32];
+      std::snprintf(weight, sizeof(weight), "%.17g", c.weight);
+      args["address"] = c.address;
+      args["weight"] = weight;
+    }
+    return args;
+  }
+
+  NodeProbe Probe(const std::string& address) {
+    NodeProbe p;
+    p.address = address;
+    bool down = false;
+    auto ping = transport.CallAnyCluster(address, net::PingRequest{}, timeout(), &down);
+    if (!ping.ok() && down) {
+      p.error = ping.status();
+      return p;
+    }
+    p.reachable = true;
+    if (auto map = transport.MapOf(address, timeout(), nullptr); map.ok()) p.map = std::move(*map);
+    if (auto body = transport.CallAnyCluster(address, net::StatsRequest{}, timeout(), nullptr);
+        body.ok()) {
+      if (const auto* s = std::get_if<net::StatsResponse>(&*body)) {
+        p.stats = NodeStatsSnapshot{address, s->counters, s->gauges};
+      }
+    }
+    return p;
+  }
+
+  AdminOptions options;
+  AdminTransport transport;
+  std::string last_driver;  // the last node that answered as the change's driver
+  std::string newest_from;  // the node whose map Newest() returned
+};
+
+StatusOr<std::unique_ptr<Admin>> Admin::Create(AdminOptions options) {
+  for (const auto& s : options.seeds) {
+    std::string host;
+    uint16_t port = 0;
+    if (Status st = net::ParseHostPort(s, &host, &port); !st.ok()) return st;
+  }
+  if (options.timeout_ms == 0) return Status::InvalidArgument("timeout_ms must be positive");
+  return std::unique_ptr<Admin>(new Admin(std::make_unique<Impl>(std::move(options))));
+}
+
+Admin::Admin(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Admin::~Admin() = default;
+
+uint64_t Admin::cluster_id() const { return impl_->transport.cluster_id(); }
+void Admin::SetSeeds(std::vector<std::string> seeds) { impl_->options.seeds = std::move(seeds); }
+const std::vector<std::string>& Admin::seeds() const { return impl_->options.seeds; }
+
+StatusOr<ClusterMap> Admin::FormCluster(const std::vector<ClusterNode>& nodes,
+                                        const ClusterParams& params, uint64_t cluster_id) {
+  if (nodes.empty()) return Status::InvalidArgument("a cluster needs at least one node");
+  if (cluster_id == 0) {
+    std::random_device rd;
+    cluster_id = ((uint64_t{rd()} << 32) | rd()) | 1;
+  }
+  auto map = ClusterMap::Create(cluster_id, params, nodes, nodes.front().id);
+  if (!map.ok()) return map.status();
+  const std::string encoded = map->Encode();
+  for (const ClusterNode& n : map->nodes()) {
+    bool unreachable = false;
+    auto r = impl_->transport.CallAnyCluster(
+        n.address, net::InstallMapRequest{encoded, 0, /*adopt=*/true}, impl_->timeout(),
+        &unreachable);
+    const std::string who = "node " + std::to_string(n.id) + " (" + n.address + ")";
+    if (!r.ok()) return r.status().WithContext(who + " did not take the cluster map");
+    const auto* installed = std::get_if<net::InstallMapResponse>(&*r);
+    if (installed == nullptr || !installed->accepted) {
+      return Status::Aborted(who + " refused the cluster map");
+    }
+  }
+  impl_->transport.Adopt(cluster_id, "the cluster formed by this Admin");
+  return map;
+}
+
+StatusOr<ClusterMap> Admin::NewestMap() { return impl_->Newest(); }
+
+StatusOr<ClusterDescription> Admin::Describe() {
+  auto map = impl_->Newest();
+  if (!map.ok()) return map.status();
+  ClusterDescription d{*map, impl_->newest_from, {}};
+  std::vector<std::future<NodeProbe>> probes;
+  for (const ClusterNode& n : map->nodes()) {
+    // Probe() uses only calls without a cluster id, which never adopt one: safe in parallel.
+    probes.push_back(std::async(std::launch::async, [this, a = n.address] { return Probe(a); }));
+  }
+  for (size_t i = 0; i < map->nodes().size(); ++i) {
+    ClusterDescription::Member m;
+    m.node = map->nodes()[i];
+    m.probe = probes[i].get();
+    m.foreign = m.probe.map && m.probe.map->cluster_id() != map->cluster_id();
+    d.members.push_back(std::move(m));
+  }
+  std::sort(d.members.begin(), d.members.end(),
+            [](const auto& a, const auto& b) { return a.node.id < b.node.id; });
+  return d;
+}
+
+NodeProbe Admin::Probe(const std::string& address) { return impl_->Probe(address); }
+
+StatusOr<NodeStatsSnapshot> Admin::NodeStats(const std::string& address) {
+  auto body = impl_->transport.Call(address, net::StatsRequest{}, impl_->timeout(), nullptr);
+  if (!body.ok()) return body.status();
+  const auto* s = std::get_if<net::StatsResponse>(&*body);
+  if (s == nullptr) return Status::Corruption(address + " sent an unexpected reply to stats");
+  return NodeStatsSnapshot{address, s->counters, s->gauges};
+}
+
+AdminReply Admin::Plan(const ChangeRequest& change) {
+  uint32_t id = 0;
+  auto args = impl_->ChangeArgs(change, ChangeThrottle{}, &id);
+  if (!args.ok()) return AdminReply{args.status(), false, false, change.address, {}};
+  return impl_->SendFirst(impl_->Askees(change, id), "plan", *args, impl_->plan_timeout());
+}
+
+AdminReply Admin::Begin(const ChangeRequest& change, const ChangeThrottle& throttle,
+                        const std::string& address) {
+  uint32_t id = 0;
+  auto args = impl_->ChangeArgs(change, throttle, &id);
+  if (!args.ok()) return AdminReply{args.status(), false, false, change.address, {}};
+  if (!address.empty()) return impl_->Send(address, "begin", *args, impl_->plan_timeout());
+  return impl_->SendFirst(impl_->Askees(change, id), "begin", *args, impl_->plan_timeout());
+}
+
+AdminReply Admin::ChangeStatus(const std::string& preferred) { return impl_->Status(preferred); }
+AdminReply Admin::Cancel() { return impl_->SendToDriver("cancel", {}); }
+AdminReply Admin::Resume() { return impl_->SendToDriver("resume", {}); }
+
+AdminReply Admin::SetThrottle(std::optional<uint64_t> rate_bytes_per_s,
+                              std::optional<uint32_t> streams_per_node) {
+  Args args;
+  if (rate_bytes_per_s) args["rate_mb"] = std::to_string(*rate_bytes_per_s >> 20);
+  if (streams_per_node) args["streams"] = std::to_string(*streams_per_node);
+  if (args.empty()) {
+    return AdminReply{Status::InvalidArgument("throttle needs a rate and/or a stream count"),
+                      false, false, "", {}};
+  }
+  return impl_->SendToDriver("throttle", args);
+}
+
+int64_t Admin::SumCounter(const std::string& name) {
+  int64_t sum = 0;
+  for (const auto& a : impl_->options.seeds) {
+    auto s = NodeStats(a);
+    if (!s.ok()) continue;
+    if (auto it = s->counters.find(name); it != s->counters.end()) sum += it->second;
+  }
+  return sum;
+}
+
+std::string_view ChangeKindName(ChangeKind kind) {
+  switch (kind) {
+    case ChangeKind::kAdd:
+      return "add";
+    case ChangeKind::kJoin:
+      return "join";
+    case ChangeKind::kRemove:
+      return "remove";
+  }
+  return "?";
+}
+
+bool ChangeEnded(const ChangeReport& r) {
+  const ChangeState s = r.record.state;
+  return s == ChangeState::kDone || s == ChangeState::kFailed || s == ChangeState::kCancelled;
+}
+
+}  // namespace shardkv
