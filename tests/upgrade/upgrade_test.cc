@@ -35,7 +35,7 @@
 #include "cluster/map_store.h"
 #include "net/messages.h"
 #include "net/rpc_client.h"
-#include "rebalance/change_record.h"
+#include "clustermap/change_record.h"
 #include "shardkv/client.h"
 #include "shardkv/cluster_map.h"
 #include "shardkv/node.h"
