@@ -108,6 +108,8 @@ class Admin {
   // Replaces the seed list (the expected or adopted cluster id is kept).
   void SetSeeds(std::vector<std::string> seeds);
   const std::vector<std::string>& seeds() const;
+  // Replaces AdminOptions::timeout_ms and plan_timeout_ms (0 keeps a value).
+  void SetTimeouts(uint32_t timeout_ms, uint32_t plan_timeout_ms);
 
   // ---- Forming a cluster ----
 
@@ -126,7 +128,11 @@ class Admin {
   // The newest map, and a probe of every member of it (in parallel).
   StatusOr<ClusterDescription> Describe();
   // One node, any cluster: ping, its map and its counters. Never fails; see NodeProbe.
+  // Probe and Ping (unlike the other calls) may run concurrently on one Admin: they send no
+  // cluster id and so never adopt one.
   NodeProbe Probe(const std::string& address);
+  // OK when `address` answers a ping (any cluster).
+  Status Ping(const std::string& address);
   // One node's counters; the node must belong to the expected cluster.
   StatusOr<NodeStatsSnapshot> NodeStats(const std::string& address);
 

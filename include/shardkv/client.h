@@ -42,6 +42,10 @@ struct NodeStatsSnapshot {
   std::map<std::string, double> gauges;
 };
 
+// Splits "host:port" (IPv6 hosts in brackets). InvalidArgument, saying what is wrong, for
+// anything else: a missing or non-numeric port, a port of 0 or above 65535, an empty host.
+Status ParseHostPort(const std::string& address, std::string* host, uint16_t* port);
+
 class Client {
  public:
   using ValueCallback = std::function<void(StatusOr<std::string>)>;

@@ -223,6 +223,10 @@ Admin::~Admin() = default;
 uint64_t Admin::cluster_id() const { return impl_->transport.cluster_id(); }
 void Admin::SetSeeds(std::vector<std::string> seeds) { impl_->options.seeds = std::move(seeds); }
 const std::vector<std::string>& Admin::seeds() const { return impl_->options.seeds; }
+void Admin::SetTimeouts(uint32_t timeout_ms, uint32_t plan_timeout_ms) {
+  if (timeout_ms != 0) impl_->options.timeout_ms = timeout_ms;
+  if (plan_timeout_ms != 0) impl_->options.plan_timeout_ms = plan_timeout_ms;
+}
 
 StatusOr<ClusterMap> Admin::FormCluster(const std::vector<ClusterNode>& nodes,
                                         const ClusterParams& params, uint64_t cluster_id) {
@@ -274,6 +278,11 @@ StatusOr<ClusterDescription> Admin::Describe() {
 }
 
 NodeProbe Admin::Probe(const std::string& address) { return impl_->Probe(address); }
+
+Status Admin::Ping(const std::string& address) {
+  auto r = impl_->transport.CallAnyCluster(address, net::PingRequest{}, impl_->timeout(), nullptr);
+  return r.ok() ? Status::OK() : r.status();
+}
 
 StatusOr<NodeStatsSnapshot> Admin::NodeStats(const std::string& address) {
   auto body = impl_->transport.Call(address, net::StatsRequest{}, impl_->timeout(), nullptr);

@@ -206,6 +206,10 @@ std::vector<StatusOr<uint64_t>> Client::MultiPut(
   return out;
 }
 
+Status ParseHostPort(const std::string& address, std::string* host, uint16_t* port) {
+  return net::ParseHostPort(address, host, port);
+}
+
 StatusOr<NodeStatsSnapshot> Client::NodeStats(const std::string& address) {
   std::promise<StatusOr<NodeStatsSnapshot>> p;
   net::Request req;

@@ -43,26 +43,23 @@ struct Probe {
   bool disk_full = false;
 };
 
-// Asks without an expected cluster id (NodeProber sends none), so a node of another cluster still
-// answers and can be shown as a mismatch rather than as down.
-Probe ProbeNode(NodeProber* prober, const std::string& address, std::chrono::milliseconds t) {
+// Asks without an expected cluster id (Admin::Probe sends none), so a node of another cluster
+// still answers and can be shown as a mismatch rather than as down.
+Probe ProbeNode(NodeProber* prober, const std::string& address) {
   Probe p;
-  if (address.empty() || !prober->Ping(address, t).ok()) return p;
+  if (address.empty()) return p;
+  NodeProbe np = prober->Probe(address);
+  if (!np.reachable) return p;
   p.up = true;
-  if (auto r = prober->Call(address, net::GetClusterMapRequest{}, t); r.ok()) {
-    if (const auto* m = std::get_if<net::GetClusterMapResponse>(&*r)) {
-      if (auto decoded = ClusterMap::Decode(m->map); decoded.ok()) p.map = std::move(*decoded);
-    }
-  }
-  if (auto r = prober->Call(address, net::StatsRequest{}, t); r.ok()) {
-    if (const auto* s = std::get_if<net::StatsResponse>(&*r)) {
-      if (auto it = s->counters.find("keys_approx"); it != s->counters.end()) p.keys = it->second;
-      if (auto it = s->counters.find("node_id"); it != s->counters.end()) p.node_id = it->second;
-      // The gauge is 1 while the node's writes fail with no space left; a node that does not
-      // report it (older) counts as not full.
-      if (auto it = s->gauges.find("disk_full"); it != s->gauges.end()) {
-        p.disk_full = it->second != 0;
-      }
+  p.map = std::move(np.map);
+  if (np.stats) {
+    const auto& counters = np.stats->counters;
+    if (auto it = counters.find("keys_approx"); it != counters.end()) p.keys = it->second;
+    if (auto it = counters.find("node_id"); it != counters.end()) p.node_id = it->second;
+    // The gauge is 1 while the node's writes fail with no space left; a node that does not
+    // report it (older) counts as not full.
+    if (auto it = np.stats->gauges.find("disk_full"); it != np.stats->gauges.end()) {
+      p.disk_full = it->second != 0;
     }
   }
   return p;
@@ -71,11 +68,12 @@ Probe ProbeNode(NodeProber* prober, const std::string& address, std::chrono::mil
 // Probes every address not yet in `probes`, in parallel.
 void ProbeAll(NodeProber* prober, const std::vector<std::string>& addresses,
               std::chrono::milliseconds timeout, std::map<std::string, Probe>* probes) {
+  prober->SetTimeout(timeout);
   std::vector<std::pair<std::string, std::future<Probe>>> pending;
   for (const auto& a : addresses) {
     if (probes->count(a) != 0) continue;
     (*probes)[a] = Probe{};  // also dedups addresses listed twice
-    pending.emplace_back(a, std::async(std::launch::async, ProbeNode, prober, a, timeout));
+    pending.emplace_back(a, std::async(std::launch::async, ProbeNode, prober, a));
   }
   for (auto& [a, f] : pending) (*probes)[a] = f.get();
 }
@@ -151,7 +149,7 @@ std::string ApproxCount(int64_t n) {
   return buf;
 }
 
-using Rebalance = std::optional<rebalance::RebalanceReport>;
+using Rebalance = std::optional<ChangeReport>;
 
 // The rebalancer's view of the last change (nullopt if no node answered).
 Rebalance QueryRebalance(const GlobalOptions& g, const std::string& dir,

@@ -244,19 +244,11 @@ StatusOr<std::vector<uint16_t>> ChoosePorts(const UpFlags& f) {
   return ports;
 }
 
-// Sends the epoch-1 map to every node; each must adopt it.
+// Has every node adopt the epoch-1 map (Admin::FormCluster builds the same map: claimant 1).
 Status FormCluster(const ClusterMap& map, NodeProber* prober, std::chrono::milliseconds timeout) {
-  const std::string encoded = map.Encode();
-  for (const ClusterNode& n : map.nodes()) {
-    auto r = prober->Call(n.address, net::InstallMapRequest{encoded, 0, /*adopt=*/true}, timeout);
-    const std::string who = "node " + std::to_string(n.id) + " (" + n.address + ")";
-    if (!r.ok()) return r.status().WithContext(who + " did not take the cluster map");
-    const auto* installed = std::get_if<net::InstallMapResponse>(&*r);
-    if (installed == nullptr || !installed->accepted) {
-      return Status::Aborted(who + " refused the cluster map");
-    }
-  }
-  return Status::OK();
+  prober->SetTimeout(timeout);
+  auto formed = prober->admin()->FormCluster(map.nodes(), map.params(), map.cluster_id());
+  return formed.ok() ? Status::OK() : formed.status();
 }
 
 }  // namespace

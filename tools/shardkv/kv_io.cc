@@ -6,7 +6,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "net/rpc_client.h"
+#include "shardkv/client.h"
 
 namespace shardkv::cli {
 
@@ -48,7 +48,7 @@ StatusOr<std::string> ReadValueBounded(int fd, size_t limit) {
 std::string CheckHostPort(const std::string& address) {
   std::string host;
   uint16_t port = 0;
-  Status s = net::ParseHostPort(address, &host, &port);
+  Status s = ParseHostPort(address, &host, &port);
   return s.ok() ? "" : s.message();
 }
 

@@ -406,22 +406,19 @@ bool PollUntil(SteadyClock::time_point deadline, const std::function<bool()>& do
 
 // ---- Talking to nodes ----
 
-NodeProber::NodeProber() : pool_(std::make_unique<PeerPool>(1)) {}
+NodeProber::NodeProber() : admin_(std::move(Admin::Create(AdminOptions{})).value()) {}
+
+void NodeProber::SetTimeout(std::chrono::milliseconds timeout) {
+  const auto ms = static_cast<uint32_t>(std::max<int64_t>(1, timeout.count()));
+  admin_->SetTimeouts(ms, ms);
+}
 
 Status NodeProber::Ping(const std::string& address, std::chrono::milliseconds timeout) {
-  auto r = Call(address, net::PingRequest{}, timeout);
-  return r.ok() ? Status::OK() : r.status();
+  SetTimeout(timeout);
+  return admin_->Ping(address);
 }
 
-StatusOr<net::ResponseBody> NodeProber::Call(const std::string& address, net::RequestBody body,
-                                             std::chrono::milliseconds timeout) {
-  net::Request request;
-  request.body = std::move(body);
-  auto response = pool_->CallSync(address, std::move(request), timeout);
-  if (!response.ok()) return response.status();
-  if (!response->ok()) return response->status().WithContext(address);
-  return std::move(response->body);
-}
+NodeProbe NodeProber::Probe(const std::string& address) { return admin_->Probe(address); }
 
 Status WaitListening(const std::string& dir, const std::vector<PendingNode>& nodes,
                      SteadyClock::time_point deadline, NodeProber* prober,

@@ -32,8 +32,7 @@
 #include <string>
 #include <vector>
 
-#include "net/peer_pool.h"
-#include "net/messages.h"
+#include "shardkv/admin.h"
 #include "node_args.h"
 #include "shardkv/status.h"
 
@@ -125,19 +124,21 @@ int64_t UnixNow();
 bool PollUntil(SteadyClock::time_point deadline, const std::function<bool()>& done,
                std::chrono::milliseconds interval = std::chrono::milliseconds(25));
 
-// Request/response helpers over one PeerPool (one connection per node address, reused across
-// polls, so waiting for N nodes does not open a socket per poll).
+// Probes of single nodes (any cluster) over one Admin, whose connections are reused across
+// polls, so waiting for N nodes does not open a socket per poll.
 class NodeProber {
  public:
   NodeProber();
   // OK if `address` answers a ping within `timeout`.
   Status Ping(const std::string& address, std::chrono::milliseconds timeout);
-  // Sends `body` and returns the response body; a server-side error becomes its Status.
-  StatusOr<net::ResponseBody> Call(const std::string& address, net::RequestBody body,
-                                   std::chrono::milliseconds timeout);
+  // Sets the timeout of the probes that follow (Probe may then run on several threads).
+  void SetTimeout(std::chrono::milliseconds timeout);
+  NodeProbe Probe(const std::string& address);
+  // The Admin underneath (cluster formation).
+  Admin* admin() { return admin_.get(); }
 
  private:
-  std::unique_ptr<PeerPool> pool_;
+  std::unique_ptr<Admin> admin_;
 };
 
 // One node to wait for in WaitListening.

@@ -84,7 +84,7 @@ std::string WatchHint(const GlobalOptions& g) {
 }
 
 // Everything one change needs, whichever command started it.
-struct ChangeRequest {
+struct ChangeJob {
   InterruptGuard* guard = nullptr;  // add-node: cleans up on a signal (else null)
   const ClusterMap* map = nullptr;  // the map the change starts from
   std::string kind;                 // add or remove
@@ -99,17 +99,15 @@ struct ChangeRequest {
 };
 
 // Plan, show, confirm, begin. Returns the exit code.
-int PlanAndBegin(const GlobalOptions& g, const ChangeFlags& f, const ChangeRequest& c) {
-  AdminArgs args{{"kind", c.kind},
-                 {"node_id", std::to_string(c.node_id)},
-                 {"rate_mb", std::to_string(f.rate_mb)},
-                 {"streams", std::to_string(f.streams)}};
-  if (c.kind == "add") {
-    char weight[32];
-    std::snprintf(weight, sizeof(weight), "%.17g", f.weight);
-    args["address"] = c.address;
-    args["weight"] = weight;
-  }
+int PlanAndBegin(const GlobalOptions& g, const ChangeFlags& f, const ChangeJob& c) {
+  ChangeRequest change;
+  change.kind = c.kind == "remove" ? ChangeKind::kRemove : ChangeKind::kAdd;
+  change.node_id = c.node_id;
+  change.address = c.address;
+  change.weight = f.weight;
+  ChangeThrottle throttle;
+  throttle.rate_bytes_per_s = uint64_t{f.rate_mb} << 20;
+  throttle.streams_per_node = f.streams;
   const std::string dir = AbsoluteDir(g.ClusterDir());
   AdminClient client = ClientFor(g, dir);
   auto undo = [&c] {
@@ -127,12 +125,12 @@ int PlanAndBegin(const GlobalOptions& g, const ChangeFlags& f, const ChangeReque
   // still believed alive until gossip notices, and the count fails with Unavailable. Planning
   // changes nothing, so it is retried for a while.
   const auto retry_until = SteadyClock::now() + std::chrono::seconds(20);
-  AdminReply plan = client.SendFirst(c.askees, "plan", args, AdminTimeout(g));
+  AdminReply plan = client.Plan(c.askees, change, AdminTimeout(g));
   while (!plan.status.ok() && !plan.unreachable &&
          plan.status.code() == Status::Code::kUnavailable && SteadyClock::now() < retry_until) {
     Progress("planning failed (" + plan.status.message() + "); retrying in 1 s");
     std::this_thread::sleep_for(std::chrono::seconds(1));
-    plan = client.SendFirst(c.askees, "plan", args, AdminTimeout(g));
+    plan = client.Plan(c.askees, change, AdminTimeout(g));
   }
   if (!plan.status.ok()) {
     undo();
@@ -178,13 +176,13 @@ int PlanAndBegin(const GlobalOptions& g, const ChangeFlags& f, const ChangeReque
       before.status.ok() && before.report.has_change ? before.report.record.change_id : 0;
   if (c.guard != nullptr) c.guard->Busy();  // a begin in flight is never undone by a signal
   // The node that planned begins (and drives) the change.
-  AdminReply begun = client.Send(plan.address, "begin", args, AdminTimeout(g));
+  AdminReply begun = client.Begin(plan.address, change, throttle, AdminTimeout(g));
   if (!begun.status.ok() && !begun.foreign) {
     // The commit may have landed although the driver failed afterwards or its reply was lost:
     // the cluster's status decides, so that the exit code says what happened.
     auto effect = AwaitEffect(
         &client, c.askees,
-        [&](const rebalance::RebalanceReport& r) {
+        [&](const ChangeReport& r) {
           return r.has_change && r.record.change_id != last_change && r.record.kind == c.kind &&
                  r.record.node_id == c.node_id;
         },
@@ -217,7 +215,7 @@ int PlanAndBegin(const GlobalOptions& g, const ChangeFlags& f, const ChangeReque
     std::cout << PlanJson(plan.report, ctx, &begun.report) << "\n";
     return kExitOk;
   }
-  const rebalance::ChangeRecord& r = begun.report.record;
+  const ChangeRecord& r = begun.report.record;
   std::printf(
       "\nchange %llu started: %s, %llu copies to move in %llu stream tasks, driven by node %u "
       "(%s); watch with `%s`\n",
@@ -232,7 +230,7 @@ int PlanAndBegin(const GlobalOptions& g, const ChangeFlags& f, const ChangeReque
 StatusOr<ClusterMap> CurrentMap(const GlobalOptions& g, const std::string& dir,
                                 const std::vector<std::string>& addresses) {
   AdminClient client = ClientFor(g, dir);
-  return client.NewestMap(addresses, DirClusterId(g, dir), ProbeTimeout(g));
+  return client.NewestMap(addresses, ProbeTimeout(g));
 }
 
 void StopAndRemove(const std::string& dir, uint32_t id, pid_t pid) {
@@ -306,7 +304,7 @@ int DoAddNode(const GlobalOptions& g, const ChangeFlags& f) {
   const std::string address = "127.0.0.1:" + std::to_string(bound[0]);
   Progress("node " + std::to_string(id) + " is up at " + address + " (pid " + std::to_string(*pid) +
            ")");
-  ChangeRequest c;
+  ChangeJob c;
   c.kind = "add";
   c.node_id = id;
   c.address = address;
@@ -326,16 +324,15 @@ int DoJoin(const GlobalOptions& g, const ChangeFlags& f, const std::string& addr
   if (RefuseUnconfirmable(f)) return kExitUsage;
   const std::string dir = AbsoluteDir(g.ClusterDir());
   AdminClient client = ClientFor(g, dir);
-  bool unreachable = false;
-  // The joining node is not of this cluster (yet): ask it without an expected cluster id.
-  auto stats = client.CallAnyCluster(address, net::StatsRequest{}, ProbeTimeout(g), &unreachable);
-  if (!stats.ok()) {
-    return ReportError("cannot ask " + address + " for its node id: " + stats.status().message(),
-                       unreachable ? kExitUnreachable : kExitFailed);
+  // The joining node is not of this cluster (yet): asked without an expected cluster id.
+  const NodeProbe joining = client.Probe(address, ProbeTimeout(g));
+  if (!joining.reachable) {
+    return ReportError("cannot ask " + address + " for its node id: " + joining.error.message(),
+                       kExitUnreachable);
   }
   int64_t reported_id = 0;
-  if (const auto* counters = std::get_if<net::StatsResponse>(&*stats)) {
-    if (auto it = counters->counters.find("node_id"); it != counters->counters.end()) {
+  if (joining.stats) {
+    if (auto it = joining.stats->counters.find("node_id"); it != joining.stats->counters.end()) {
       reported_id = it->second;
     }
   }
@@ -356,21 +353,16 @@ int DoJoin(const GlobalOptions& g, const ChangeFlags& f, const std::string& addr
   }
   // Only a fresh node (a one-node map of itself) can join; a member of another cluster is
   // refused here, before anything is planned or committed.
-  if (auto theirs = client.CallAnyCluster(address, net::GetClusterMapRequest{}, ProbeTimeout(g));
-      theirs.ok()) {
-    if (const auto* m = std::get_if<net::GetClusterMapResponse>(&*theirs)) {
-      if (auto other = ClusterMap::Decode(m->map);
-          other.ok() && other->cluster_id() != map->cluster_id() && other->nodes().size() > 1) {
-        return ReportError(address + " is node " + std::to_string(id) + " of another cluster (" +
-                               std::to_string(other->cluster_id()) + ", " +
-                               std::to_string(other->nodes().size()) + " nodes, epoch " +
-                               std::to_string(other->epoch()) + "), not a fresh node; cluster " +
-                               std::to_string(map->cluster_id()) + " is unchanged",
-                           kExitFailed);
-      }
-    }
+  if (const std::optional<ClusterMap>& other = joining.map;
+      other && other->cluster_id() != map->cluster_id() && other->nodes().size() > 1) {
+    return ReportError(address + " is node " + std::to_string(id) + " of another cluster (" +
+                           std::to_string(other->cluster_id()) + ", " +
+                           std::to_string(other->nodes().size()) + " nodes, epoch " +
+                           std::to_string(other->epoch()) + "), not a fresh node; cluster " +
+                           std::to_string(map->cluster_id()) + " is unchanged",
+                       kExitFailed);
   }
-  ChangeRequest c;
+  ChangeJob c;
   c.map = &*map;
   c.kind = "add";
   c.node_id = id;
@@ -404,7 +396,7 @@ int DoRemoveNode(const GlobalOptions& g, const ChangeFlags& f, uint32_t id) {
                            "cluster down' instead",
                        kExitUsage);
   }
-  ChangeRequest c;
+  ChangeJob c;
   c.map = &*map;
   c.kind = "remove";
   c.node_id = id;

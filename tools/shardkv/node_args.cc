@@ -11,7 +11,7 @@
 #include <set>
 #include <sstream>
 
-#include "net/peer_pool.h"
+#include "shardkv/admin.h"
 #include "cluster_limits.h"
 #include "local_cluster.h"
 #include "shardkv/cluster_map.h"
@@ -216,20 +216,17 @@ std::vector<std::string> NewNodeArgs(const std::string& dir, const ClusterConf& 
 std::string DescribePortHolder(uint16_t port) {
   std::string who;
   {
-    PeerPool pool(1);
-    net::Request request;
-    request.body = net::GetClusterMapRequest{};
-    auto r = pool.CallSync("127.0.0.1:" + std::to_string(port), std::move(request),
-                           std::chrono::milliseconds(1000));
-    if (r.ok() && r->ok()) {
-      if (const auto* m = std::get_if<net::GetClusterMapResponse>(&r->body)) {
-        if (auto map = ClusterMap::Decode(m->map); map.ok()) {
-          who = "a shardkv-node of cluster " + std::to_string(map->cluster_id());
-          for (const ClusterNode& n : map->nodes()) {
-            if (n.address == "127.0.0.1:" + std::to_string(port)) {
-              who = "node " + std::to_string(n.id) + " of cluster " +
-                    std::to_string(map->cluster_id());
-            }
+    AdminOptions o;
+    o.timeout_ms = 1000;
+    auto admin = Admin::Create(o);
+    if (admin.ok()) {
+      const NodeProbe p = (*admin)->Probe("127.0.0.1:" + std::to_string(port));
+      if (const std::optional<ClusterMap>& map = p.map) {
+        who = "a shardkv-node of cluster " + std::to_string(map->cluster_id());
+        for (const ClusterNode& n : map->nodes()) {
+          if (n.address == "127.0.0.1:" + std::to_string(port)) {
+            who = "node " + std::to_string(n.id) + " of cluster " +
+                  std::to_string(map->cluster_id());
           }
         }
       }

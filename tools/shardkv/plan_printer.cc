@@ -10,8 +10,6 @@
 
 namespace shardkv::cli {
 
-using rebalance::RebalanceReport;
-using rebalance::StreamProgress;
 
 namespace {
 
@@ -38,7 +36,7 @@ std::string Grouped(uint64_t v) {
   return out;
 }
 
-void PrintMatrix(std::FILE* out, const RebalanceReport& plan) {
+void PrintMatrix(std::FILE* out, const ChangeReport& plan) {
   std::set<uint32_t> sources, destinations;
   std::map<std::pair<uint32_t, uint32_t>, const StreamProgress*> cells;
   for (const StreamProgress& s : plan.streams) {
@@ -77,8 +75,8 @@ void PrintMatrix(std::FILE* out, const RebalanceReport& plan) {
 
 }  // namespace
 
-void PrintPlanTable(std::FILE* out, const RebalanceReport& plan, const PlanContext& ctx) {
-  const rebalance::ChangeRecord& r = plan.record;
+void PrintPlanTable(std::FILE* out, const ChangeReport& plan, const PlanContext& ctx) {
+  const ChangeRecord& r = plan.record;
   std::string what = DescribeChange(r);
   if (r.kind == "add") {
     char weight[32];
@@ -89,7 +87,7 @@ void PrintPlanTable(std::FILE* out, const RebalanceReport& plan, const PlanConte
                static_cast<unsigned long long>(plan.epoch), plan.driver, ctx.asked.c_str());
   std::fprintf(out, "%4s  %-21s  %-8s  %12s  %12s\n", "ID", "ADDRESS", "STATE", "SHARE BEFORE",
                "SHARE AFTER");
-  for (const rebalance::NodeShare& s : plan.shares) {
+  for (const NodeShare& s : plan.shares) {
     std::fprintf(out, "%4u  %-21s  %-8s  %12s  %12s\n", s.id, s.address.c_str(), s.state.c_str(),
                  Pct(s.share_before).c_str(), Pct(s.share_after).c_str());
   }
@@ -112,9 +110,9 @@ void PrintPlanTable(std::FILE* out, const RebalanceReport& plan, const PlanConte
                HumanBytes(static_cast<double>(r.rate_bytes_per_s)).c_str(), r.streams_per_node);
 }
 
-std::string PlanJson(const RebalanceReport& plan, const PlanContext& ctx,
-                     const RebalanceReport* begun) {
-  const rebalance::ChangeRecord& r = plan.record;
+std::string PlanJson(const ChangeReport& plan, const PlanContext& ctx,
+                     const ChangeReport* begun) {
+  const ChangeRecord& r = plan.record;
   const bool add = r.kind == "add";
   JsonWriter w;
   w.Begin().Field("kind", r.kind).Field("node_id", r.node_id);
@@ -137,7 +135,7 @@ std::string PlanJson(const RebalanceReport& plan, const PlanContext& ctx,
       .Field("rate_bytes_per_s", r.rate_bytes_per_s)
       .Field("streams_per_node", r.streams_per_node);
   w.Key("nodes").BeginArray();
-  for (const rebalance::NodeShare& s : plan.shares) {
+  for (const NodeShare& s : plan.shares) {
     w.Begin()
         .Field("id", s.id)
         .Field("address", s.address)
@@ -166,7 +164,7 @@ std::string PlanJson(const RebalanceReport& plan, const PlanContext& ctx,
   return w.str();
 }
 
-std::string StatusJson(const RebalanceReport& rep, int64_t client_errors) {
+std::string StatusJson(const ChangeReport& rep, int64_t client_errors) {
   JsonWriter w;
   w.Begin().Field("state", StateName(rep));
   if (!rep.has_change) {
@@ -183,7 +181,7 @@ std::string StatusJson(const RebalanceReport& rep, int64_t client_errors) {
     w.End();
     return w.str();
   }
-  const rebalance::ChangeRecord& r = rep.record;
+  const ChangeRecord& r = rep.record;
   w.Field("change_id", std::to_string(r.change_id))
       .Field("kind", r.kind)
       .Field("node_id", r.node_id)

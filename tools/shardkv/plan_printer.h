@@ -31,7 +31,7 @@
 #include <cstdio>
 #include <string>
 
-#include "clustermap/change_record.h"
+#include "shardkv/change.h"
 
 namespace shardkv::cli {
 
@@ -43,10 +43,10 @@ struct PlanContext {
 
 // The plan as tables: per-node shares, the source -> destination matrix, the moved fraction
 // beside the ideal, and the keys remapped.
-void PrintPlanTable(std::FILE* out, const rebalance::RebalanceReport& plan, const PlanContext& ctx);
+void PrintPlanTable(std::FILE* out, const ChangeReport& plan, const PlanContext& ctx);
 // The plan as one JSON object (schema above). `begun`: the reply to "begin", or null.
-std::string PlanJson(const rebalance::RebalanceReport& plan, const PlanContext& ctx,
-                     const rebalance::RebalanceReport* begun);
+std::string PlanJson(const ChangeReport& plan, const PlanContext& ctx,
+                     const ChangeReport* begun);
 
 // A status snapshot as one JSON object:
 //   {"state": "streaming" | ... | "none",   // none: no change was ever made (other fields null)
@@ -66,6 +66,6 @@ std::string PlanJson(const rebalance::RebalanceReport& plan, const PlanContext& 
 //    "error": "",                            // why it failed
 //    "streams": [{"source", "destination", "ranges_total", "ranges_done", "copies_planned",
 //                 "copies_done", "bytes_planned", "bytes_done"}]}  // while streaming only
-std::string StatusJson(const rebalance::RebalanceReport& r, int64_t client_errors);
+std::string StatusJson(const ChangeReport& r, int64_t client_errors);
 
 }  // namespace shardkv::cli

@@ -9,205 +9,80 @@
 
 namespace shardkv::cli {
 
-using rebalance::ChangeState;
-using rebalance::RebalanceReport;
 
-AdminClient::AdminClient(uint64_t cluster_id, std::string origin)
-    : pool_(std::make_unique<PeerPool>(1)), cluster_id_(cluster_id), origin_(std::move(origin)) {}
+std::string SteerCommand::Name() const {
+  switch (kind) {
+    case Kind::kCancel:
+      return "cancel";
+    case Kind::kResume:
+      return "resume";
+    case Kind::kThrottle:
+      return "throttle";
+  }
+  return "?";
+}
+
+AdminClient::AdminClient(uint64_t cluster_id, std::string origin) {
+  AdminOptions o;
+  o.cluster_id = cluster_id;
+  o.cluster_origin = std::move(origin);
+  // No seeds yet (each call names its addresses), so Create cannot fail.
+  admin_ = std::move(Admin::Create(std::move(o))).value();
+}
 
 AdminClient ClientFor(const GlobalOptions& g, const std::string& dir) {
   const uint64_t id = DirClusterId(g, dir);
   return AdminClient(id, id != 0 ? "the cluster in " + ClusterConfPath(dir) : "");
 }
 
-StatusOr<net::ResponseBody> AdminClient::CallAnyCluster(const std::string& address,
-                                                        net::RequestBody body,
-                                                        std::chrono::milliseconds timeout,
-                                                        bool* unreachable) {
-  if (unreachable != nullptr) *unreachable = false;
-  net::Request request;
-  request.body = std::move(body);
-  auto response = pool_->CallSync(address, std::move(request), timeout);
-  if (!response.ok()) {
-    if (unreachable != nullptr) *unreachable = true;
-    // The pool's errors usually name the address already.
-    if (response.status().message().find(address) != std::string::npos) return response.status();
-    return response.status().WithContext(address);
-  }
-  if (!response->ok()) return response->status();
-  return std::move(response->body);
+Admin* AdminClient::With(const std::vector<std::string>& seeds, std::chrono::milliseconds t) {
+  admin_->SetSeeds(seeds);
+  const auto ms = static_cast<uint32_t>(std::max<int64_t>(1, t.count()));
+  admin_->SetTimeouts(ms, ms);
+  return admin_.get();
 }
 
-std::optional<uint64_t> AdminClient::ClusterIdOf(const std::string& address,
-                                                 std::chrono::milliseconds timeout,
-                                                 bool* unreachable) {
-  auto body = CallAnyCluster(address, net::GetClusterMapRequest{}, timeout, unreachable);
-  if (!body.ok()) return std::nullopt;
-  const auto* m = std::get_if<net::GetClusterMapResponse>(&*body);
-  if (m == nullptr) return std::nullopt;
-  auto map = ClusterMap::Decode(m->map);
-  if (!map.ok()) return std::nullopt;
-  return map->cluster_id();
+AdminReply AdminClient::Plan(const std::vector<std::string>& askees, const ChangeRequest& change,
+                             std::chrono::milliseconds timeout) {
+  return With(askees, timeout)->Plan(change);
 }
 
-StatusOr<net::ResponseBody> AdminClient::Call(const std::string& address, net::RequestBody body,
-                                              std::chrono::milliseconds timeout, bool* unreachable,
-                                              bool* foreign) {
-  if (unreachable != nullptr) *unreachable = false;
-  if (foreign != nullptr) *foreign = false;
-  if (cluster_id_ == 0) {
-    // Adopt the first answering node's cluster; every later request must reach that cluster.
-    bool down = false;
-    const auto id = ClusterIdOf(address, timeout, &down);
-    if (down) {
-      if (unreachable != nullptr) *unreachable = true;
-      return Status::Unavailable(address + " did not answer");
-    }
-    if (id && *id != 0) {
-      cluster_id_ = *id;
-      origin_ = "the cluster of " + address + " (the first node that answered)";
-    }
-  }
-  net::Request request;
-  request.body = std::move(body);
-  request.cluster_id = cluster_id_;
-  auto response = pool_->CallSync(address, std::move(request), timeout);
-  if (!response.ok()) {
-    if (unreachable != nullptr) *unreachable = true;
-    if (response.status().message().find(address) != std::string::npos) return response.status();
-    return response.status().WithContext(address);
-  }
-  if (!response->ok()) {
-    ::shardkv::Status s = response->status();
-    // A node of another cluster refuses the request (FailedPrecondition): confirm from its map
-    // and say which two clusters are involved, whatever the node's own wording.
-    if (s.code() == Status::Code::kFailedPrecondition && cluster_id_ != 0) {
-      if (auto id = ClusterIdOf(address, timeout); id && *id != cluster_id_) {
-        if (foreign != nullptr) *foreign = true;
-        return Status::FailedPrecondition(address + " belongs to cluster " + std::to_string(*id) +
-                                          ", not to cluster " + std::to_string(cluster_id_) +
-                                          (origin_.empty() ? "" : " (" + origin_ + ")") +
-                                          "; another cluster may have taken this cluster's ports");
-      }
-    }
-    return s;
-  }
-  return std::move(response->body);
-}
-
-AdminReply AdminClient::Send(const std::string& address, const std::string& command,
-                             const AdminArgs& args, std::chrono::milliseconds timeout) {
-  AdminReply out;
-  out.address = address;
-  auto body =
-      Call(address, net::AdminRequest{command, args}, timeout, &out.unreachable, &out.foreign);
-  if (!body.ok()) {
-    out.status = body.status();
-    return out;
-  }
-  const auto* admin = std::get_if<net::AdminResponse>(&*body);
-  if (admin == nullptr) {
-    out.status = Status::Corruption(address + " sent an unexpected reply to '" + command + "'");
-    return out;
-  }
-  auto report = RebalanceReport::Decode(admin->payload);
-  if (!report.ok()) {
-    out.status = report.status().WithContext(address);
-    return out;
-  }
-  out.report = std::move(report).value();
-  return out;
-}
-
-AdminReply AdminClient::SendFirst(const std::vector<std::string>& addresses,
-                                  const std::string& command, const AdminArgs& args,
-                                  std::chrono::milliseconds timeout) {
-  std::string tried;
-  bool foreign = false;
-  for (const std::string& a : addresses) {
-    AdminReply r = Send(a, command, args, timeout);
-    if (!r.unreachable && !r.foreign) return r;
-    foreign = foreign || r.foreign;
-    tried += (tried.empty() ? "" : "; ") + r.status.message();
-  }
-  AdminReply none;
-  none.unreachable = true;
-  none.foreign = foreign;
-  const std::string who = cluster_id_ != 0 ? "no node of cluster " + std::to_string(cluster_id_)
-                                           : std::string("no node");
-  none.status =
-      Status::Unavailable(addresses.empty() ? "no node to ask" : who + " answered (" + tried + ")");
-  return none;
+AdminReply AdminClient::Begin(const std::string& address, const ChangeRequest& change,
+                              const ChangeThrottle& throttle, std::chrono::milliseconds timeout) {
+  return With({address}, timeout)->Begin(change, throttle, address);
 }
 
 AdminReply AdminClient::Status(const std::vector<std::string>& addresses,
                                const std::string& preferred, std::chrono::milliseconds timeout) {
-  std::vector<std::string> order;
-  if (!preferred.empty()) order.push_back(preferred);
-  for (const auto& a : addresses) {
-    if (a != preferred) order.push_back(a);
-  }
-  AdminReply first = SendFirst(order, "status", {}, timeout);
-  if (!first.status.ok() || first.report.from_driver || first.report.driver_address.empty() ||
-      first.report.driver_address == first.address) {
-    return first;
-  }
-  AdminReply driver = Send(first.report.driver_address, "status", {}, timeout);
-  // A driver that answers with an older map than the first node (it was replaced, or it is a
-  // removed node that learns nothing more) does not win.
-  if (driver.status.ok() && driver.report.epoch >= first.report.epoch) return driver;
-  return first;
+  return With(addresses, timeout)->ChangeStatus(preferred);
 }
 
-AdminReply AdminClient::SendToDriver(const std::vector<std::string>& addresses,
-                                     const std::string& command, const AdminArgs& args,
-                                     std::chrono::milliseconds timeout) {
-  AdminReply status = Status(addresses, "", timeout);
-  if (!status.status.ok()) return status;
-  return Send(status.address, command, args, timeout);
+AdminReply AdminClient::Steer(const std::vector<std::string>& addresses,
+                              const SteerCommand& command, std::chrono::milliseconds timeout) {
+  Admin* admin = With(addresses, timeout);
+  switch (command.kind) {
+    case SteerCommand::Kind::kCancel:
+      return admin->Cancel();
+    case SteerCommand::Kind::kResume:
+      return admin->Resume();
+    case SteerCommand::Kind::kThrottle:
+      break;
+  }
+  return admin->SetThrottle(command.rate_bytes_per_s, command.streams_per_node);
 }
 
 StatusOr<ClusterMap> AdminClient::NewestMap(const std::vector<std::string>& addresses,
-                                            uint64_t cluster_id,
                                             std::chrono::milliseconds timeout) {
-  std::optional<ClusterMap> best;
-  std::string errors;
-  if (cluster_id_ == 0) cluster_id_ = cluster_id;
-  for (const auto& a : addresses) {
-    auto body = Call(a, net::GetClusterMapRequest{}, timeout);
-    if (!body.ok()) {
-      errors += (errors.empty() ? "" : "; ") + body.status().message();
-      continue;
-    }
-    const auto* m = std::get_if<net::GetClusterMapResponse>(&*body);
-    if (m == nullptr) continue;
-    auto map = ClusterMap::Decode(m->map);
-    if (!map.ok()) continue;
-    if (cluster_id_ != 0 && map->cluster_id() != cluster_id_) {
-      errors += (errors.empty() ? "" : "; ") + a + " belongs to cluster " +
-                std::to_string(map->cluster_id()) + ", not to cluster " +
-                std::to_string(cluster_id_);
-      continue;
-    }
-    if (!best || map->epoch() > best->epoch()) best = std::move(map).value();
-  }
-  if (best) return std::move(*best);
-  return Status::Unavailable((cluster_id_ != 0 ? "no node of cluster " + std::to_string(cluster_id_)
-                                               : std::string("no node of the cluster")) +
-                             " answered" + (errors.empty() ? std::string() : " (" + errors + ")"));
+  return With(addresses, timeout)->NewestMap();
 }
 
 int64_t AdminClient::SumClientErrors(const std::vector<std::string>& addresses,
                                      std::chrono::milliseconds timeout) {
-  int64_t sum = 0;
-  for (const auto& a : addresses) {
-    auto body = Call(a, net::StatsRequest{}, timeout);
-    if (!body.ok()) continue;
-    if (const auto* s = std::get_if<net::StatsResponse>(&*body)) {
-      if (auto it = s->counters.find("client_errors"); it != s->counters.end()) sum += it->second;
-    }
-  }
-  return sum;
+  return With(addresses, timeout)->SumCounter("client_errors");
+}
+
+NodeProbe AdminClient::Probe(const std::string& address, std::chrono::milliseconds timeout) {
+  return With({}, timeout)->Probe(address);
 }
 
 std::vector<std::string> AdminAddresses(const GlobalOptions& g, const std::string& dir,
@@ -254,7 +129,7 @@ void RecordNodeCount(const std::string& dir) {
 }
 
 std::optional<std::string> RetireRemovedNode(const GlobalOptions& g, const std::string& dir,
-                                             const RebalanceReport& report) {
+                                             const ChangeReport& report) {
   // A node that left (remove done) or never joined (add cancelled) is no member any more.
   const bool removed = report.record.kind == "remove" && report.record.state == ChangeState::kDone;
   const bool not_added =
@@ -294,18 +169,18 @@ std::optional<std::string> RetireRemovedNode(const GlobalOptions& g, const std::
   return line + " and marked " + node_dir + " removed (data kept)";
 }
 
-uint64_t MovedCopies(const RebalanceReport& r) {
+uint64_t MovedCopies(const ChangeReport& r) {
   return std::max(r.copies_done, r.record.moved_copies);
 }
-uint64_t MovedBytes(const RebalanceReport& r) {
+uint64_t MovedBytes(const ChangeReport& r) {
   return std::max(r.bytes_done, r.record.moved_bytes);
 }
 
-std::optional<RebalanceReport> AwaitEffect(
+std::optional<ChangeReport> AwaitEffect(
     AdminClient* client, const std::vector<std::string>& addresses,
-    const std::function<bool(const RebalanceReport&)>& took_effect, std::chrono::milliseconds wait,
+    const std::function<bool(const ChangeReport&)>& took_effect, std::chrono::milliseconds wait,
     std::chrono::milliseconds timeout) {
-  std::optional<RebalanceReport> seen;
+  std::optional<ChangeReport> seen;
   PollUntil(
       SteadyClock::now() + wait,
       [&] {
@@ -345,17 +220,12 @@ std::string HumanSeconds(double s) {
   return buf;
 }
 
-std::string DescribeChange(const rebalance::ChangeRecord& r) {
+std::string DescribeChange(const ChangeRecord& r) {
   return r.kind + " node " + std::to_string(r.node_id);
 }
 
-std::string StateName(const RebalanceReport& r) {
-  return r.has_change ? std::string(rebalance::ChangeStateName(r.record.state)) : "none";
-}
-
-bool ChangeEnded(const RebalanceReport& r) {
-  const ChangeState s = r.record.state;
-  return s == ChangeState::kDone || s == ChangeState::kFailed || s == ChangeState::kCancelled;
+std::string StateName(const ChangeReport& r) {
+  return r.has_change ? std::string(ChangeStateName(r.record.state)) : "none";
 }
 
 }  // namespace shardkv::cli

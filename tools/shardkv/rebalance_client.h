@@ -1,5 +1,4 @@
-// The CLI side of the rebalancer's admin protocol (src/rebalance/rebalancer.h): a node answers
-// net::AdminRequest{command, args} with an encoded RebalanceReport, or an error. Shared by
+// The CLI side of the admin API (include/shardkv/admin.h). Shared by
 // `cluster add-node|join|remove-node`, `rebalance ...` and `cluster status`.
 //
 // Where requests go: the nodes of --cluster, else the member directories of the local cluster
@@ -19,77 +18,59 @@
 #include <string>
 #include <vector>
 
-#include "net/peer_pool.h"
 #include "global_options.h"
-#include "net/messages.h"
-#include "clustermap/change_record.h"
+#include "shardkv/admin.h"
+#include "shardkv/change.h"
 #include "shardkv/cluster_map.h"
 #include "shardkv/status.h"
 
 namespace shardkv::cli {
 
-using AdminArgs = std::map<std::string, std::string>;
-
-// What one admin exchange gave.
-struct AdminReply {
-  Status status;             // OK, the node's error, or why no node answered
-  bool unreachable = false;  // no node answered at all (transport failure), exit 3
-  // The node that answered belongs to another cluster (its id is in `status`); exit 3. Such a
-  // node counts as not answering: SendFirst and Status skip it.
-  bool foreign = false;
-  std::string address;  // the node that answered
-  rebalance::RebalanceReport report;
+// cancel, resume or throttle (a change that already runs, sent to its driver).
+struct SteerCommand {
+  enum class Kind { kCancel, kResume, kThrottle };
+  explicit SteerCommand(Kind k) : kind(k) {}
+  Kind kind;
+  std::optional<uint64_t> rate_bytes_per_s;  // throttle
+  std::optional<uint32_t> streams_per_node;  // throttle
+  std::string Name() const;
 };
 
+// The CLI's use of shardkv::Admin: one Admin per command (so the cluster id adopted from the
+// first node holds for the whole command), each call with the addresses and timeout it needs.
 // Every request carries the cluster id the client expects, so a node of another cluster (one
-// that took a stopped cluster's ports) refuses it; the client then confirms the node's id from
-// its map and reports "A is node N of cluster Y, not of cluster X" (AdminReply::foreign).
+// that took a stopped cluster's ports) refuses it (AdminReply::foreign).
 class AdminClient {
  public:
   // `cluster_id` 0: adopt the id of the first node that answers (--cluster without an id), then
   // refuse any node with another id for the rest of the command. `origin` says where the
   // expected id came from, for messages ("the cluster in D/cluster.conf").
   explicit AdminClient(uint64_t cluster_id = 0, std::string origin = "");
-  uint64_t cluster_id() const { return cluster_id_; }
-  // One request to one node. A transport failure sets `unreachable`; an ErrorResponse does not.
-  AdminReply Send(const std::string& address, const std::string& command, const AdminArgs& args,
+  uint64_t cluster_id() const { return admin_->cluster_id(); }
+  // Asks the first of `askees` that answers.
+  AdminReply Plan(const std::vector<std::string>& askees, const ChangeRequest& change,
                   std::chrono::milliseconds timeout);
-  // Any request; `unreachable` (may be null) tells a transport failure from a node's error, and
-  // `foreign` (may be null) a node of another cluster.
-  StatusOr<net::ResponseBody> Call(const std::string& address, net::RequestBody body,
-                                   std::chrono::milliseconds timeout, bool* unreachable = nullptr,
-                                   bool* foreign = nullptr);
-  // The same without any cluster id: for a node that is not a member yet (`cluster join`).
-  StatusOr<net::ResponseBody> CallAnyCluster(const std::string& address, net::RequestBody body,
-                                             std::chrono::milliseconds timeout,
-                                             bool* unreachable = nullptr);
-  // Sends to the first of `addresses` that answers (an error reply counts as an answer).
-  AdminReply SendFirst(const std::vector<std::string>& addresses, const std::string& command,
-                       const AdminArgs& args, std::chrono::milliseconds timeout);
-  // "status", following the driver: asks `preferred` (if set) then each of `addresses` until one
-  // answers, then re-asks the driver if that answer was not the driver's. The driver's answer
-  // wins; if the driver cannot be reached the first answer is returned.
+  // Asks `address` (the node that planned: it drives the change).
+  AdminReply Begin(const std::string& address, const ChangeRequest& change,
+                   const ChangeThrottle& throttle, std::chrono::milliseconds timeout);
+  // The change status, from the driver when it answers; `preferred` first.
   AdminReply Status(const std::vector<std::string>& addresses, const std::string& preferred,
                     std::chrono::milliseconds timeout);
-  // Sends `command` to the node driving the change (found with Status()).
-  AdminReply SendToDriver(const std::vector<std::string>& addresses, const std::string& command,
-                          const AdminArgs& args, std::chrono::milliseconds timeout);
-  // The newest map (highest epoch) among `addresses`; with `cluster_id` != 0 only maps of that
-  // cluster count. Unavailable if none answered.
-  StatusOr<ClusterMap> NewestMap(const std::vector<std::string>& addresses, uint64_t cluster_id,
+  // Sends `command` to the node driving the change.
+  AdminReply Steer(const std::vector<std::string>& addresses, const SteerCommand& command,
+                   std::chrono::milliseconds timeout);
+  // The newest map (highest epoch) of the expected cluster among `addresses`.
+  StatusOr<ClusterMap> NewestMap(const std::vector<std::string>& addresses,
                                  std::chrono::milliseconds timeout);
   // Sum of the client_errors counter over the nodes of `addresses` that answer.
   int64_t SumClientErrors(const std::vector<std::string>& addresses,
                           std::chrono::milliseconds timeout);
+  // One node, any cluster (see shardkv::NodeProbe).
+  NodeProbe Probe(const std::string& address, std::chrono::milliseconds timeout);
 
  private:
-  // The cluster id in `address`'s map (asked without an expected id); nullopt if unknown.
-  std::optional<uint64_t> ClusterIdOf(const std::string& address, std::chrono::milliseconds timeout,
-                                      bool* unreachable = nullptr);
-
-  std::unique_ptr<PeerPool> pool_;
-  uint64_t cluster_id_ = 0;
-  std::string origin_;
+  Admin* With(const std::vector<std::string>& seeds, std::chrono::milliseconds timeout);
+  std::unique_ptr<Admin> admin_;
 };
 
 // An AdminClient expecting the cluster of --dir (the id in cluster.conf), or with --cluster the
@@ -114,7 +95,7 @@ std::vector<std::string> MemberAddresses(const ClusterMap& map, const std::set<u
 // Takes the directory lock; skips (nullopt) when another launcher holds it. Returns a line for
 // the user when it did something. Nothing with --cluster.
 std::optional<std::string> RetireRemovedNode(const GlobalOptions& g, const std::string& dir,
-                                             const rebalance::RebalanceReport& report);
+                                             const ChangeReport& report);
 
 // Number of member node directories in `dir`, written to cluster.conf's `nodes` (so `cluster up`
 // restarts a cluster that grew or shrank). Best effort.
@@ -122,17 +103,17 @@ void RecordNodeCount(const std::string& dir);
 
 // Copies and bytes the change moved: the live count while the driver streams, else the count the
 // change record kept (a failed or cancelled change keeps what it had moved).
-uint64_t MovedCopies(const rebalance::RebalanceReport& r);
-uint64_t MovedBytes(const rebalance::RebalanceReport& r);
+uint64_t MovedCopies(const ChangeReport& r);
+uint64_t MovedBytes(const ChangeReport& r);
 
 // After a command that changes the cluster (begin, cancel, resume, throttle) got an error or no
 // answer, the change status says whether it took effect anyway (a commit can land on the other
 // nodes while the node that was asked fails, or its reply is lost). Polls the status for up to
 // `wait` until `took_effect` holds; returns the last status that answered with it holding, or
 // nullopt when it never did (or no node answered).
-std::optional<rebalance::RebalanceReport> AwaitEffect(
+std::optional<ChangeReport> AwaitEffect(
     AdminClient* client, const std::vector<std::string>& addresses,
-    const std::function<bool(const rebalance::RebalanceReport&)>& took_effect,
+    const std::function<bool(const ChangeReport&)>& took_effect,
     std::chrono::milliseconds wait, std::chrono::milliseconds timeout);
 
 // "4.2 MB", "812 KB", "17 B".
@@ -140,10 +121,8 @@ std::string HumanBytes(double bytes);
 // "1m05s", "42s", "3.2s".
 std::string HumanSeconds(double seconds);
 // "add node 4" / "remove node 2".
-std::string DescribeChange(const rebalance::ChangeRecord& r);
+std::string DescribeChange(const ChangeRecord& r);
 // The change's state as reported ("none" when there was never a change).
-std::string StateName(const rebalance::RebalanceReport& r);
-// True when the change ended (done, failed or cancelled: nothing more will happen by itself).
-bool ChangeEnded(const rebalance::RebalanceReport& r);
+std::string StateName(const ChangeReport& r);
 
 }  // namespace shardkv::cli

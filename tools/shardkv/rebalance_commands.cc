@@ -18,7 +18,7 @@ namespace shardkv::cli {
 namespace {
 
 // Why more copies moved than the plan counted, from the record's split of the moved copies.
-std::string BeyondPlan(const rebalance::ChangeRecord& rec) {
+std::string BeyondPlan(const ChangeRecord& rec) {
   std::string out = std::to_string(rec.moved_during_change) +
                     " were written by clients during the change (the stream carried them too)";
   if (rec.resumed_copies != 0) {
@@ -28,9 +28,6 @@ std::string BeyondPlan(const rebalance::ChangeRecord& rec) {
   return out;
 }
 
-using rebalance::ChangeState;
-using rebalance::RebalanceReport;
-using rebalance::StreamProgress;
 using Clock = std::chrono::steady_clock;
 
 std::chrono::milliseconds StatusTimeout(const GlobalOptions& g) {
@@ -41,16 +38,16 @@ double Ratio(double part, double whole) { return whole > 0 ? part / whole : 0.0;
 
 // Errors the nodes returned to clients since the change began: the change's own count once it
 // is done, else the reachable nodes' counters now minus their sum when it began.
-int64_t ClientErrors(AdminClient* client, const RebalanceReport& r,
+int64_t ClientErrors(AdminClient* client, const ChangeReport& r,
                      const std::vector<std::string>& addresses, std::chrono::milliseconds t) {
   if (r.record.state == ChangeState::kDone) return r.record.client_errors;
   return std::max<int64_t>(0,
                            client->SumClientErrors(addresses, t) - r.record.client_errors_at_start);
 }
 
-void PrintSummary(const RebalanceReport& r, uint64_t copies, uint64_t bytes,
+void PrintSummary(const ChangeReport& r, uint64_t copies, uint64_t bytes,
                   int64_t client_errors) {
-  const rebalance::ChangeRecord& rec = r.record;
+  const ChangeRecord& rec = r.record;
   std::printf("change %llu (%s): %s\n", static_cast<unsigned long long>(rec.change_id),
               DescribeChange(rec).c_str(), StateName(r).c_str());
   if (!rec.error.empty()) std::printf("  error:          %s\n", rec.error.c_str());
@@ -92,7 +89,7 @@ int DoWatch(const GlobalOptions& g, uint32_t interval_ms, uint32_t timeout_s) {
   WatchView view(StderrIsTerminal());
   const auto deadline = Clock::now() + std::chrono::seconds(timeout_s);
   std::string preferred;
-  RebalanceReport last;
+  ChangeReport last;
   bool reached = false;
   for (;;) {
     const auto poll_start = Clock::now();
@@ -143,8 +140,8 @@ int DoWatch(const GlobalOptions& g, uint32_t interval_ms, uint32_t timeout_s) {
                      kExitFailed);
 }
 
-void PrintStatus(const RebalanceReport& r, int64_t client_errors) {
-  const rebalance::ChangeRecord& rec = r.record;
+void PrintStatus(const ChangeReport& r, int64_t client_errors) {
+  const ChangeRecord& rec = r.record;
   std::printf("change %llu: %s, %s (epoch %llu, driver node %u at %s%s)\n",
               static_cast<unsigned long long>(rec.change_id), DescribeChange(rec).c_str(),
               StateName(r).c_str(), static_cast<unsigned long long>(r.epoch), r.driver,
@@ -194,7 +191,7 @@ int DoStatus(const GlobalOptions& g) {
     return ReportError(reply.status,
                        reply.unreachable || reply.foreign ? kExitUnreachable : kExitFailed);
   }
-  const RebalanceReport& r = reply.report;
+  const ChangeReport& r = reply.report;
   const int64_t errors =
       r.has_change ? ClientErrors(&client, r, addresses, StatusTimeout(g)) : int64_t{0};
   if (g.json) {
@@ -210,28 +207,25 @@ int DoStatus(const GlobalOptions& g) {
   return kExitOk;
 }
 
-// Whether `command` (with `args`) shows in `post`, given the change `pre` it was sent for.
-bool TookEffect(const std::string& command, const AdminArgs& args, const RebalanceReport& pre,
-                const RebalanceReport& post) {
+// Whether `cmd` shows in `post`, given the change `pre` it was sent for.
+bool TookEffect(const SteerCommand& cmd, const ChangeReport& pre, const ChangeReport& post) {
   if (!pre.has_change || !post.has_change || post.record.change_id != pre.record.change_id) {
     return false;
   }
   const ChangeState before = pre.record.state, after = post.record.state;
-  if (command == "cancel") return after == ChangeState::kCancelled && before != after;
-  if (command == "resume") {
+  if (cmd.kind == SteerCommand::Kind::kCancel) {
+    return after == ChangeState::kCancelled && before != after;
+  }
+  if (cmd.kind == SteerCommand::Kind::kResume) {
     return before == ChangeState::kFailed && after != ChangeState::kFailed &&
            after != ChangeState::kCancelled;
   }
-  if (auto it = args.find("rate_mb"); it != args.end()) {
-    if (post.record.rate_bytes_per_s != std::stoull(it->second) << 20) return false;
-  }
-  if (auto it = args.find("streams"); it != args.end()) {
-    if (post.record.streams_per_node != std::stoul(it->second)) return false;
-  }
+  if (cmd.rate_bytes_per_s && post.record.rate_bytes_per_s != *cmd.rate_bytes_per_s) return false;
+  if (cmd.streams_per_node && post.record.streams_per_node != *cmd.streams_per_node) return false;
   return !ChangeEnded(post);
 }
 
-void PrintSteered(const GlobalOptions& g, const std::string& command, const RebalanceReport& r,
+void PrintSteered(const GlobalOptions& g, const std::string& command, const ChangeReport& r,
                   const std::string& address) {
   if (g.json) {
     std::cout << StatusJson(r, r.record.client_errors) << "\n";
@@ -252,7 +246,8 @@ void PrintSteered(const GlobalOptions& g, const std::string& command, const Reba
 // cancel, resume, throttle: one command to the driver, then the state it left. The exit code
 // follows what the cluster shows afterwards, not only the reply: a commit may land on the other
 // nodes while the driver fails (row 2 of the findings), or the reply may be lost.
-int DoSteer(const GlobalOptions& g, const std::string& command, const AdminArgs& args) {
+int DoSteer(const GlobalOptions& g, const SteerCommand& cmd) {
+  const std::string command = cmd.Name();
   const std::string dir = AbsoluteDir(g.ClusterDir());
   const auto addresses = AdminAddresses(g, dir);
   AdminClient client = ClientFor(g, dir);
@@ -262,7 +257,7 @@ int DoSteer(const GlobalOptions& g, const std::string& command, const AdminArgs&
   if (!pre.status.ok()) {
     return ReportError(pre.status, pre.unreachable || pre.foreign ? kExitUnreachable : kExitFailed);
   }
-  AdminReply reply = client.Send(pre.address, command, args, timeout);
+  AdminReply reply = client.Steer({pre.address}, cmd, timeout);
   if (reply.status.ok()) {
     PrintSteered(g, command, reply.report, reply.address);
     return kExitOk;
@@ -281,7 +276,7 @@ int DoSteer(const GlobalOptions& g, const std::string& command, const AdminArgs&
   }
   auto effect = AwaitEffect(
       &client, addresses,
-      [&](const RebalanceReport& post) { return TookEffect(command, args, pre.report, post); },
+      [&](const ChangeReport& post) { return TookEffect(cmd, pre.report, post); },
       std::chrono::seconds(2), StatusTimeout(g));
   if (effect) {
     std::fprintf(stderr, "note: %s reported an error (%s), but the %s took effect\n",
@@ -339,12 +334,12 @@ void RegisterRebalanceCommands(CLI::App& app, GlobalOptions* g, int* exit_code) 
   auto* cancel = rebalance->add_subcommand(
       "cancel", "Undo the change while it is streaming (or failed): back to the old placement");
   cancel->add_flag("--json", g->json, "Print the resulting status as JSON");
-  cancel->callback([=] { *exit_code = DoSteer(*g, "cancel", {}); });
+  cancel->callback([=] { *exit_code = DoSteer(*g, SteerCommand(SteerCommand::Kind::kCancel)); });
 
   auto* resume =
       rebalance->add_subcommand("resume", "Continue a failed change from its checkpoints");
   resume->add_flag("--json", g->json, "Print the resulting status as JSON");
-  resume->callback([=] { *exit_code = DoSteer(*g, "resume", {}); });
+  resume->callback([=] { *exit_code = DoSteer(*g, SteerCommand(SteerCommand::Kind::kResume)); });
 
   auto rate = std::make_shared<uint32_t>(0);
   auto streams = std::make_shared<uint32_t>(0);
@@ -365,10 +360,10 @@ void RegisterRebalanceCommands(CLI::App& app, GlobalOptions* g, int* exit_code) 
       *exit_code = ReportError("throttle needs --rate and/or --streams", kExitUsage);
       return;
     }
-    AdminArgs args;
-    if (have_rate) args["rate_mb"] = std::to_string(*rate);
-    if (have_streams) args["streams"] = std::to_string(*streams);
-    *exit_code = DoSteer(*g, "throttle", args);
+    SteerCommand cmd(SteerCommand::Kind::kThrottle);
+    if (have_rate) cmd.rate_bytes_per_s = uint64_t{*rate} << 20;
+    if (have_streams) cmd.streams_per_node = *streams;
+    *exit_code = DoSteer(*g, cmd);
   });
 }
 

@@ -7,9 +7,6 @@
 
 namespace shardkv::cli {
 
-using rebalance::ChangeState;
-using rebalance::RebalanceReport;
-using rebalance::StreamProgress;
 using Clock = std::chrono::steady_clock;
 
 namespace {
@@ -62,7 +59,7 @@ void Rate::Add(double value, Clock::time_point now) {
   at_ = now;
 }
 
-void WatchView::Show(const RebalanceReport& r, const std::string& note) {
+void WatchView::Show(const ChangeReport& r, const std::string& note) {
   const auto now = Clock::now();
   const bool streaming = r.record.state == ChangeState::kStreaming;
   if (r.from_driver && streaming) live_ = r;
@@ -70,13 +67,13 @@ void WatchView::Show(const RebalanceReport& r, const std::string& note) {
   // the driver's last numbers until the driver (or its successor) answers again.
   const bool stale = streaming && !r.from_driver && live_.has_change &&
                      live_.record.change_id == r.record.change_id;
-  const RebalanceReport& shown = stale ? live_ : r;
+  const ChangeReport& shown = stale ? live_ : r;
   overall_.Add(static_cast<double>(shown.bytes_done), now);
   copies_rate_.Add(static_cast<double>(shown.copies_done), now);
   for (const StreamProgress& s : shown.streams) {
     rates_[{s.source, s.destination}].Add(static_cast<double>(s.bytes_done), now);
   }
-  const rebalance::ChangeRecord& rec = r.record;
+  const ChangeRecord& rec = r.record;
   std::string head = "change " + std::to_string(rec.change_id) + " (" + DescribeChange(rec) +
                      "): " + StateName(r) + ", " + HumanSeconds(r.elapsed_s) + ", driver node " +
                      std::to_string(r.driver);

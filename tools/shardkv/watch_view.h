@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "clustermap/change_record.h"
+#include "shardkv/change.h"
 
 namespace shardkv::cli {
 
@@ -31,7 +31,7 @@ class WatchView {
  public:
   explicit WatchView(bool tty) : tty_(tty) {}
 
-  void Show(const rebalance::RebalanceReport& r, const std::string& note);
+  void Show(const ChangeReport& r, const std::string& note);
   // A line about polling itself (no node answered) while there is nothing new to draw. Without
   // a terminal, a repeated note is printed again only every 10 s.
   void Note(const std::string& note);
@@ -48,7 +48,7 @@ class WatchView {
   size_t drawn_ = 0;
   std::string last_note_;
   std::chrono::steady_clock::time_point last_note_at_;
-  rebalance::RebalanceReport live_;  // the last report with live progress
+  ChangeReport live_;  // the last report with live progress
   Rate overall_, copies_rate_;
   std::map<std::pair<uint32_t, uint32_t>, Rate> rates_;
 };
