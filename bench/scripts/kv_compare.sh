@@ -11,7 +11,7 @@
 #     targets, so that a busy machine (parallel compiles) disturbs the comparison less;
 #   - runs redis-benchmark -c 50 -n 200000 -t get,set -d 100 (and -P 16) against the same redis;
 #   - prints a markdown table (medians over the repeats, ratio shardkv/redis) and leaves the raw
-#     JSON lines and CSV in --out;
+#     JSON lines and CSV in --out (default: a new /tmp/kv_compare-out.XXXXXX, printed);
 #   - stops everything it started, also on error or Ctrl-C. Every step is under `timeout`.
 #
 # Usage: bench/scripts/kv_compare.sh [--build DIR] [--duration SECONDS] [--repeat N]
@@ -21,8 +21,8 @@
 # --redis-args adds redis-server options, e.g. "--appendonly yes --appendfsync no" for a redis
 # that, like shardkv's RocksDB WAL, writes every update to the OS (not fsynced) before replying.
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BUILD="$ROOT/build-kvbench"
 DURATION=10
 REPEAT=3
@@ -35,8 +35,6 @@ NICE=0
 REDIS_ARGS=""
 OUT=""
 
-# Prints the header comment.
-usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "${BASH_SOURCE[0]}"; }
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --build) BUILD=$2; shift 2 ;;
@@ -50,89 +48,27 @@ while [[ $# -gt 0 ]]; do
     --nice) NICE=$2; shift 2 ;;
     --redis-args) REDIS_ARGS=$2; shift 2 ;;
     --out) OUT=$2; shift 2 ;;
-    -h|--help) usage; exit 0 ;;
+    -h|--help) bench_usage; exit 0 ;;
     *) echo "kv_compare.sh: unknown argument: $1 (see --help)" >&2; exit 2 ;;
   esac
 done
 
-NODE_BIN="$BUILD/tools/shardkv-node/shardkv-node"
-BENCH_BIN="$BUILD/bench/shardkv-bench"
-for bin in "$NODE_BIN" "$BENCH_BIN"; do
-  if [[ ! -x "$bin" ]]; then
-    echo "kv_compare.sh: $bin not built; run: cmake -S . -B build-kvbench -DCMAKE_BUILD_TYPE=Release && cmake --build build-kvbench -j2 --target kv_bench shardkv_node_bin" >&2
-    exit 2
-  fi
-done
-for tool in redis-server redis-cli redis-benchmark python3; do
-  command -v "$tool" >/dev/null || { echo "kv_compare.sh: $tool not found" >&2; exit 2; }
-done
+bench_paths "$BUILD"
+bench_need_bins "run: cmake -S . -B build-kvbench -DCMAKE_BUILD_TYPE=Release && cmake --build build-kvbench -j2 --target kv_bench shardkv_node_bin" \
+  "$NODE_BIN" "$BENCH_BIN"
+bench_need_tools redis-server redis-cli redis-benchmark python3
+BENCH_NICE=$NICE
 
-WORK=$(mktemp -d /tmp/kv_compare.XXXXXX)
-[[ -n "$OUT" ]] || OUT="$WORK/out"
+bench_workdir kv_compare
+[[ -n "$OUT" ]] || OUT=$(mktemp -d /tmp/kv_compare-out.XXXXXX)
 mkdir -p "$OUT"
-NODE_PID=""
-REDIS_PID=""
-
-# Stops a process we started: SIGTERM, up to 10 s for a graceful exit, then SIGKILL.
-stop_pid() {
-  local pid=$1
-  [[ -n "$pid" ]] || return 0
-  kill -0 "$pid" 2>/dev/null || return 0
-  kill -TERM "$pid" 2>/dev/null || true
-  for _ in $(seq 100); do
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.1
-  done
-  if kill -0 "$pid" 2>/dev/null; then kill -KILL "$pid" 2>/dev/null || true; fi
-  wait "$pid" 2>/dev/null || true
-}
-
-cleanup() {
-  stop_pid "$NODE_PID"
-  stop_pid "$REDIS_PID"
-  rm -rf "$WORK/node" "$WORK/redis"
-  [[ "$OUT" == "$WORK/out" ]] || rm -rf "$WORK"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
 
 # --- shardkv node: port 0, the node writes the bound port to DATA/port.
-mkdir -p "$WORK/node"
-nice -n "$NICE" "$NODE_BIN" --id 1 --data "$WORK/node" --listen 127.0.0.1:0 --threads "$NODE_THREADS" \
-  --log-level warn >"$OUT/node.log" 2>&1 &
-NODE_PID=$!
-for _ in $(seq 100); do
-  [[ -s "$WORK/node/port" ]] && break
-  kill -0 "$NODE_PID" 2>/dev/null || { echo "kv_compare.sh: node exited; see $OUT/node.log" >&2; exit 1; }
-  sleep 0.1
-done
-[[ -s "$WORK/node/port" ]] || { echo "kv_compare.sh: node wrote no port in 10 s" >&2; exit 1; }
-NODE_ADDR="127.0.0.1:$(cat "$WORK/node/port")"
+start_node "$WORK/node" "$OUT/node.log" "$NODE_BIN" --threads "$NODE_THREADS"
 
-# --- redis-server: it cannot report a kernel-chosen port, so try random free ones.
-mkdir -p "$WORK/redis"
-REDIS_PORT=""
-read -r -a REDIS_EXTRA <<<"$REDIS_ARGS"  # later options override the defaults above
-for _ in $(seq 20); do
-  port=$((20000 + RANDOM % 40000))
-  if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then continue; fi  # in use
-  nice -n "$NICE" redis-server --bind 127.0.0.1 --port "$port" --save '' --appendonly no --daemonize no \
-    --dir "$WORK/redis" --logfile "$OUT/redis.log" --protected-mode yes "${REDIS_EXTRA[@]}" &
-  REDIS_PID=$!
-  for _ in $(seq 50); do
-    if [[ "$(timeout 2 redis-cli -h 127.0.0.1 -p "$port" ping 2>/dev/null)" == PONG ]]; then
-      REDIS_PORT=$port
-      break
-    fi
-    kill -0 "$REDIS_PID" 2>/dev/null || break
-    sleep 0.1
-  done
-  [[ -n "$REDIS_PORT" ]] && break
-  stop_pid "$REDIS_PID"
-  REDIS_PID=""
-done
-[[ -n "$REDIS_PORT" ]] || { echo "kv_compare.sh: could not start redis-server" >&2; exit 1; }
-REDIS_ADDR="127.0.0.1:$REDIS_PORT"
+# --- redis-server: it cannot report a kernel-chosen port, so start_redis tries free ones.
+read -r -a REDIS_EXTRA <<<"$REDIS_ARGS"  # after the defaults, so they override them
+start_redis "$WORK/redis" "$OUT/redis.log" "${REDIS_EXTRA[@]}"
 
 echo "# shardkv node $NODE_ADDR (pid $NODE_PID, $NODE_THREADS I/O threads), redis $REDIS_ADDR (pid $REDIS_PID, $(redis-server --version | awk '{print $3}'))" >&2
 echo "# duration ${DURATION}s x $REPEAT repeats, $CLIENTS clients, bench threads $BENCH_THREADS, nice $NICE, redis args '$REDIS_ARGS'; raw results in $OUT" >&2

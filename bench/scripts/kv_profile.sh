@@ -14,8 +14,8 @@
 #                                    [--workloads get,put] [--callgraph] [--with-redis]
 #                                    [--no-perf] [--out DIR]
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BUILD="$ROOT/build-kvbench"
 SECONDS_PER_RUN=4
 PIPELINE=1
@@ -27,8 +27,6 @@ NO_PERF=0
 COUNT_OPS=200000
 OUT=""
 
-# Prints the header comment.
-usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "${BASH_SOURCE[0]}"; }
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --build) BUILD=$2; shift 2 ;;
@@ -40,59 +38,17 @@ while [[ $# -gt 0 ]]; do
     --with-redis) WITH_REDIS=1; shift ;;
     --no-perf) NO_PERF=1; shift ;;
     --out) OUT=$2; shift 2 ;;
-    -h|--help) usage; exit 0 ;;
+    -h|--help) bench_usage; exit 0 ;;
     *) echo "kv_profile.sh: unknown argument: $1 (see --help)" >&2; exit 2 ;;
   esac
 done
 
-NODE_BIN="$BUILD/tools/shardkv-node/shardkv-node"
-BENCH_BIN="$BUILD/bench/shardkv-bench"
-for bin in "$NODE_BIN" "$BENCH_BIN"; do
-  [[ -x "$bin" ]] || { echo "kv_profile.sh: $bin not built" >&2; exit 2; }
-done
+bench_paths "$BUILD"
+bench_need_bins "run: cmake --build $BUILD -j2 --target kv_bench shardkv_node_bin" "$NODE_BIN" "$BENCH_BIN"
 
-WORK=$(mktemp -d /tmp/kv_profile.XXXXXX)
-[[ -n "$OUT" ]] || OUT="$WORK/out"
+bench_workdir kv_profile
+[[ -n "$OUT" ]] || OUT=$(mktemp -d /tmp/kv_profile-out.XXXXXX)
 mkdir -p "$OUT"
-NODE_PID=""
-REDIS_PID=""
-BENCH_PID=""
-
-stop_pid() {
-  local pid=$1
-  [[ -n "$pid" ]] || return 0
-  kill -0 "$pid" 2>/dev/null || return 0
-  kill -TERM "$pid" 2>/dev/null || true
-  for _ in $(seq 100); do
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.1
-  done
-  if kill -0 "$pid" 2>/dev/null; then kill -KILL "$pid" 2>/dev/null || true; fi
-  wait "$pid" 2>/dev/null || true
-}
-cleanup() {
-  stop_pid "$BENCH_PID"
-  stop_pid "$NODE_PID"
-  stop_pid "$REDIS_PID"
-  rm -rf "$WORK/node" "$WORK/redis"
-  [[ "$OUT" == "$WORK/out" ]] || rm -rf "$WORK"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-start_node() {  # extra node args...
-  rm -rf "$WORK/node"
-  mkdir -p "$WORK/node"
-  "$@" --id 1 --data "$WORK/node" --listen 127.0.0.1:0 --log-level warn >>"$OUT/node.log" 2>&1 &
-  NODE_PID=$!
-  for _ in $(seq 600); do
-    [[ -s "$WORK/node/port" ]] && break
-    kill -0 "$NODE_PID" 2>/dev/null || { echo "kv_profile.sh: node exited" >&2; exit 1; }
-    sleep 0.1
-  done
-  [[ -s "$WORK/node/port" ]] || { echo "kv_profile.sh: node wrote no port" >&2; exit 1; }
-  NODE_ADDR="127.0.0.1:$(cat "$WORK/node/port")"
-}
 
 ratio_of() { [[ "$1" == get ]] && echo 1:0 || echo 0:1; }
 
@@ -101,14 +57,14 @@ if [[ $NO_PERF == 1 ]] || ! perf stat -e cpu-clock true >/dev/null 2>&1; then
   command -v valgrind >/dev/null || { echo "kv_profile.sh: neither perf nor valgrind" >&2; exit 2; }
   echo "# no perf: callgrind on the node (instruction counts of short runs, not time)"
   for wl in ${WORKLOADS//,/ }; do
-    start_node valgrind --tool=callgrind --callgrind-out-file="$OUT/callgrind.$wl.out" "$NODE_BIN"
+    start_node "$WORK/node" "$OUT/node.log" \
+      valgrind --tool=callgrind --callgrind-out-file="$OUT/callgrind.$wl.out" "$NODE_BIN"
     extra=()
     [[ $wl == get ]] && extra=(--preload --keyspace 5000)
     # Generous timeouts: the node runs about 50x slower under callgrind.
     timeout 600 "$BENCH_BIN" --cluster "$NODE_ADDR" --ratio "$(ratio_of "$wl")" --ops 5000 \
       --pipeline "$PIPELINE" --timeout-ms 60000 "${extra[@]}"
     stop_pid "$NODE_PID"
-    NODE_PID=""
     echo "## node ($wl): top functions by instructions (inclusive of nothing: self cost)"
     callgrind_annotate "$OUT/callgrind.$wl.out" 2>/dev/null | sed -n '/^Ir/,$p' | head -$((TOP + 3))
   done
@@ -131,29 +87,6 @@ report() {  # perf.data title
     grep -v '^#' | grep -v '^$' | grep '%' | sed 's/  \+/ /g' | head -8 || true
 }
 
-start_redis() {
-  mkdir -p "$WORK/redis"
-  for _ in $(seq 20); do
-    local port=$((20000 + RANDOM % 40000))
-    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then continue; fi  # in use
-    redis-server --bind 127.0.0.1 --port "$port" --save '' --appendonly no --daemonize no \
-      --dir "$WORK/redis" --logfile "$OUT/redis.log" &
-    REDIS_PID=$!
-    for _ in $(seq 50); do
-      if [[ "$(timeout 2 redis-cli -h 127.0.0.1 -p "$port" ping 2>/dev/null)" == PONG ]]; then
-        REDIS_ADDR="127.0.0.1:$port"
-        return 0
-      fi
-      kill -0 "$REDIS_PID" 2>/dev/null || break
-      sleep 0.1
-    done
-    stop_pid "$REDIS_PID"
-    REDIS_PID=""
-  done
-  echo "kv_profile.sh: could not start redis-server" >&2
-  exit 1
-}
-
 # profile NAME SERVER_PID BENCH_TARGET_ARGS...
 profile() {
   local name=$1 server_pid=$2
@@ -167,17 +100,18 @@ profile() {
     # 1. Sampling, in the middle of a run. The bench is not under `timeout` because perf must
     #    attach to the bench itself; --duration and its request timeout bound it.
     "$BENCH_BIN" "${common[@]}" --duration $((SECONDS_PER_RUN * 3)) >"$OUT/bench.$tag.txt" &
-    BENCH_PID=$!
+    local bench_pid=$!
+    bench_track "$bench_pid"
     sleep "$SECONDS_PER_RUN"  # past warm-up and connection set-up
     perf record -q -F 1999 -e cpu-clock "${CG_ARGS[@]}" -p "$server_pid" \
       -o "$OUT/perf.server.$tag" -- sleep "$SECONDS_PER_RUN" >/dev/null 2>&1 &
     local p1=$!
-    perf record -q -F 1999 -e cpu-clock "${CG_ARGS[@]}" -p "$BENCH_PID" \
+    perf record -q -F 1999 -e cpu-clock "${CG_ARGS[@]}" -p "$bench_pid" \
       -o "$OUT/perf.bench.$tag" -- sleep "$SECONDS_PER_RUN" >/dev/null 2>&1 &
     local p2=$!
     wait "$p1" "$p2" || true
-    wait "$BENCH_PID" || true
-    BENCH_PID=""
+    wait "$bench_pid" || true
+    bench_untrack "$bench_pid"
     # 2. Syscalls per op: count over a run of exactly COUNT_OPS ops (no warm-up), whole bench
     #    process, server attached for the same span.
     if [[ -n "$EVENTS" ]]; then
@@ -205,11 +139,11 @@ profile() {
   done
 }
 
-start_node "$NODE_BIN"
+start_node "$WORK/node" "$OUT/node.log" "$NODE_BIN"
 echo "# node $NODE_ADDR pid $NODE_PID; $SECONDS_PER_RUN s per sample; pipeline $PIPELINE"
 profile shardkv "$NODE_PID" --target shardkv --cluster "$NODE_ADDR"
 if [[ $WITH_REDIS == 1 ]]; then
-  start_redis
+  start_redis "$WORK/redis" "$OUT/redis.log"
   echo "# redis $REDIS_ADDR pid $REDIS_PID"
   profile redis "$REDIS_PID" --target redis --redis "$REDIS_ADDR"
 fi

@@ -11,8 +11,8 @@
 # Usage: bench/scripts/migration_bench.sh [--keys N] [--build DIR] [--skip-redis] [--only unthrottled|throttled]
 #        (env RFS="1 3" and MODES="ring jump" pick the configurations)
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 KEYS=${KEYS:-1000000}
 BUILD=${BUILD:-$ROOT/build}
 SKIP_REDIS=0
@@ -25,22 +25,15 @@ while [[ $# -gt 0 ]]; do
     --build) BUILD=$2; shift 2 ;;
     --skip-redis) SKIP_REDIS=1; shift ;;
     --only) ONLY=$2; shift 2 ;;
-    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    -h|--help) bench_usage; exit 0 ;;
     *) echo "unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
-SHARDKV="$BUILD/tools/shardkv/shardkv"
-BENCH="$BUILD/bench/shardkv-bench"
+bench_paths "$BUILD"
 export PATH="$BUILD/tools/shardkv-node:$PATH"
-for b in "$SHARDKV" "$BENCH" "$BUILD/tools/shardkv-node/shardkv-node"; do
-  [[ -x $b ]] || { echo "missing $b: cmake --build $BUILD --target shardkv_cli shardkv_node_bin kv_bench" >&2; exit 2; }
-done
-
-DIRS=()
-cleanup() {
-  for d in "${DIRS[@]}"; do "$SHARDKV" --dir "$d" cluster down >/dev/null 2>&1 || true; rm -rf "$d"; done
-}
-trap cleanup EXIT
+bench_need_bins "cmake --build $BUILD --target shardkv_cli shardkv_node_bin kv_bench" \
+  "$SHARDKV_CLI" "$BENCH_BIN" "$NODE_BIN"
+bench_workdir shardkv-migbench
 
 calc() { awk "BEGIN { printf \"%.6f\", $1 }"; }
 
@@ -48,26 +41,28 @@ json_field() { # json_field NAME < json
   sed -n "s/.*\"$1\":\\(\"[^\"]*\"\\|[-0-9.e]*\\).*/\\1/p" | tr -d '"' | head -1
 }
 
-seeds() { local d=$1 s=""; for n in "$d"/node-*; do [[ -f $n/removed ]] && continue; s+="127.0.0.1:$(cat "$n/port"),"; done; echo "${s%,}"; }
-
-# Sets CLUSTER_DIR (not printed: a $(...) subshell would hide the dir from the EXIT trap).
+# A fresh 3-node cluster for one row, in its own directory under WORK; sets CLUSTER_DIR.
+ROW=0
 start_cluster() { # start_cluster MODE RF
-  CLUSTER_DIR=$(mktemp -d /tmp/shardkv-migbench.XXXXXX)
-  DIRS+=("$CLUSTER_DIR")
-  "$SHARDKV" --dir "$CLUSTER_DIR" cluster up --nodes 3 --mode "$1" --replicas "$2" --base-port 0 >/dev/null
+  ROW=$((ROW + 1))
+  CLUSTER_DIR="$WORK/row$ROW-$1-rf$2"
+  cluster_up "$CLUSTER_DIR" "$1" "$2"
 }
+
+# Takes the row's cluster down and frees its disk (1M keys at RF=3 is a few hundred MB).
+stop_cluster() { cluster_down "$1"; rm -rf "$1"; }
 
 unthrottled() {
   local mode=$1 rf=$2 d t0 t1 load_s st
   start_cluster "$mode" "$rf"
   d=$CLUSTER_DIR
   t0=$(date +%s.%N)
-  "$SHARDKV" --dir "$d" load --count "$KEYS" --concurrency 256 >/dev/null
+  "$SHARDKV_CLI" --dir "$d" load --count "$KEYS" --concurrency 256 >/dev/null
   t1=$(date +%s.%N)
   load_s=$(calc "$t1 - $t0")
-  "$SHARDKV" --dir "$d" cluster add-node --yes --rate 0 >/dev/null
-  "$SHARDKV" --dir "$d" rebalance watch --interval 1000 >/dev/null
-  st=$("$SHARDKV" --dir "$d" rebalance status --json)
+  "$SHARDKV_CLI" --dir "$d" cluster add-node --yes --rate 0 >/dev/null
+  "$SHARDKV_CLI" --dir "$d" rebalance watch --interval 1000 >/dev/null
+  st=$("$SHARDKV_CLI" --dir "$d" rebalance status --json)
   local copies bytes secs planned state frac ideal
   copies=$(json_field moved_copies <<<"$st"); bytes=$(json_field moved_bytes <<<"$st")
   secs=$(json_field elapsed_s <<<"$st"); planned=$(json_field planned_copies <<<"$st")
@@ -76,23 +71,23 @@ unthrottled() {
   printf 'RESULT migration mode=%s rf=%s keys=%s state=%s copies=%s planned=%s fraction=%s ideal=%s seconds=%s copies_per_s=%.0f mb_per_s=%.1f load_s=%.1f\n' \
     "$mode" "$rf" "$KEYS" "$state" "$copies" "$planned" "$frac" "$ideal" "$secs" \
     "$(calc "$copies / $secs")" "$(calc "$bytes / $secs / 1048576")" "$load_s"
-  "$SHARDKV" --dir "$d" verify --count "$KEYS" --concurrency 256 | tail -1
-  "$SHARDKV" --dir "$d" cluster down >/dev/null
+  "$SHARDKV_CLI" --dir "$d" verify --count "$KEYS" --concurrency 256 | tail -1
+  stop_cluster "$d"
 }
 
 throttled() {
   local mode=$1 rf=$2 d s before=() during=() st secs
   start_cluster "$mode" "$rf"
   d=$CLUSTER_DIR
-  "$SHARDKV" --dir "$d" load --count "$KEYS" --concurrency 256 >/dev/null
-  s=$(seeds "$d")
-  run_window() { "$BENCH" --target shardkv --cluster "$s" --clients 16 --ratio 9:1 --keyspace 100000 --duration 2 --json 2>/dev/null | json_field ops_per_s; }
-  "$BENCH" --target shardkv --cluster "$s" --clients 16 --ratio 0:1 --keyspace 100000 --ops 100000 >/dev/null 2>&1 || true
+  "$SHARDKV_CLI" --dir "$d" load --count "$KEYS" --concurrency 256 >/dev/null
+  s=$(cluster_seeds "$d")
+  run_window() { "$BENCH_BIN" --target shardkv --cluster "$s" --clients 16 --ratio 9:1 --keyspace 100000 --duration 2 --json 2>/dev/null | json_field ops_per_s; }
+  "$BENCH_BIN" --target shardkv --cluster "$s" --clients 16 --ratio 0:1 --keyspace 100000 --ops 100000 >/dev/null 2>&1 || true
   for _ in 1 2 3 4 5; do before+=("$(run_window)"); done
-  "$SHARDKV" --dir "$d" cluster add-node --yes >/dev/null
+  "$SHARDKV_CLI" --dir "$d" cluster add-node --yes >/dev/null
   # Windows while the change runs (the bench keeps its seeds: the client follows map changes).
   while :; do
-    st=$("$SHARDKV" --dir "$d" rebalance status --json 2>/dev/null || true)
+    st=$("$SHARDKV_CLI" --dir "$d" rebalance status --json 2>/dev/null || true)
     case "$(json_field state <<<"$st")" in done|failed|cancelled) break ;; esac
     during+=("$(run_window)")
   done
@@ -108,7 +103,7 @@ throttled() {
     "$mode" "$rf" "$KEYS" "$(json_field state <<<"$st")" "$secs" "$(json_field moved_copies <<<"$st")" \
     "$avg_b" "$avg_d" "${#during[@]}" "$(calc "(1 - $avg_d / $avg_b) * 100")" \
     "$(json_field client_errors <<<"$st")"
-  "$SHARDKV" --dir "$d" cluster down >/dev/null
+  stop_cluster "$d"
 }
 
 echo "# machine: $(nproc) vCPU, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), load $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -41,17 +41,14 @@
 #   --keep            keep the temp dir (logs, nodes.conf) instead of deleting it
 #   -h, --help        this text
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 KEYS=${KEYS:-1000000}
 VALUE_SIZE=${VALUE_SIZE:-100}
 PIPELINE=${PIPELINE:-default}
 BUILD=""
 LOADER=""
-KEEP=0
 
-# Prints the header comment.
-usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "${BASH_SOURCE[0]}"; }
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --keys) KEYS=$2; shift 2 ;;
@@ -59,36 +56,16 @@ while [[ $# -gt 0 ]]; do
     --pipeline) PIPELINE=$2; shift 2 ;;
     --build) BUILD=$2; shift 2 ;;
     --loader) LOADER=$2; shift 2 ;;
-    --keep) KEEP=1; shift ;;
-    -h|--help) usage; exit 0 ;;
+    --keep) BENCH_KEEP=1; shift ;;
+    -h|--help) bench_usage; exit 0 ;;
     *) echo "redis_cluster_rebalance.sh: unknown argument: $1 (see --help)" >&2; exit 2 ;;
   esac
 done
 [[ $KEYS =~ ^[0-9]+$ && $VALUE_SIZE =~ ^[0-9]+$ ]] || { echo "KEYS and VALUE_SIZE must be integers" >&2; exit 2; }
-for tool in redis-server redis-cli python3 timeout; do
-  command -v "$tool" >/dev/null || { echo "redis_cluster_rebalance.sh: $tool not found" >&2; exit 2; }
-done
-
-WORK=$(mktemp -d /tmp/redis-cluster-rebalance.XXXXXX)
-PIDS=()
-USED_PORTS=" "
-cleanup() {
-  local rc=$?
-  local pid
-  for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
-  for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
-  if ((KEEP)); then echo "kept $WORK" >&2; else rm -rf "$WORK"; fi
-  exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+bench_need_tools redis-server redis-cli timeout
+bench_workdir redis-cluster-rebalance
 
 log() { echo "[$(date +%H:%M:%S)] $*" >&2; }
-die() {  # message [log file to show]
-  echo "redis_cluster_rebalance.sh: $1" >&2
-  [[ -n ${2:-} && -f $2 ]] && { echo "--- tail of $2:" >&2; tail -n 20 "$2" >&2; }
-  exit 1
-}
 now() { date +%s.%N; }
 fsub() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a - b }'; }
 fdiv() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.0f", a / b; else print 0 }'; }
@@ -107,56 +84,30 @@ if [[ -z $LOADER ]]; then
   # shellcheck disable=SC2046
   g++ -std=c++20 -O2 -Wall -Wextra "$ROOT/bench/redis_cluster_load.cc" \
     $(pkg-config --cflags --libs hiredis 2>/dev/null || echo -lhiredis) -pthread \
-    -o "$WORK/redis-cluster-load" || die "could not compile the loader"
+    -o "$WORK/redis-cluster-load" || bench_die "could not compile the loader"
   LOADER=$WORK/redis-cluster-load
 fi
-[[ -x $LOADER ]] || die "loader $LOADER is not executable"
+[[ -x $LOADER ]] || bench_die "loader $LOADER is not executable"
 
 # --- redis-server helpers -----------------------------------------------------------------------
-# Sets FREE_PORT to a port P with P and P+10000 (cluster bus) both bindable on 127.0.0.1 and
-# not handed out before in this run (not called in $(...), so USED_PORTS sticks).
-free_port() {
-  local p
-  for _ in $(seq 200); do
-    p=$(python3 - <<'PY'
-import random, socket
-p = random.randint(20000, 50000)
-try:
-    for q in (p, p + 10000):
-        s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        s.bind(("127.0.0.1", q)); s.close()
-    print(p)
-except OSError:
-    print(0)
-PY
-)
-    if [[ $p != 0 && $USED_PORTS != *" $p "* ]]; then USED_PORTS+="$p "; FREE_PORT=$p; return 0; fi
-  done
-  die "found no free port pair"
-}
-
-# start_master DIR -> sets STARTED_PORT. Retries on another port if the server does not come up
-# (someone else took the port between the probe and the bind).
+# start_master DIR -> sets STARTED_PORT, on a port P with P+10000 (the cluster bus) free too.
+# Retries on another port if the server does not come up (someone else took the port between
+# the probe and the bind).
 start_master() {
   local dir=$1 port pid
   mkdir -p "$dir"
   for _ in 1 2 3 4 5; do
-    free_port
+    bench_free_port 10000
     port=$FREE_PORT
     redis-server --port "$port" --bind 127.0.0.1 --protected-mode no --daemonize no \
       --cluster-enabled yes --cluster-config-file "$dir/nodes.conf" --cluster-node-timeout 5000 \
       --dir "$dir" --appendonly no --save '' --logfile "$dir/redis.log" &
     pid=$!
-    PIDS+=("$pid")
-    for _ in $(seq 100); do
-      if rcli "$port" ping >/dev/null 2>&1; then STARTED_PORT=$port; return 0; fi
-      kill -0 "$pid" 2>/dev/null || break
-      sleep 0.1
-    done
-    kill "$pid" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
+    bench_track "$pid"
+    if wait_redis "$port" "$pid" 100; then STARTED_PORT=$port; return 0; fi
+    stop_pid "$pid"
   done
-  die "redis-server did not start" "$dir/redis.log"
+  bench_die "redis-server did not start" "$dir/redis.log"
 }
 
 wait_state_ok() {  # ports...
@@ -167,7 +118,7 @@ wait_state_ok() {  # ports...
     ((ok)) && return 0
     sleep 0.1
   done
-  die "cluster_state never became ok"
+  bench_die "cluster_state never became ok"
 }
 
 # Converged: every node knows all N nodes (no handshake/fail flags) and redis-cli --cluster check
@@ -192,7 +143,7 @@ wait_converged() {  # expected_nodes ports...
     sleep 0.2
   done
   echo "$out" >&2
-  die "cluster did not converge to $n nodes"
+  bench_die "cluster did not converge to $n nodes"
 }
 
 dbsize_sum() {  # ports...
@@ -212,13 +163,6 @@ slots_of() {
     print n }'
 }
 
-stop_all() {
-  local pid
-  for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
-  for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
-  PIDS=()
-}
-
 # --- one run ------------------------------------------------------------------------------------
 RESULTS=()
 run_once() {  # pipeline ("default" or a number)
@@ -229,7 +173,7 @@ run_once() {  # pipeline ("default" or a number)
   local create_args=()
   for p in "${ports[@]}"; do create_args+=("127.0.0.1:$p"); done
   timeout 120 redis-cli --cluster create "${create_args[@]}" --cluster-replicas 0 --cluster-yes \
-    >"$dir/create.log" 2>&1 || die "cluster create failed" "$dir/create.log"
+    >"$dir/create.log" 2>&1 || bench_die "cluster create failed" "$dir/create.log"
   wait_state_ok "${ports[@]}"
   wait_converged 3 "${ports[@]}"
   log "cluster up on ports ${ports[*]}"
@@ -238,19 +182,19 @@ run_once() {  # pipeline ("default" or a number)
   local t0 t1 load_secs load_line
   t0=$(now)
   load_line=$(timeout 3600 "$LOADER" --seed "127.0.0.1:${ports[0]}" --keys "$KEYS" \
-    --value-size "$VALUE_SIZE" 2>"$dir/load.log" | tail -n 1) || die "load failed" "$dir/load.log"
+    --value-size "$VALUE_SIZE" 2>"$dir/load.log" | tail -n 1) || bench_die "load failed" "$dir/load.log"
   t1=$(now)
   load_secs=$(fsub "$t1" "$t0")
   local loaded
   loaded=$(dbsize_sum "${ports[@]}")
-  [[ $loaded -eq $KEYS ]] || die "DBSIZE sum after load is $loaded, expected $KEYS"
+  [[ $loaded -eq $KEYS ]] || bench_die "DBSIZE sum after load is $loaded, expected $KEYS"
   log "loaded: $load_line (wall ${load_secs}s incl. connect); DBSIZE sum $loaded"
 
   log "adding a 4th empty master"
   start_master "$dir/m4"
   local newp=$STARTED_PORT
   timeout 120 redis-cli --cluster add-node "127.0.0.1:$newp" "127.0.0.1:${ports[0]}" \
-    >"$dir/add-node.log" 2>&1 || die "add-node failed" "$dir/add-node.log"
+    >"$dir/add-node.log" 2>&1 || bench_die "add-node failed" "$dir/add-node.log"
   ports+=("$newp")
   wait_converged 4 "${ports[@]}"
   log "4 nodes agree; rebalancing (log: $dir/rebalance.log)"
@@ -259,14 +203,14 @@ run_once() {  # pipeline ("default" or a number)
   [[ $pl != default ]] && pl_args=(--cluster-pipeline "$pl")
   t0=$(now)
   timeout 7200 redis-cli --cluster rebalance "127.0.0.1:${ports[0]}" --cluster-use-empty-masters \
-    "${pl_args[@]}" >"$dir/rebalance.log" 2>&1 || die "rebalance failed" "$dir/rebalance.log"
+    "${pl_args[@]}" >"$dir/rebalance.log" 2>&1 || bench_die "rebalance failed" "$dir/rebalance.log"
   t1=$(now)
   local secs moved slots total kps
   secs=$(fsub "$t1" "$t0")
   moved=$(rcli "$newp" dbsize)
   slots=$(slots_of "$newp")
   total=$(dbsize_sum "${ports[@]}")
-  [[ $total -eq $KEYS ]] || die "DBSIZE sum after rebalance is $total, expected $KEYS"
+  [[ $total -eq $KEYS ]] || bench_die "DBSIZE sum after rebalance is $total, expected $KEYS"
   wait_converged 4 "${ports[@]}"
   kps=$(fdiv "$moved" "$secs")
   local per_node=()
@@ -283,13 +227,13 @@ run_once() {  # pipeline ("default" or a number)
   line="RESULT redis_rebalance keys=$KEYS moved=$moved seconds=$secs keys_per_s=$kps pipeline=$pl slots_moved=$slots load_seconds=$load_secs load_keys_per_s=$(fdiv "$KEYS" "$load_secs") value_size=$VALUE_SIZE"
   echo "$line"
   RESULTS+=("$line")
-  stop_all
-  ((KEEP)) || rm -rf "$dir"
+  bench_stop_tracked
+  ((BENCH_KEEP)) || rm -rf "$dir"
 }
 
 IFS=',' read -r -a pipelines <<<"$PIPELINE"
 for pl in "${pipelines[@]}"; do
-  [[ $pl == default || $pl =~ ^[0-9]+$ ]] || die "bad pipeline value: $pl"
+  [[ $pl == default || $pl =~ ^[0-9]+$ ]] || bench_die "bad pipeline value: $pl"
   run_once "$pl"
 done
 if ((${#RESULTS[@]} > 1)); then  # recap, prefixed so that grep ^RESULT counts each run once

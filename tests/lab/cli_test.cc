@@ -1,9 +1,6 @@
 // `shardkv placement compare` through the real binary: output shapes, and every bad input path
 // ending in exit code 2 with exactly one "error: ..." line on stderr.
-#include <unistd.h>
-
 #include <catch2/catch.hpp>
-#include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -11,11 +8,13 @@
 
 #include "lab/json_value.h"
 #include "lab/subprocess.h"
+#include "testing/temp_dir.h"
 
 using shardkv::testing::JsonValue;
 using shardkv::testing::ParseJson;
 using shardkv::testing::ProcessResult;
 using shardkv::testing::RunProcess;
+using shardkv::testing::TempDir;
 
 namespace {
 
@@ -31,33 +30,6 @@ ProcessResult Compare(std::vector<std::string> args, bool small = true) {
 }
 
 size_t CountLines(const std::string& s) { return std::count(s.begin(), s.end(), '\n'); }
-
-// A file in a fresh temp dir, removed with it.
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = "/tmp/shardkv_cli_XXXXXX";
-    REQUIRE(mkdtemp(tmpl.data()) != nullptr);
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    for (const std::string& f : files_) std::remove(f.c_str());
-    rmdir(path_.c_str());
-  }
-  std::string Write(const std::string& name, const std::string& contents) {
-    std::string p = File(name);
-    std::ofstream(p, std::ios::binary) << contents;
-    return p;
-  }
-  std::string File(const std::string& name) {
-    files_.push_back(path_ + "/" + name);
-    return files_.back();
-  }
-
- private:
-  std::string path_;
-  std::vector<std::string> files_;
-};
 
 void RequireUsageError(const ProcessResult& r, const std::string& mention) {
   INFO("stdout: " << r.out << "\nstderr: " << r.err);
@@ -121,7 +93,7 @@ TEST_CASE("cli: keys and names from files, random keys, svg", "[lab][cli]") {
   TempDir dir;
   std::string keys = dir.Write("keys.txt", "a\nb\nc\nd\ne\nf\ng\nh\n");
   std::string names = dir.Write("names.txt", "alpha\nbeta\ngamma\ndelta\n");
-  std::string svg = dir.File("out.svg");
+  std::string svg = dir.Sub("out.svg");
   ProcessResult r = Compare(
       {"--key-file", keys, "--node-names", names, "--nodes", "3", "--svg", svg, "--json"}, false);
   INFO(r.err);

@@ -1,20 +1,17 @@
-// Helpers shared by the storage tests: temp directories, a fake clock, Status assertions.
+// Helpers shared by the storage tests: a fake clock, Status assertions, test options. The temp
+// directory helper is testing/temp_dir.h (included here, so `testing::TempDir` still works).
 #pragma once
-
-#include <stdlib.h>
 
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <cstdint>
-#include <cstdio>
-#include <filesystem>
 #include <functional>
 #include <memory>
 #include <string>
-#include <system_error>
 
 #include "shardkv/status.h"
 #include "storage/storage.h"
+#include "testing/temp_dir.h"
 
 namespace shardkv::testing {
 
@@ -35,34 +32,6 @@ const Status& StatusOf(const StatusOr<T>& s) {
   } while (0)
 
 namespace shardkv::testing {
-
-// A unique directory under $TMPDIR (or /tmp), removed with everything in it on destruction.
-class TempDir {
- public:
-  TempDir() {
-    const char* base = std::getenv("TMPDIR");
-    std::string tmpl = std::string(base != nullptr && *base != '\0' ? base : "/tmp") +
-                       "/shardkv-storage-test-XXXXXX";
-    if (::mkdtemp(tmpl.data()) == nullptr) {
-      std::perror("mkdtemp");
-      std::abort();
-    }
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-
-  const std::string& path() const { return path_; }
-  // A not-yet-existing subdirectory, for tests that need several databases.
-  std::string Sub(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
 
 // A manually advanced wall clock in ms, shareable with Storage/HLC options.
 class FakeClock {
