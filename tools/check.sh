@@ -57,12 +57,31 @@ stage "test release (unit + in-process)" run_tests "$ROOT/build-release" -LE mul
 stage "test release (multi-process drills, one at a time)" \
   ctest --test-dir "$ROOT/build-release" --output-on-failure -j 1 --timeout 900 -L multiprocess
 
+# tests/consumer against the installed package: `consumer` embeds nodes, admin and client in one
+# process; `client_only` links only the client and admin API and must not contain RocksDB. RocksDB
+# links statically (Debian's RocksDBConfig names librocksdb.a), so ldd cannot tell: look for its
+# symbols, and in `consumer` too, so a check that could never fail is noticed.
 consume_installed() {
   local prefix="$ROOT/build-release/_install" consumer="$ROOT/build-release/_consumer"
   rm -rf "$prefix" "$consumer"
   cmake --install "$ROOT/build-release" --prefix "$prefix" >/dev/null &&
     cmake -S "$ROOT/tests/consumer" -B "$consumer" -DCMAKE_PREFIX_PATH="$prefix" >/dev/null &&
-    cmake --build "$consumer" >/dev/null && "$consumer/consumer"
+    cmake --build "$consumer" -j "$JOBS" >/dev/null && "$consumer/consumer" &&
+    "$consumer/client_only" || return 1
+  # grep -c reads all of nm's output: grep -q could exit first and fail the pipe (pipefail).
+  local in_consumer in_client_only
+  in_consumer=$(nm -C "$consumer/consumer" | grep -c 'rocksdb::' || true)
+  in_client_only=$( (nm -C "$consumer/client_only"; ldd "$consumer/client_only") |
+    grep -c 'rocksdb' || true)
+  if [[ "$in_consumer" == 0 ]]; then
+    echo "no RocksDB symbols in consumer: the client_only check would prove nothing" >&2
+    return 1
+  fi
+  if [[ "$in_client_only" != 0 ]]; then
+    echo "client_only links RocksDB, but the client and admin API must not need it" >&2
+    return 1
+  fi
+  echo "client_only links no RocksDB (nm, ldd)"
 }
 stage "install + find_package(shardkv) from an application" consume_installed
 
