@@ -88,8 +88,8 @@ struct ClusterDescription {
   ClusterMap map;
   std::string map_from;  // the node whose map this is
   struct Member {
-    ClusterNode node;   // as in the map
-    NodeProbe probe;    // what its address answered
+    ClusterNode node;      // as in the map
+    NodeProbe probe;       // what its address answered
     bool foreign = false;  // it answered with a map of another cluster
   };
   std::vector<Member> members;  // ascending id

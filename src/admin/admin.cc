@@ -10,6 +10,7 @@
 
 #include "admin/admin_transport.h"
 #include "net/rpc_client.h"
+#include "shardkv/stats.h"
 
 namespace shardkv {
 
@@ -22,7 +23,9 @@ class Admin::Impl {
   explicit Impl(AdminOptions o)
       : options(std::move(o)), transport(options.cluster_id, options.cluster_origin) {}
 
-  std::chrono::milliseconds timeout() const { return std::chrono::milliseconds(options.timeout_ms); }
+  std::chrono::milliseconds timeout() const {
+    return std::chrono::milliseconds(options.timeout_ms);
+  }
   std::chrono::milliseconds plan_timeout() const {
     return std::chrono::milliseconds(std::max(options.plan_timeout_ms, options.timeout_ms));
   }
@@ -69,9 +72,8 @@ class Admin::Impl {
     AdminReply none;
     none.unreachable = true;
     none.foreign = foreign;
-    none.status = Status::Unavailable(addresses.empty() ? "no node to ask"
-                                                        : transport.NoNode() + " answered (" +
-                                                              tried + ")");
+    none.status = Status::Unavailable(
+        addresses.empty() ? "no node to ask" : transport.NoNode() + " answered (" + tried + ")");
     return none;
   }
 
@@ -144,8 +146,8 @@ class Admin::Impl {
       }
     }
     if (best) return std::move(*best);
-    const std::string who = transport.cluster_id() != 0 ? transport.NoNode()
-                                                        : std::string("no node of the cluster");
+    const std::string who =
+        transport.cluster_id() != 0 ? transport.NoNode() : std::string("no node of the cluster");
     return Status::Unavailable(who + " answered" +
                                (errors.empty() ? std::string() : " (" + errors + ")"));
   }
@@ -159,7 +161,8 @@ class Admin::Impl {
       if (!p.reachable) return p.error;
       int64_t reported = 0;
       if (p.stats) {
-        if (auto it = p.stats->counters.find("node_id"); it != p.stats->counters.end()) {
+        if (auto it = p.stats->counters.find(std::string(stats::node_id));
+            it != p.stats->counters.end()) {
           reported = it->second;
         }
       }
@@ -240,9 +243,9 @@ StatusOr<ClusterMap> Admin::FormCluster(const std::vector<ClusterNode>& nodes,
   const std::string encoded = map->Encode();
   for (const ClusterNode& n : map->nodes()) {
     bool unreachable = false;
-    auto r = impl_->transport.CallAnyCluster(
-        n.address, net::InstallMapRequest{encoded, 0, /*adopt=*/true}, impl_->timeout(),
-        &unreachable);
+    auto r = impl_->transport.CallAnyCluster(n.address,
+                                             net::InstallMapRequest{encoded, 0, /*adopt=*/true},
+                                             impl_->timeout(), &unreachable);
     const std::string who = "node " + std::to_string(n.id) + " (" + n.address + ")";
     if (!r.ok()) return r.status().WithContext(who + " did not take the cluster map");
     const auto* installed = std::get_if<net::InstallMapResponse>(&*r);
@@ -319,7 +322,10 @@ AdminReply Admin::SetThrottle(std::optional<uint64_t> rate_bytes_per_s,
   if (streams_per_node) args["streams"] = std::to_string(*streams_per_node);
   if (args.empty()) {
     return AdminReply{Status::InvalidArgument("throttle needs a rate and/or a stream count"),
-                      false, false, "", {}};
+                      false,
+                      false,
+                      "",
+                      {}};
   }
   return impl_->SendToDriver("throttle", args);
 }

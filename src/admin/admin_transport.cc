@@ -45,8 +45,7 @@ StatusOr<ClusterMap> AdminTransport::MapOf(const std::string& address,
   return map;
 }
 
-StatusOr<net::ResponseBody> AdminTransport::Call(const std::string& address,
-                                                 net::RequestBody body,
+StatusOr<net::ResponseBody> AdminTransport::Call(const std::string& address, net::RequestBody body,
                                                  std::chrono::milliseconds timeout,
                                                  CallFailure* failure) {
   CallFailure ignored;
@@ -60,7 +59,8 @@ StatusOr<net::ResponseBody> AdminTransport::Call(const std::string& address,
       failure->unreachable = true;
       return Status::Unavailable(address + " did not answer");
     }
-    if (map.ok()) Adopt(map->cluster_id(), "the cluster of " + address + " (the first node that answered)");
+    if (map.ok())
+      Adopt(map->cluster_id(), "the cluster of " + address + " (the first node that answered)");
   }
   net::Request request;
   request.body = std::move(body);
@@ -79,11 +79,11 @@ StatusOr<net::ResponseBody> AdminTransport::Call(const std::string& address,
       if (auto map = MapOf(address, timeout, nullptr);
           map.ok() && map->cluster_id() != cluster_id_) {
         failure->foreign = true;
-        return Status::FailedPrecondition(
-            address + " belongs to cluster " + std::to_string(map->cluster_id()) +
-            ", not to cluster " + std::to_string(cluster_id_) +
-            (origin_.empty() ? "" : " (" + origin_ + ")") +
-            "; another cluster may have taken this cluster's ports");
+        return Status::FailedPrecondition(address + " belongs to cluster " +
+                                          std::to_string(map->cluster_id()) + ", not to cluster " +
+                                          std::to_string(cluster_id_) +
+                                          (origin_.empty() ? "" : " (" + origin_ + ")") +
+                                          "; another cluster may have taken this cluster's ports");
       }
     }
     return s;

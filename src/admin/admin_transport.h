@@ -36,8 +36,7 @@ class AdminTransport {
                                    std::chrono::milliseconds timeout, CallFailure* failure);
   // The same without any cluster id: for a node that is not a member (yet).
   StatusOr<net::ResponseBody> CallAnyCluster(const std::string& address, net::RequestBody body,
-                                             std::chrono::milliseconds timeout,
-                                             bool* unreachable);
+                                             std::chrono::milliseconds timeout, bool* unreachable);
   // The map `address` holds, asked without a cluster id.
   StatusOr<ClusterMap> MapOf(const std::string& address, std::chrono::milliseconds timeout,
                              bool* unreachable);

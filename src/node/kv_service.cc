@@ -6,6 +6,7 @@
 
 #include "rebalance/stream_sink.h"
 #include "rebalance/stream_source.h"
+#include "shardkv/stats.h"
 #include "storage/disk_space.h"
 
 namespace shardkv {
@@ -319,39 +320,47 @@ net::ResponseBody KvService::ReplicaRead(const ClusterMap& map, uint64_t sender_
 
 net::ResponseBody KvService::Stats() {
   net::StatsResponse out;
-  out.counters["node_id"] = d_.self_id;
-  out.counters["uptime_s"] = static_cast<int64_t>(d_.stats->UptimeSeconds());
+  out.counters[std::string(stats::node_id)] = d_.self_id;
+  out.counters[std::string(stats::uptime_s)] = static_cast<int64_t>(d_.stats->UptimeSeconds());
   for (size_t op = 0; op < kOpNames.size(); ++op) {
-    out.counters["ops." + std::string(kOpNames[op])] = static_cast<int64_t>(d_.stats->OpCount(op));
+    out.counters[std::string(stats::kOpsPrefix) + std::string(kOpNames[op])] =
+        static_cast<int64_t>(d_.stats->OpCount(op));
   }
-  out.counters["client_errors"] = static_cast<int64_t>(d_.stats->client_errors());
+  out.counters[std::string(stats::client_errors)] = static_cast<int64_t>(d_.stats->client_errors());
   if (d_.server_stats) {
     const net::Server::Stats s = d_.server_stats();
-    out.counters["connections"] = static_cast<int64_t>(s.open_connections);
-    out.counters["connections_total"] = static_cast<int64_t>(s.accepted_connections);
-    out.counters["bad_frames"] = static_cast<int64_t>(s.bad_frames);
+    out.counters[std::string(stats::connections)] = static_cast<int64_t>(s.open_connections);
+    out.counters[std::string(stats::connections_total)] =
+        static_cast<int64_t>(s.accepted_connections);
+    out.counters[std::string(stats::bad_frames)] = static_cast<int64_t>(s.bad_frames);
   }
   const CoordinatorStats cs = d_.coordinator->stats();
-  out.counters["quorum_failures"] = static_cast<int64_t>(cs.quorum_failures);
-  out.counters["read_repairs"] = static_cast<int64_t>(cs.read_repairs);
-  out.counters["hints_written"] = static_cast<int64_t>(cs.hints_written);
-  out.counters["hints_pending"] = static_cast<int64_t>(d_.hints->pending());
-  out.counters["hints_replayed"] = static_cast<int64_t>(d_.hints->replayed());
-  out.counters["hints_expired"] = static_cast<int64_t>(d_.hints->expired());
-  out.counters["stale_epoch_replies"] = static_cast<int64_t>(cs.stale_epoch_replies);
-  out.counters["redriven"] = static_cast<int64_t>(cs.redriven);
+  out.counters[std::string(stats::quorum_failures)] = static_cast<int64_t>(cs.quorum_failures);
+  out.counters[std::string(stats::read_repairs)] = static_cast<int64_t>(cs.read_repairs);
+  out.counters[std::string(stats::hints_written)] = static_cast<int64_t>(cs.hints_written);
+  out.counters[std::string(stats::hints_pending)] = static_cast<int64_t>(d_.hints->pending());
+  out.counters[std::string(stats::hints_replayed)] = static_cast<int64_t>(d_.hints->replayed());
+  out.counters[std::string(stats::hints_expired)] = static_cast<int64_t>(d_.hints->expired());
+  out.counters[std::string(stats::stale_epoch_replies)] =
+      static_cast<int64_t>(cs.stale_epoch_replies);
+  out.counters[std::string(stats::redriven)] = static_cast<int64_t>(cs.redriven);
   if (d_.extra_counters) d_.extra_counters(&out.counters);
-  if (auto map = d_.maps->Current()) out.counters["epoch"] = static_cast<int64_t>(map->epoch());
+  if (auto map = d_.maps->Current())
+    out.counters[std::string(stats::epoch)] = static_cast<int64_t>(map->epoch());
   auto range = d_.storage->ApproximateRangeStats(TokenRange{0, UINT64_MAX});
   if (range.ok()) {
-    out.counters["keys_approx"] = static_cast<int64_t>(range->approximate_keys);
-    out.counters["bytes_approx"] = static_cast<int64_t>(range->approximate_bytes);
+    out.counters[std::string(stats::keys_approx)] = static_cast<int64_t>(range->approximate_keys);
+    out.counters[std::string(stats::bytes_approx)] = static_cast<int64_t>(range->approximate_bytes);
   }
-  out.counters["storage_io_errors"] = static_cast<int64_t>(d_.storage->io_errors());
-  out.gauges["disk_full"] = d_.storage->disk_full() ? 1.0 : 0.0;
-  out.gauges["latency_p50_us"] = static_cast<double>(d_.stats->latency().Percentile(0.50));
-  out.gauges["latency_p99_us"] = static_cast<double>(d_.stats->latency().Percentile(0.99));
-  out.gauges["latency_p999_us"] = static_cast<double>(d_.stats->latency().Percentile(0.999));
+  out.counters[std::string(stats::storage_io_errors)] =
+      static_cast<int64_t>(d_.storage->io_errors());
+  out.gauges[std::string(stats::disk_full)] = d_.storage->disk_full() ? 1.0 : 0.0;
+  out.gauges[std::string(stats::latency_p50_us)] =
+      static_cast<double>(d_.stats->latency().Percentile(0.50));
+  out.gauges[std::string(stats::latency_p99_us)] =
+      static_cast<double>(d_.stats->latency().Percentile(0.99));
+  out.gauges[std::string(stats::latency_p999_us)] =
+      static_cast<double>(d_.stats->latency().Percentile(0.999));
   return out;
 }
 

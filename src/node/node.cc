@@ -29,6 +29,7 @@
 #include "rebalance/stream_sink.h"
 #include "rebalance/stream_source.h"
 #include "storage/storage.h"
+#include "shardkv/stats.h"
 
 namespace shardkv {
 
@@ -177,9 +178,9 @@ Status Node::Impl::Start() {
   };
   deps.extra_counters = [this](std::map<std::string, int64_t>* counters) {
     rebalancer_->AddCounters(counters);
-    (*counters)["stream_tasks_resumed"] = static_cast<int64_t>(stream_sink_->resumed_tasks());
-    (*counters)["stream_entries_pulled"] = static_cast<int64_t>(stream_sink_->entries_pulled());
-    (*counters)["ranges_dropped"] = static_cast<int64_t>(reconciler_->ranges_dropped());
+    (*counters)[std::string(stats::stream_tasks_resumed)] = static_cast<int64_t>(stream_sink_->resumed_tasks());
+    (*counters)[std::string(stats::stream_entries_pulled)] = static_cast<int64_t>(stream_sink_->entries_pulled());
+    (*counters)[std::string(stats::ranges_dropped)] = static_cast<int64_t>(reconciler_->ranges_dropped());
   };
   service_ = std::make_unique<KvService>(
       std::move(deps), KvServiceLimits{options_.max_key_bytes, options_.max_value_bytes});

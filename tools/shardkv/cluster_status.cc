@@ -14,6 +14,7 @@
 #include "shardkv/cluster_map.h"
 #include "shardkv/hash_ring.h"
 #include "shardkv/shard_map.h"
+#include "shardkv/stats.h"
 
 namespace shardkv::cli {
 namespace {
@@ -54,11 +55,14 @@ Probe ProbeNode(NodeProber* prober, const std::string& address) {
   p.map = std::move(np.map);
   if (np.stats) {
     const auto& counters = np.stats->counters;
-    if (auto it = counters.find("keys_approx"); it != counters.end()) p.keys = it->second;
-    if (auto it = counters.find("node_id"); it != counters.end()) p.node_id = it->second;
+    if (auto it = counters.find(std::string(stats::keys_approx)); it != counters.end())
+      p.keys = it->second;
+    if (auto it = counters.find(std::string(stats::node_id)); it != counters.end())
+      p.node_id = it->second;
     // The gauge is 1 while the node's writes fail with no space left; a node that does not
     // report it (older) counts as not full.
-    if (auto it = np.stats->gauges.find("disk_full"); it != np.stats->gauges.end()) {
+    if (auto it = np.stats->gauges.find(std::string(stats::disk_full));
+        it != np.stats->gauges.end()) {
       p.disk_full = it->second != 0;
     }
   }

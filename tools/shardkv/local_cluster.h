@@ -32,8 +32,8 @@
 #include <string>
 #include <vector>
 
-#include "shardkv/admin.h"
 #include "node_args.h"
+#include "shardkv/admin.h"
 #include "shardkv/status.h"
 
 namespace shardkv::cli {

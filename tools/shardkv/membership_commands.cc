@@ -18,6 +18,7 @@
 #include "local_cluster.h"
 #include "plan_printer.h"
 #include "rebalance_client.h"
+#include "shardkv/stats.h"
 
 namespace shardkv::cli {
 namespace {
@@ -332,7 +333,8 @@ int DoJoin(const GlobalOptions& g, const ChangeFlags& f, const std::string& addr
   }
   int64_t reported_id = 0;
   if (joining.stats) {
-    if (auto it = joining.stats->counters.find("node_id"); it != joining.stats->counters.end()) {
+    if (auto it = joining.stats->counters.find(std::string(stats::node_id));
+        it != joining.stats->counters.end()) {
       reported_id = it->second;
     }
   }

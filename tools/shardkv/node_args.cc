@@ -11,9 +11,9 @@
 #include <set>
 #include <sstream>
 
-#include "shardkv/admin.h"
 #include "cluster_limits.h"
 #include "local_cluster.h"
+#include "shardkv/admin.h"
 #include "shardkv/cluster_map.h"
 
 namespace shardkv::cli {
@@ -225,8 +225,8 @@ std::string DescribePortHolder(uint16_t port) {
         who = "a shardkv-node of cluster " + std::to_string(map->cluster_id());
         for (const ClusterNode& n : map->nodes()) {
           if (n.address == "127.0.0.1:" + std::to_string(port)) {
-            who = "node " + std::to_string(n.id) + " of cluster " +
-                  std::to_string(map->cluster_id());
+            who =
+                "node " + std::to_string(n.id) + " of cluster " + std::to_string(map->cluster_id());
           }
         }
       }

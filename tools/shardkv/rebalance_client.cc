@@ -6,9 +6,9 @@
 #include <cstdio>
 
 #include "local_cluster.h"
+#include "shardkv/stats.h"
 
 namespace shardkv::cli {
-
 
 std::string SteerCommand::Name() const {
   switch (kind) {
@@ -78,7 +78,7 @@ StatusOr<ClusterMap> AdminClient::NewestMap(const std::vector<std::string>& addr
 
 int64_t AdminClient::SumClientErrors(const std::vector<std::string>& addresses,
                                      std::chrono::milliseconds timeout) {
-  return With(addresses, timeout)->SumCounter("client_errors");
+  return With(addresses, timeout)->SumCounter(std::string(stats::client_errors));
 }
 
 NodeProbe AdminClient::Probe(const std::string& address, std::chrono::milliseconds timeout) {
@@ -172,14 +172,13 @@ std::optional<std::string> RetireRemovedNode(const GlobalOptions& g, const std::
 uint64_t MovedCopies(const ChangeReport& r) {
   return std::max(r.copies_done, r.record.moved_copies);
 }
-uint64_t MovedBytes(const ChangeReport& r) {
-  return std::max(r.bytes_done, r.record.moved_bytes);
-}
+uint64_t MovedBytes(const ChangeReport& r) { return std::max(r.bytes_done, r.record.moved_bytes); }
 
-std::optional<ChangeReport> AwaitEffect(
-    AdminClient* client, const std::vector<std::string>& addresses,
-    const std::function<bool(const ChangeReport&)>& took_effect, std::chrono::milliseconds wait,
-    std::chrono::milliseconds timeout) {
+std::optional<ChangeReport> AwaitEffect(AdminClient* client,
+                                        const std::vector<std::string>& addresses,
+                                        const std::function<bool(const ChangeReport&)>& took_effect,
+                                        std::chrono::milliseconds wait,
+                                        std::chrono::milliseconds timeout) {
   std::optional<ChangeReport> seen;
   PollUntil(
       SteadyClock::now() + wait,

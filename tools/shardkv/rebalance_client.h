@@ -111,10 +111,11 @@ uint64_t MovedBytes(const ChangeReport& r);
 // nodes while the node that was asked fails, or its reply is lost). Polls the status for up to
 // `wait` until `took_effect` holds; returns the last status that answered with it holding, or
 // nullopt when it never did (or no node answered).
-std::optional<ChangeReport> AwaitEffect(
-    AdminClient* client, const std::vector<std::string>& addresses,
-    const std::function<bool(const ChangeReport&)>& took_effect,
-    std::chrono::milliseconds wait, std::chrono::milliseconds timeout);
+std::optional<ChangeReport> AwaitEffect(AdminClient* client,
+                                        const std::vector<std::string>& addresses,
+                                        const std::function<bool(const ChangeReport&)>& took_effect,
+                                        std::chrono::milliseconds wait,
+                                        std::chrono::milliseconds timeout);
 
 // "4.2 MB", "812 KB", "17 B".
 std::string HumanBytes(double bytes);

@@ -45,8 +45,7 @@ int64_t ClientErrors(AdminClient* client, const ChangeReport& r,
                            client->SumClientErrors(addresses, t) - r.record.client_errors_at_start);
 }
 
-void PrintSummary(const ChangeReport& r, uint64_t copies, uint64_t bytes,
-                  int64_t client_errors) {
+void PrintSummary(const ChangeReport& r, uint64_t copies, uint64_t bytes, int64_t client_errors) {
   const ChangeRecord& rec = r.record;
   std::printf("change %llu (%s): %s\n", static_cast<unsigned long long>(rec.change_id),
               DescribeChange(rec).c_str(), StateName(r).c_str());

@@ -1,0 +1,68 @@
+// The names of a node's statistics, declared once (as Envoy declares its stats with macros):
+// the node fills its `stats` reply from this list, and `shardkv stats`, `cluster status`, the
+// Admin API and the metrics endpoint of a later release read the same names. A test checks that
+// a node reports exactly these (tests/node/stats_registry_test.cc).
+//
+// Counters are int64 totals or current counts; gauges are doubles. `ops.<op>` is a family: one
+// counter per request op ("ops.get", "ops.put", ...).
+//
+// Thread-safety: constants only.
+#pragma once
+
+#include <array>
+#include <string_view>
+
+namespace shardkv::stats {
+
+// X(name, help). Counters.
+#define SHARDKV_NODE_COUNTERS(X)                                                         \
+  X(node_id, "the node's id")                                                            \
+  X(uptime_s, "seconds since the node started")                                          \
+  X(client_errors, "errors answered to client get/put/delete requests (not StaleEpoch)") \
+  X(connections, "open client and peer connections")                                     \
+  X(connections_total, "connections accepted since start")                               \
+  X(bad_frames, "frames refused as malformed or oversized")                              \
+  X(quorum_failures, "coordinated operations that missed their quorum")                  \
+  X(read_repairs, "stale replicas repaired by a read")                                   \
+  X(hints_written, "hinted-handoff writes stored for unreachable replicas")              \
+  X(hints_pending, "hints not yet delivered")                                            \
+  X(hints_replayed, "hints delivered")                                                   \
+  X(hints_expired, "hints dropped after the tombstone grace")                            \
+  X(stale_epoch_replies, "requests refused because the sender's map was older")          \
+  X(redriven, "operations re-driven after a map change")                                 \
+  X(rebalance_commits, "cluster maps this node committed as rebalance driver")           \
+  X(rebalance_task_errors, "failed stream task calls while driving a change")            \
+  X(stream_tasks_resumed, "stream tasks continued from a checkpoint on this node")       \
+  X(stream_entries_pulled, "entries this node pulled as a stream destination")           \
+  X(ranges_dropped, "token ranges dropped after a change moved them away")               \
+  X(epoch, "epoch of the node's cluster map")                                            \
+  X(keys_approx, "estimated keys stored (RocksDB estimate, tombstones included)")        \
+  X(bytes_approx, "estimated bytes stored")                                              \
+  X(storage_io_errors, "storage writes that failed with an I/O error")
+
+// Gauges.
+#define SHARDKV_NODE_GAUGES(X)                                       \
+  X(disk_full, "1 while writes fail for lack of space, else 0")      \
+  X(latency_p50_us, "median request latency, microseconds")          \
+  X(latency_p99_us, "99th percentile request latency, microseconds") \
+  X(latency_p999_us, "99.9th percentile request latency, microseconds")
+
+#define SHARDKV_STAT_NAME_(name, help) inline constexpr std::string_view name = #name;
+SHARDKV_NODE_COUNTERS(SHARDKV_STAT_NAME_)
+SHARDKV_NODE_GAUGES(SHARDKV_STAT_NAME_)
+#undef SHARDKV_STAT_NAME_
+
+// The per-op counter family: kOpsPrefix + op name.
+inline constexpr std::string_view kOpsPrefix = "ops.";
+
+struct StatInfo {
+  std::string_view name;
+  std::string_view help;
+};
+
+#define SHARDKV_STAT_INFO_(name, help) StatInfo{#name, help},
+inline constexpr std::array kCounters = {SHARDKV_NODE_COUNTERS(SHARDKV_STAT_INFO_)};
+inline constexpr std::array kGauges = {SHARDKV_NODE_GAUGES(SHARDKV_STAT_INFO_)};
+#undef SHARDKV_STAT_INFO_
+
+}  // namespace shardkv::stats

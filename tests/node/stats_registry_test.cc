@@ -1,0 +1,59 @@
+// The stats registry (include/shardkv/stats.h) is the one list of a node's statistics: a node
+// reports every registered name, and nothing that is not registered, so the CLI, the Admin API
+// and a metrics endpoint that read the registry never miss or invent a name.
+#include <catch2/catch.hpp>
+#include <set>
+#include <string>
+
+#include "shardkv/admin.h"
+#include "shardkv/node.h"
+#include "shardkv/stats.h"
+#include "testing/temp_dir.h"
+
+using namespace shardkv;
+
+TEST_CASE("stats registry: a node reports exactly the registered names", "[node][stats]") {
+  shardkv::testing::TempDir dir;
+  NodeOptions o;
+  o.id = 1;
+  o.data_dir = dir.path();
+  auto node = Node::Start(o);
+  INFO(node.status().ToString());
+  REQUIRE(node.ok());
+
+  AdminOptions ao;
+  ao.seeds = {(*node)->address()};
+  auto admin = Admin::Create(ao);
+  REQUIRE(admin.ok());
+  auto snapshot = (*admin)->NodeStats((*node)->address());
+  INFO(snapshot.status().ToString());
+  REQUIRE(snapshot.ok());
+
+  std::set<std::string> counters, gauges;
+  for (const auto& s : stats::kCounters) counters.insert(std::string(s.name));
+  for (const auto& s : stats::kGauges) gauges.insert(std::string(s.name));
+  CHECK(counters.size() == stats::kCounters.size());  // no name registered twice
+  for (const auto& name : counters) {
+    INFO("registered counter " << name);
+    CHECK(snapshot->counters.count(name) == 1);
+  }
+  for (const auto& name : gauges) {
+    INFO("registered gauge " << name);
+    CHECK(snapshot->gauges.count(name) == 1);
+  }
+  size_t ops = 0;
+  for (const auto& [name, value] : snapshot->counters) {
+    INFO("reported counter " << name);
+    if (name.rfind(stats::kOpsPrefix, 0) == 0) {
+      ++ops;
+      continue;
+    }
+    CHECK(counters.count(name) == 1);
+  }
+  CHECK(ops > 0);
+  for (const auto& [name, value] : snapshot->gauges) {
+    INFO("reported gauge " << name);
+    CHECK(gauges.count(name) == 1);
+  }
+  CHECK(snapshot->counters.at(std::string(stats::node_id)) == 1);
+}
