@@ -630,11 +630,10 @@ class RedisDriver : public Driver {
   }
 
   Status Connect() override {
-    const size_t colon = config_.redis.rfind(':');
-    const std::string host = config_.redis.substr(0, colon);
-    int port = 0;
-    const std::string port_text = config_.redis.substr(colon + 1);
-    std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
+    // Validate() checked the address.
+    std::string host;
+    uint16_t port = 0;
+    (void)shardkv::ParseHostPort(config_.redis, &host, &port);
     conns_.resize(static_cast<size_t>(config_.clients));
     for (int c = 0; c < config_.clients; ++c) {
       Conn& conn = conns_[c];
@@ -1003,11 +1002,9 @@ bool ParseDist(const std::string& text, double* theta) {
 }
 
 bool ValidHostPort(const std::string& address) {
-  const size_t colon = address.rfind(':');
-  if (colon == std::string::npos || colon == 0) return false;
-  unsigned port = 0;
-  auto [p, ec] = std::from_chars(address.data() + colon + 1, address.data() + address.size(), port);
-  return ec == std::errc() && p == address.data() + address.size() && port > 0 && port < 65536;
+  std::string host;
+  uint16_t port = 0;
+  return shardkv::ParseHostPort(address, &host, &port).ok();
 }
 
 // Checks what CLI11 cannot express. Returns an empty string when the config is usable.
