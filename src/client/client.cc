@@ -149,8 +149,9 @@ void SendBatches(Client::Core& core, const ClusterMap& map, const std::vector<ui
     req.body = std::move(batch);
     auto done = std::make_shared<std::promise<void>>();
     pending.push_back(done->get_future());
+    // `&idx = idx`, not `&idx`: clang before 16 cannot capture a structured binding.
     core.Send(std::move(req), tokens[idx.front()], {},
-              [&out, &idx, &convert, done](StatusOr<net::Response> r) {
+              [&out, &idx = idx, &convert, done](StatusOr<net::Response> r) {
                 auto body = Expect<ReplyBody>(r);
                 for (size_t k = 0; k < idx.size(); ++k) {
                   if (!body.ok()) {
