@@ -15,10 +15,10 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 
+#include "common/mutex.h"
 #include "net/io_context.h"
 #include "net/messages.h"
 #include "net/rpc_client.h"
@@ -71,15 +71,15 @@ class Client::Core : public std::enable_shared_from_this<Client::Core> {
   const ClientOptions options_;
   std::shared_ptr<net::IoContext> io_;
 
-  mutable std::mutex mu_;
-  std::shared_ptr<const ClusterMap> map_;                        // GUARDED_BY(mu_)
-  std::map<std::string, std::unique_ptr<net::RpcClient>> rpcs_;  // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  std::shared_ptr<const ClusterMap> map_ GUARDED_BY(mu_);
+  std::map<std::string, std::unique_ptr<net::RpcClient>> rpcs_ GUARDED_BY(mu_);
   // Nodes that just failed to answer are tried last for a short while, so one dead or paused
   // node does not cost every request a timeout.
-  std::map<std::string, Clock::time_point> suspect_until_;  // GUARDED_BY(mu_)
-  bool closed_ = false;                                     // GUARDED_BY(mu_)
+  std::map<std::string, Clock::time_point> suspect_until_ GUARDED_BY(mu_);
+  bool closed_ GUARDED_BY(mu_) = false;
   // Where an adopted cluster id came from (ClientOptions::cluster_id was 0), for errors.
-  std::string adopted_from_;  // GUARDED_BY(mu_)
+  std::string adopted_from_ GUARDED_BY(mu_);
 
   // The cluster this client talks to: ClientOptions::cluster_id, or the first one adopted.
   std::atomic<uint64_t> cluster_id_{0};

@@ -31,13 +31,13 @@ struct Coordinator::WriteOp {
   int redrives = 0;
   WriteDone done;
 
-  std::mutex mu;
-  size_t acks_old = 0;    // GUARDED_BY(mu)
-  size_t acks_new = 0;    // GUARDED_BY(mu)
-  size_t replies = 0;     // GUARDED_BY(mu)
-  bool answered = false;  // GUARDED_BY(mu)
-  bool stale = false;     // GUARDED_BY(mu): a replica answered at a newer epoch
-  std::string failures;   // GUARDED_BY(mu)
+  Mutex mu;
+  size_t acks_old GUARDED_BY(mu) = 0;
+  size_t acks_new GUARDED_BY(mu) = 0;
+  size_t replies GUARDED_BY(mu) = 0;
+  bool answered GUARDED_BY(mu) = false;
+  bool stale GUARDED_BY(mu) = false;  // a replica answered at a newer epoch
+  std::string failures GUARDED_BY(mu);
 };
 
 struct Coordinator::ReadOp {
@@ -50,14 +50,14 @@ struct Coordinator::ReadOp {
   int redrives = 0;
   ReadDone done;
 
-  std::mutex mu;
-  size_t replies = 0;              // GUARDED_BY(mu)
-  size_t answers = 0;              // GUARDED_BY(mu): replies that carried a result
-  bool answered = false;           // GUARDED_BY(mu)
-  bool stale = false;              // GUARDED_BY(mu)
-  std::string failures;            // GUARDED_BY(mu)
-  std::optional<Envelope> newest;  // GUARDED_BY(mu)
-  std::vector<std::pair<ClusterNode, std::optional<Envelope>>> results;  // GUARDED_BY(mu)
+  Mutex mu;
+  size_t replies GUARDED_BY(mu) = 0;
+  size_t answers GUARDED_BY(mu) = 0;  // replies that carried a result
+  bool answered GUARDED_BY(mu) = false;
+  bool stale GUARDED_BY(mu) = false;
+  std::string failures GUARDED_BY(mu);
+  std::optional<Envelope> newest GUARDED_BY(mu);
+  std::vector<std::pair<ClusterNode, std::optional<Envelope>>> results GUARDED_BY(mu);
 };
 
 namespace {
@@ -91,12 +91,12 @@ std::shared_ptr<const ClusterMap> Coordinator::NewerMap(const ClusterMap& than) 
 }
 
 void Coordinator::BeginOp(uint64_t epoch) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   ++in_flight_by_epoch_[epoch];
 }
 
 void Coordinator::EndOp(uint64_t epoch) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   auto it = in_flight_by_epoch_.find(epoch);
   if (it != in_flight_by_epoch_.end() && --it->second == 0) in_flight_by_epoch_.erase(it);
   drained_.notify_all();
@@ -104,14 +104,18 @@ void Coordinator::EndOp(uint64_t epoch) {
 
 bool Coordinator::WaitForOlderEpochs(uint64_t epoch,
                                      std::chrono::steady_clock::time_point deadline) {
-  std::unique_lock lock(mu_);
-  return drained_.wait_until(lock, deadline, [&] {
+  MutexLock lock(&mu_);
+  auto drained = [&]() REQUIRES(mu_) {
     return in_flight_by_epoch_.empty() || in_flight_by_epoch_.begin()->first >= epoch;
-  });
+  };
+  while (!drained()) {
+    if (!lock.WaitUntil(drained_, deadline)) return drained();
+  }
+  return true;
 }
 
 CoordinatorStats Coordinator::stats() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   return stats_;
 }
 
@@ -145,7 +149,7 @@ void Coordinator::SendReplicaWriteAt(const ClusterNode& node, uint64_t epoch, ui
                  if (!reply.ok()) return done(reply.status(), 0);
                  self->NoteReply(*reply);
                  if (reply->status().code() == Status::Code::kStaleEpoch) {
-                   std::lock_guard lock(self->mu_);
+                   MutexLock lock(&self->mu_);
                    ++self->stats_.stale_epoch_replies;
                  }
                  done(reply->status(), reply->epoch);
@@ -200,7 +204,7 @@ void Coordinator::FinishReplicaWrite(const std::shared_ptr<WriteOp>& op, const C
   bool last = false;
   const bool fenced = result.code() == Status::Code::kStaleEpoch;
   {
-    std::lock_guard lock(op->mu);
+    MutexLock lock(&op->mu);
     ++op->replies;
     if (result.ok() && reply_epoch <= op->map->epoch()) {
       if (In(op->old_set, node.id)) ++op->acks_old;
@@ -236,12 +240,12 @@ void Coordinator::FinishReplicaWrite(const std::shared_ptr<WriteOp>& op, const C
   if (!result.ok() && !fenced && node.id != options_.self_id) {
     // The replica missed this write: keep it for hinted handoff (repair only, never an ack).
     Status s = hints_->Add(node.id, op->token, op->key, op->envelope);
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     if (s.ok()) ++stats_.hints_written;
   }
   if (answer) {
     if (!answer->ok()) {
-      std::lock_guard lock(mu_);
+      MutexLock lock(&mu_);
       ++stats_.quorum_failures;
     }
     op->done(std::move(*answer));
@@ -249,7 +253,7 @@ void Coordinator::FinishReplicaWrite(const std::shared_ptr<WriteOp>& op, const C
   if (last) EndOp(op->map->epoch());
   if (redrive) {
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(&mu_);
       ++stats_.redriven;
     }
     auto again = std::make_shared<WriteOp>();
@@ -329,7 +333,7 @@ void Coordinator::FinishReplicaRead(const std::shared_ptr<ReadOp>& op, const Clu
   bool last = false;
   const bool fenced = result.status().code() == Status::Code::kStaleEpoch;
   {
-    std::lock_guard lock(op->mu);
+    MutexLock lock(&op->mu);
     ++op->replies;
     if (result.ok() && reply_epoch <= op->map->epoch()) {
       ++op->answers;
@@ -363,7 +367,7 @@ void Coordinator::FinishReplicaRead(const std::shared_ptr<ReadOp>& op, const Clu
   }
   if (answer) {
     if (!answer->ok() && !answer->status().IsNotFound()) {
-      std::lock_guard lock(mu_);
+      MutexLock lock(&mu_);
       ++stats_.quorum_failures;
     }
     op->done(std::move(*answer));
@@ -374,7 +378,7 @@ void Coordinator::FinishReplicaRead(const std::shared_ptr<ReadOp>& op, const Clu
   }
   if (redrive) {
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(&mu_);
       ++stats_.redriven;
     }
     auto again = std::make_shared<ReadOp>();
@@ -390,12 +394,12 @@ void Coordinator::FinishReplicaRead(const std::shared_ptr<ReadOp>& op, const Clu
 
 void Coordinator::RepairStale(const std::shared_ptr<ReadOp>& op) {
   // Runs once every replica has answered, so all results are in and no lock is contended.
-  std::lock_guard lock(op->mu);
+  MutexLock lock(&op->mu);
   if (!op->newest) return;
   for (const auto& [node, env] : op->results) {
     if (env && !Newer(*op->newest, *env)) continue;
     {
-      std::lock_guard stats_lock(mu_);
+      MutexLock stats_lock(&mu_);
       ++stats_.read_repairs;
     }
     if (node.id == options_.self_id) {

@@ -26,14 +26,14 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 
 #include "cluster/hint_store.h"
 #include "cluster/map_store.h"
-#include "net/peer_pool.h"
+#include "common/mutex.h"
 #include "net/messages.h"
+#include "net/peer_pool.h"
 #include "storage/storage.h"
 
 namespace shardkv {
@@ -107,10 +107,10 @@ class Coordinator : public std::enable_shared_from_this<Coordinator> {
   PeerPool* peers_;
   HintStore* hints_;
 
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::condition_variable drained_;
-  std::map<uint64_t, uint64_t> in_flight_by_epoch_;  // GUARDED_BY(mu_)
-  CoordinatorStats stats_;                           // GUARDED_BY(mu_)
+  std::map<uint64_t, uint64_t> in_flight_by_epoch_ GUARDED_BY(mu_);
+  CoordinatorStats stats_ GUARDED_BY(mu_);
 };
 
 }  // namespace shardkv

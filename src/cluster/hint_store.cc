@@ -38,7 +38,7 @@ HintStore::HintStore(Storage* storage, uint64_t grace_ms, std::function<uint64_t
     : storage_(storage), grace_ms_(grace_ms), now_ms_(std::move(now_ms)) {}
 
 Status HintStore::Load() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   std::string after;
   uint64_t max_seq = 0;
   for (;;) {
@@ -80,7 +80,7 @@ void HintStore::UpdateProtection() {
 Status HintStore::Add(uint32_t target, uint64_t token, std::string_view key,
                       const Envelope& envelope) {
   const uint64_t seq = seq_.fetch_add(1);
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   // Protect before the hint exists, so no compaction can judge a tombstone in between.
   ++pending_;
   UpdateProtection();
@@ -113,7 +113,7 @@ StatusOr<size_t> HintStore::Replay(uint32_t target, size_t max, const Sender& se
       // Too old to replay safely: tombstones it should be compared against may be gone.
       drop = true;
       ++expired_;
-      std::lock_guard lock(mu_);
+      MutexLock lock(&mu_);
       if (needs_repair_.insert(target).second) {
         Status s = storage_->PutAux(AuxColumn::kMeta,
                                     std::string(kNeedsRepairPrefix) + std::to_string(target), "1");
@@ -127,7 +127,7 @@ StatusOr<size_t> HintStore::Replay(uint32_t target, size_t max, const Sender& se
       ++replayed_;
     }
     SHARDKV_RETURN_IF_ERROR(storage_->DeleteAux(AuxColumn::kHints, k));
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     if (--per_target_[target] == 0) per_target_.erase(target);
     --pending_;
     UpdateProtection();
@@ -136,14 +136,14 @@ StatusOr<size_t> HintStore::Replay(uint32_t target, size_t max, const Sender& se
 }
 
 std::vector<uint32_t> HintStore::Targets() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   std::vector<uint32_t> out;
   for (const auto& [t, n] : per_target_) out.push_back(t);
   return out;
 }
 
 std::vector<uint32_t> HintStore::NeedsRepair() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   return {needs_repair_.begin(), needs_repair_.end()};
 }
 

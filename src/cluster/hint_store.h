@@ -20,12 +20,12 @@
 #include <cstdint>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "common/mutex.h"
 #include "shardkv/status.h"
 #include "storage/storage.h"
 
@@ -55,7 +55,7 @@ class HintStore {
   std::vector<uint32_t> NeedsRepair() const;
 
  private:
-  void UpdateProtection();  // REQUIRES: mu_ held
+  void UpdateProtection() REQUIRES(mu_);
 
   Storage* storage_;
   const uint64_t grace_ms_;
@@ -65,10 +65,10 @@ class HintStore {
   std::atomic<uint64_t> replayed_{0};
   std::atomic<uint64_t> expired_{0};
 
-  mutable std::mutex mu_;
-  std::map<uint32_t, uint64_t> per_target_;  // GUARDED_BY(mu_): pending hints per target
-  std::set<uint32_t> needs_repair_;          // GUARDED_BY(mu_)
-  std::optional<uint64_t> protection_id_;    // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  std::map<uint32_t, uint64_t> per_target_ GUARDED_BY(mu_);  // pending hints per target
+  std::set<uint32_t> needs_repair_ GUARDED_BY(mu_);
+  std::optional<uint64_t> protection_id_ GUARDED_BY(mu_);
 };
 
 }  // namespace shardkv

@@ -9,7 +9,7 @@ Status MapStore::Load() {
   if (!bytes.ok()) return bytes.status();
   auto map = ClusterMap::Decode(*bytes);
   if (!map.ok()) return map.status();
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   current_ = std::make_shared<const ClusterMap>(std::move(map).value());
   return Status::OK();
 }
@@ -19,7 +19,7 @@ Status MapStore::Persist(const ClusterMap& map) {
 }
 
 Status MapStore::Install(const ClusterMap& map) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   if (current_) {
     if (map.cluster_id() != current_->cluster_id()) {
       return Status::FailedPrecondition("map of cluster " + std::to_string(map.cluster_id()) +
@@ -40,7 +40,7 @@ Status MapStore::Install(const ClusterMap& map) {
 }
 
 Status MapStore::Reset(const ClusterMap& map) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   if (current_ && current_->ContentHash() == map.ContentHash()) return Status::OK();
   return PublishLocked(map);
 }
@@ -55,17 +55,17 @@ Status MapStore::PublishLocked(const ClusterMap& map) {
 }
 
 void MapStore::SetBeforePublish(BeforeHook hook) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   before_ = std::move(hook);
 }
 
 void MapStore::AddAfterPublish(AfterHook hook) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   after_.push_back(std::move(hook));
 }
 
 std::shared_ptr<const ClusterMap> MapStore::Current() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   return current_;
 }
 

@@ -9,9 +9,9 @@
 
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <vector>
 
+#include "common/mutex.h"
 #include "shardkv/cluster_map.h"
 #include "shardkv/status.h"
 
@@ -49,13 +49,13 @@ class MapStore {
 
  private:
   Status Persist(const ClusterMap& map);
-  Status PublishLocked(const ClusterMap& map);
+  Status PublishLocked(const ClusterMap& map) REQUIRES(mu_);
 
   Storage* storage_;
-  mutable std::mutex mu_;
-  std::shared_ptr<const ClusterMap> current_;  // GUARDED_BY(mu_)
-  BeforeHook before_;                          // GUARDED_BY(mu_)
-  std::vector<AfterHook> after_;               // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  std::shared_ptr<const ClusterMap> current_ GUARDED_BY(mu_);
+  BeforeHook before_ GUARDED_BY(mu_);
+  std::vector<AfterHook> after_ GUARDED_BY(mu_);
 };
 
 }  // namespace shardkv

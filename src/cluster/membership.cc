@@ -35,7 +35,7 @@ void Membership::AwaitEpoch(uint64_t epoch, std::chrono::milliseconds timeout,
   auto map = maps_->Current();
   if (map && map->epoch() >= epoch) return done(true);
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     if (!stopping_) {
       waiters_.push_back({epoch, std::chrono::steady_clock::now() + timeout, std::move(done)});
       wake_.notify_all();
@@ -51,11 +51,14 @@ void Membership::WaiterLoop() {
     std::vector<std::pair<std::function<void(bool)>, bool>> ready;
     bool pull = false;
     {
-      std::unique_lock lock(mu_);
+      MutexLock lock(&mu_);
       // Polls: installs come from several paths (admin, gossip, replies), so a short poll is
       // simpler than a notification from each.
-      wake_.wait_for(lock, std::chrono::milliseconds(waiters_.empty() ? 200 : 20),
-                     [&] { return stopping_; });
+      const auto poll_end =
+          std::chrono::steady_clock::now() + std::chrono::milliseconds(waiters_.empty() ? 200 : 20);
+      while (!stopping_) {
+        if (!lock.WaitUntil(wake_, poll_end)) break;
+      }
       if (stopping_) {
         for (Waiter& w : waiters_) ready.emplace_back(std::move(w.done), false);
         waiters_.clear();
@@ -78,7 +81,7 @@ void Membership::WaiterLoop() {
     }
     for (auto& [done, ok] : ready) done(ok);
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(&mu_);
       if (stopping_ && waiters_.empty()) return;
     }
     if (pull) FetchNewestMap(options_.ping_timeout);
@@ -87,7 +90,7 @@ void Membership::WaiterLoop() {
 
 void Membership::Stop() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     stopping_ = true;
   }
   wake_.notify_all();
@@ -97,7 +100,7 @@ void Membership::Stop() {
   // Installs still queued are refused rather than dropped silently.
   std::deque<std::pair<net::InstallMapRequest, std::function<void(net::ResponseBody)>>> left;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     left.swap(installs_);
   }
   for (auto& [req, done] : left) done(Error(Status::Unavailable("node is shutting down")));
@@ -105,7 +108,7 @@ void Membership::Stop() {
 
 bool Membership::IsAlive(uint32_t id) const {
   if (id == options_.self_id) return true;
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   const auto now = std::chrono::steady_clock::now();
   auto it = last_seen_.find(id);
   if (it == last_seen_.end()) {
@@ -118,7 +121,7 @@ bool Membership::IsAlive(uint32_t id) const {
 void Membership::HandleInstall(net::InstallMapRequest request,
                                std::function<void(net::ResponseBody)> done) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     if (!stopping_) {
       installs_.emplace_back(std::move(request), std::move(done));
       wake_.notify_all();
@@ -133,8 +136,8 @@ void Membership::AdminLoop() {
   for (;;) {
     std::pair<net::InstallMapRequest, std::function<void(net::ResponseBody)>> item;
     {
-      std::unique_lock lock(mu_);
-      wake_.wait(lock, [&] { return stopping_ || !installs_.empty(); });
+      MutexLock lock(&mu_);
+      while (!stopping_ && installs_.empty()) lock.Wait(wake_);
       if (stopping_) return;
       item = std::move(installs_.front());
       installs_.pop_front();
@@ -193,8 +196,11 @@ net::ResponseBody Membership::Install(const net::InstallMapRequest& request) {
 void Membership::GossipLoop() {
   for (;;) {
     {
-      std::unique_lock lock(mu_);
-      wake_.wait_for(lock, options_.gossip_interval, [&] { return stopping_; });
+      MutexLock lock(&mu_);
+      const auto interval_end = std::chrono::steady_clock::now() + options_.gossip_interval;
+      while (!stopping_) {
+        if (!lock.WaitUntil(wake_, interval_end)) break;
+      }
       if (stopping_) return;
     }
     GossipOnce();
@@ -218,7 +224,7 @@ void Membership::GossipOnce() {
                  [this, id, address, my_epoch](StatusOr<net::Response> reply) {
                    if (!reply.ok() || !reply->ok()) return;
                    {
-                     std::lock_guard lock(mu_);
+                     MutexLock lock(&mu_);
                      last_seen_[id] = std::chrono::steady_clock::now();
                    }
                    // The pong carries the newer map when ours is older (request epoch older).

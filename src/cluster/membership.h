@@ -22,15 +22,15 @@
 #include <future>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <thread>
 #include <vector>
 
 #include "cluster/coordinator.h"
 #include "cluster/hint_store.h"
 #include "cluster/map_store.h"
-#include "net/peer_pool.h"
+#include "common/mutex.h"
 #include "net/messages.h"
+#include "net/peer_pool.h"
 
 namespace shardkv {
 
@@ -98,17 +98,16 @@ class Membership {
   std::shared_ptr<Coordinator> coordinator_;
   HintStore* hints_;
 
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::condition_variable wake_;
-  bool stopping_ = false;                                                // GUARDED_BY(mu_)
-  std::map<uint32_t, std::chrono::steady_clock::time_point> last_seen_;  // GUARDED_BY(mu_)
+  bool stopping_ GUARDED_BY(mu_) = false;
+  std::map<uint32_t, std::chrono::steady_clock::time_point> last_seen_ GUARDED_BY(mu_);
   // When IsAlive() was first asked about a node never heard from: it gets the same grace as a
   // node last seen then (a member that just joined, or this node just started).
-  mutable std::map<uint32_t, std::chrono::steady_clock::time_point>
-      first_asked_;  // GUARDED_BY(mu_)
-  std::deque<std::pair<net::InstallMapRequest, std::function<void(net::ResponseBody)>>>
-      installs_;                 // GUARDED_BY(mu_)
-  std::vector<Waiter> waiters_;  // GUARDED_BY(mu_)
+  mutable std::map<uint32_t, std::chrono::steady_clock::time_point> first_asked_ GUARDED_BY(mu_);
+  std::deque<std::pair<net::InstallMapRequest, std::function<void(net::ResponseBody)>>> installs_
+      GUARDED_BY(mu_);
+  std::vector<Waiter> waiters_ GUARDED_BY(mu_);
   std::chrono::steady_clock::time_point started_;
   std::thread gossip_thread_;
   std::thread admin_thread_;

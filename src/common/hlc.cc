@@ -39,7 +39,7 @@ Status HlcClock::EnsureCeilingAboveLocked(uint64_t ts, uint64_t physical_now_ms)
 
 StatusOr<uint64_t> HlcClock::Now() {
   const uint64_t physical_now_ms = PhysicalNowMs();
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   const uint64_t next = std::max(last_ + 1, Make(physical_now_ms, 0));
   SHARDKV_RETURN_IF_ERROR(EnsureCeilingAboveLocked(next, physical_now_ms));
   last_ = next;
@@ -61,7 +61,7 @@ Status HlcClock::CheckOffset(uint64_t remote) const {
 
 Status HlcClock::Update(uint64_t remote) {
   const uint64_t physical_now_ms = PhysicalNowMs();
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   // A timestamp this clock has already passed needs no move, so it is never "too far ahead",
   // even when it is ahead of the wall clock (after a restart the clock starts at the persisted
   // ceiling, up to ceiling_window_ms ahead, and clients echo those timestamps back).
@@ -73,17 +73,17 @@ Status HlcClock::Update(uint64_t remote) {
 }
 
 uint64_t HlcClock::Last() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return last_;
 }
 
 uint64_t HlcClock::Ceiling() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return ceiling_;
 }
 
 uint64_t HlcClock::CeilingWrites() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return ceiling_writes_;
 }
 

@@ -28,8 +28,8 @@
 
 #include <cstdint>
 #include <functional>
-#include <mutex>
 
+#include "common/mutex.h"
 #include "shardkv/status.h"
 
 namespace shardkv {
@@ -96,13 +96,13 @@ class HlcClock {
  private:
   uint64_t PhysicalNowMs() const;
   // Makes sure `ts` is below the durable ceiling, persisting a new one if needed.
-  Status EnsureCeilingAboveLocked(uint64_t ts, uint64_t physical_now_ms);
+  Status EnsureCeilingAboveLocked(uint64_t ts, uint64_t physical_now_ms) REQUIRES(mu_);
 
   const HlcOptions options_;
-  mutable std::mutex mu_;
-  uint64_t last_ = 0;            // GUARDED_BY(mu_)
-  uint64_t ceiling_ = 0;         // GUARDED_BY(mu_)
-  uint64_t ceiling_writes_ = 0;  // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  uint64_t last_ GUARDED_BY(mu_) = 0;
+  uint64_t ceiling_ GUARDED_BY(mu_) = 0;
+  uint64_t ceiling_writes_ GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace shardkv

@@ -8,7 +8,7 @@ PeerPool::PeerPool(int io_threads)
 PeerPool::~PeerPool() { Close(); }
 
 net::RpcClient* PeerPool::Get(const std::string& address) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   if (closed_) return nullptr;
   auto it = clients_.find(address);
   if (it == clients_.end()) {
@@ -36,7 +36,7 @@ StatusOr<net::Response> PeerPool::CallSync(const std::string& address, net::Requ
 void PeerPool::Close() {
   std::map<std::string, std::unique_ptr<net::RpcClient>> clients;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     if (closed_) return;
     closed_ = true;
     clients.swap(clients_);

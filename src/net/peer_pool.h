@@ -7,9 +7,9 @@
 #include <chrono>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 
+#include "common/mutex.h"
 #include "net/io_context.h"
 #include "net/rpc_client.h"
 
@@ -34,9 +34,9 @@ class PeerPool {
   net::RpcClient* Get(const std::string& address);
 
   std::shared_ptr<net::IoContext> io_;
-  std::mutex mu_;
-  std::map<std::string, std::unique_ptr<net::RpcClient>> clients_;  // GUARDED_BY(mu_)
-  bool closed_ = false;                                             // GUARDED_BY(mu_)
+  Mutex mu_;
+  std::map<std::string, std::unique_ptr<net::RpcClient>> clients_ GUARDED_BY(mu_);
+  bool closed_ GUARDED_BY(mu_) = false;
 };
 
 }  // namespace shardkv

@@ -6,11 +6,11 @@
 #include <charconv>
 #include <exception>
 #include <future>
-#include <mutex>
 #include <queue>
 #include <unordered_map>
 #include <utility>
 
+#include "common/mutex.h"
 #include "net/frame_decoder.h"
 #include "net/io_context_impl.h"
 
@@ -138,25 +138,25 @@ class RpcClient::Channel : public std::enable_shared_from_this<Channel> {
   uint64_t generation_ = 0;  // bumped per successful connect
   Status write_error_;
 
-  std::mutex mu_;
-  State state_ = State::kIdle;                         // GUARDED_BY(mu_)
-  std::unordered_map<uint64_t, PendingCall> pending_;  // GUARDED_BY(mu_)
+  Mutex mu_;
+  State state_ GUARDED_BY(mu_) = State::kIdle;
+  std::unordered_map<uint64_t, PendingCall> pending_ GUARDED_BY(mu_);
   // Min-heap of call deadlines. Entries of finished calls are skipped when they surface, and
   // the heap is rebuilt when they pile up.
-  std::priority_queue<DeadlineEntry, std::vector<DeadlineEntry>, std::greater<>>
-      deadlines_;                                          // GUARDED_BY(mu_)
-  std::string out_;                                        // GUARDED_BY(mu_)
-  bool write_scheduled_ = false;                           // GUARDED_BY(mu_)
-  Clock::time_point armed_at_ = Clock::time_point::max();  // GUARDED_BY(mu_)
+  std::priority_queue<DeadlineEntry, std::vector<DeadlineEntry>, std::greater<>> deadlines_
+      GUARDED_BY(mu_);
+  std::string out_ GUARDED_BY(mu_);
+  bool write_scheduled_ GUARDED_BY(mu_) = false;
+  Clock::time_point armed_at_ GUARDED_BY(mu_) = Clock::time_point::max();
 };
 
 void RpcClient::Channel::Send(uint64_t id, const std::string& frame, Clock::time_point deadline,
                               int64_t timeout_ms, Callback done) {
   bool connect = false, write = false, arm = false;
   {
-    std::unique_lock<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (state_ == State::kClosed) {
-      lock.unlock();
+      lock.Unlock();
       Invoke(done, Status::Aborted(shared_->address + ": client closed"));
       return;
     }
@@ -188,7 +188,7 @@ void RpcClient::Channel::Send(uint64_t id, const std::string& frame, Clock::time
 void RpcClient::Channel::Close() {
   std::unordered_map<uint64_t, PendingCall> abandoned;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (state_ == State::kClosed) return;
     state_ = State::kClosed;
     abandoned.swap(pending_);
@@ -217,7 +217,7 @@ asio::awaitable<void> RpcClient::Channel::Run(std::shared_ptr<Channel> self) {
     }
     self->shared_->connects.fetch_add(1, std::memory_order_relaxed);
     {
-      std::lock_guard<std::mutex> lock(self->mu_);
+      MutexLock lock(&self->mu_);
       if (self->state_ == State::kClosed) {
         self->CloseSocket();
         co_return;
@@ -317,7 +317,7 @@ asio::awaitable<Status> RpcClient::Channel::ReadLoop() {
 void RpcClient::Channel::Deliver(uint64_t id, StatusOr<Response> result) {
   Callback done;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     auto it = pending_.find(id);
     if (it == pending_.end()) return;  // timed out earlier: the late answer is dropped
     done = std::move(it->second.done);
@@ -330,7 +330,7 @@ void RpcClient::Channel::Deliver(uint64_t id, StatusOr<Response> result) {
 void RpcClient::Channel::FailAll(const Status& status) {
   std::unordered_map<uint64_t, PendingCall> failed;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     failed.swap(pending_);
     deadlines_ = {};
     out_.clear();
@@ -345,7 +345,7 @@ void RpcClient::Channel::FailAll(const Status& status) {
 void RpcClient::Channel::StartWrite() {
   if (write_in_progress_) return;  // OnWriteDone continues
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (state_ != State::kConnected || out_.empty()) {
       write_scheduled_ = false;
       return;
@@ -369,7 +369,7 @@ void RpcClient::Channel::OnWriteDone(const std::error_code& ec, uint64_t generat
       write_error_ = Status::Unavailable(shared_->address + ": " + ErrorText(ec));
     }
     CloseSocket();
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     write_scheduled_ = false;
     return;
   }
@@ -379,7 +379,7 @@ void RpcClient::Channel::OnWriteDone(const std::error_code& ec, uint64_t generat
 void RpcClient::Channel::ArmTimer() {
   Clock::time_point at;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     at = armed_at_;
   }
   if (at == Clock::time_point::max()) return;
@@ -393,7 +393,7 @@ void RpcClient::Channel::Sweep() {
   const Clock::time_point now = Clock::now();
   std::vector<PendingCall> expired;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     while (!deadlines_.empty() && deadlines_.top().first <= now) {
       const uint64_t id = deadlines_.top().second;
       deadlines_.pop();

@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/mutex.h"
 #include "net/io_context.h"
 #include "net/io_context_impl.h"
 #include "net/server_connection.h"
@@ -38,7 +39,9 @@ class Server::Impl {
   asio::awaitable<void> AcceptLoop();
   void Reject(asio::ip::tcp::socket socket);
   std::vector<std::shared_ptr<ServerConnection>> LiveConnections();
-  // Waits on shared_->idle_cv until `done()` or `deadline`. Returns done().
+  // Waits on shared_->idle_cv until `done()` or `deadline`. Returns done(). `done` runs with
+  // shared_->mu held, but the analysis checks it as a lambda holding no lock, so it may read
+  // only atomics (it does), not state guarded by shared_->mu.
   template <typename Pred>
   bool WaitUntil(Clock::time_point deadline, Pred done);
 
@@ -48,13 +51,13 @@ class Server::Impl {
   std::atomic<uint16_t> port_{0};
   uint64_t next_connection_id_ = 0;  // accept loop only
 
-  std::mutex stop_mu_;    // serializes Start() and Stop()
-  bool started_ = false;  // GUARDED_BY(stop_mu_)
-  bool stopped_ = false;  // GUARDED_BY(stop_mu_)
+  Mutex stop_mu_;  // serializes Start() and Stop()
+  bool started_ GUARDED_BY(stop_mu_) = false;
+  bool stopped_ GUARDED_BY(stop_mu_) = false;
 };
 
 Status Server::Impl::Start() {
-  std::lock_guard<std::mutex> lock(stop_mu_);
+  MutexLock lock(&stop_mu_);
   if (started_ || stopped_) return Status::FailedPrecondition("Server::Start called twice");
   const ServerOptions& o = shared_->options;
   const std::string where = o.host + ":" + std::to_string(o.port);
@@ -116,7 +119,7 @@ asio::awaitable<void> Server::Impl::AcceptLoop() {
     auto conn =
         std::make_shared<ServerConnection>(std::move(socket), shared_, ++next_connection_id_);
     {
-      std::lock_guard<std::mutex> lock(shared_->mu);
+      MutexLock lock(&shared_->mu);
       shared_->connections.emplace(conn->id(), conn);
     }
     conn->Start();
@@ -141,7 +144,7 @@ void Server::Impl::Reject(asio::ip::tcp::socket socket) {
 
 std::vector<std::shared_ptr<ServerConnection>> Server::Impl::LiveConnections() {
   std::vector<std::shared_ptr<ServerConnection>> out;
-  std::lock_guard<std::mutex> lock(shared_->mu);
+  MutexLock lock(&shared_->mu);
   out.reserve(shared_->connections.size());
   for (auto& [id, weak] : shared_->connections) {
     if (auto c = weak.lock()) out.push_back(std::move(c));
@@ -151,12 +154,12 @@ std::vector<std::shared_ptr<ServerConnection>> Server::Impl::LiveConnections() {
 
 template <typename Pred>
 bool Server::Impl::WaitUntil(Clock::time_point deadline, Pred done) {
-  std::unique_lock<std::mutex> lock(shared_->mu);
-  return shared_->idle_cv.wait_until(lock, deadline, done);
+  MutexLock lock(&shared_->mu);
+  return shared_->idle_cv.wait_until(lock.native(), deadline, done);
 }
 
 void Server::Impl::Stop() {
-  std::lock_guard<std::mutex> lock(stop_mu_);
+  MutexLock lock(&stop_mu_);
   if (stopped_) return;
   if (started_ && io_->InIoThread()) {
     spdlog::error("shardkv server: Stop() called on a server I/O thread; ignored");
@@ -199,8 +202,9 @@ void Server::Impl::Stop() {
   //    every outbox is closed (under its lock) first.
   io_->Stop();
   for (auto& c : LiveConnections()) {
-    std::lock_guard<std::mutex> outbox_lock(c->outbox()->mu);
-    c->outbox()->closed = true;
+    Outbox* outbox = c->outbox().get();
+    MutexLock outbox_lock(&outbox->mu);
+    outbox->closed = true;
   }
   acceptor_.reset();
   io_.reset();

@@ -12,10 +12,10 @@
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <unordered_map>
 
+#include "common/mutex.h"
 #include "net/frame_decoder.h"
 #include "net/io_context_impl.h"
 #include "net/server.h"
@@ -42,12 +42,12 @@ struct ServerShared {
   std::atomic<bool> stopping{false};
 
   // Stop() waits on `idle_cv` for in_flight / open_connections to reach zero.
-  std::mutex mu;
+  Mutex mu;
   std::condition_variable idle_cv;
-  std::unordered_map<uint64_t, std::weak_ptr<ServerConnection>> connections;  // GUARDED_BY(mu)
+  std::unordered_map<uint64_t, std::weak_ptr<ServerConnection>> connections GUARDED_BY(mu);
 
   void NotifyIdleWaiters() {
-    std::lock_guard<std::mutex> lock(mu);
+    MutexLock lock(&mu);
     idle_cv.notify_all();
   }
 };
@@ -64,13 +64,13 @@ struct Outbox {
   std::weak_ptr<ServerConnection> conn;
   const ServerConnection* conn_raw = nullptr;  // identity only, never dereferenced
 
-  std::mutex mu;
-  bool closed = false;           // GUARDED_BY(mu): responses arriving now are dropped
-  bool write_scheduled = false;  // GUARDED_BY(mu): a write is in progress or posted
-  bool read_paused = false;      // GUARDED_BY(mu): the read loop waits for backpressure relief
-  std::string pending;           // GUARDED_BY(mu): encoded frames not yet handed to the socket
-  size_t unflushed_bytes = 0;    // GUARDED_BY(mu): pending + the write in progress
-  size_t in_flight = 0;          // GUARDED_BY(mu): requests handed to the handler, not done
+  Mutex mu;
+  bool closed GUARDED_BY(mu) = false;           // responses arriving now are dropped
+  bool write_scheduled GUARDED_BY(mu) = false;  // a write is in progress or posted
+  bool read_paused GUARDED_BY(mu) = false;      // the read loop waits for backpressure relief
+  std::string pending GUARDED_BY(mu);           // encoded frames not yet handed to the socket
+  size_t unflushed_bytes GUARDED_BY(mu) = 0;    // pending + the write in progress
+  size_t in_flight GUARDED_BY(mu) = 0;          // requests handed to the handler, not done
 
   // Queues `response` for writing (any thread). Accounts one finished request.
   void Complete(Response response);

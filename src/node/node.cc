@@ -11,7 +11,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <mutex>
 #include <optional>
 #include <random>
 
@@ -19,6 +18,7 @@
 #include "cluster/hint_store.h"
 #include "cluster/map_store.h"
 #include "cluster/membership.h"
+#include "common/mutex.h"
 #include "net/peer_pool.h"
 #include "net/server.h"
 #include "node/kv_service.h"
@@ -42,8 +42,8 @@ class Node::Impl {
   Status Start();
   void Stop();
   void Wait() {
-    std::unique_lock lock(mu_);
-    stopped_cv_.wait(lock, [&] { return stopped_; });
+    MutexLock lock(&mu_);
+    while (!stopped_) lock.Wait(stopped_cv_);
   }
   uint16_t port() const { return server_ ? server_->bound_port() : 0; }
   std::string address() const { return host_ + ":" + std::to_string(port()); }
@@ -80,10 +80,10 @@ class Node::Impl {
   std::unique_ptr<KvService> service_;
   std::unique_ptr<net::Server> server_;
 
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable stopped_cv_;
-  bool stopping_ = false;  // GUARDED_BY(mu_)
-  bool stopped_ = false;   // GUARDED_BY(mu_)
+  bool stopping_ GUARDED_BY(mu_) = false;
+  bool stopped_ GUARDED_BY(mu_) = false;
 };
 
 namespace {
@@ -335,9 +335,9 @@ Status Node::Impl::WritePortFile() {
 
 void Node::Impl::Stop() {
   {
-    std::unique_lock lock(mu_);
+    MutexLock lock(&mu_);
     if (stopping_) {
-      stopped_cv_.wait(lock, [&] { return stopped_; });
+      while (!stopped_) lock.Wait(stopped_cv_);
       return;
     }
     stopping_ = true;
@@ -362,7 +362,7 @@ void Node::Impl::Stop() {
   // After a failed Start() this is cleanup, not the stop of a running node: saying "stopped"
   // before the caller reports why it could not start reads as if it had run.
   if (started_) spdlog::info("node {} stopped", options_.id);
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   stopped_ = true;
   stopped_cv_.notify_all();
 }

@@ -50,8 +50,8 @@ void Rebalancer::AdminLoop() {
   for (;;) {
     std::pair<net::AdminRequest, Reply> item;
     {
-      std::unique_lock lock(mu_);
-      wake_.wait(lock, [&] { return stopping_ || !admin_queue_.empty(); });
+      MutexLock lock(&mu_);
+      while (!stopping_ && admin_queue_.empty()) lock.Wait(wake_);
       if (stopping_) return;
       item = std::move(admin_queue_.front());
       admin_queue_.pop_front();
@@ -63,7 +63,7 @@ void Rebalancer::AdminLoop() {
 void Rebalancer::Stop() {
   std::deque<std::pair<net::AdminRequest, Reply>> left;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     stopping_ = true;
     left.swap(admin_queue_);
   }
@@ -83,9 +83,9 @@ void Rebalancer::AddCounters(std::map<std::string, int64_t>* counters) const {
 
 void Rebalancer::HandleAdmin(net::AdminRequest request, Reply done) {
   // Planning counts every key and commits wait for acknowledgements: never on an I/O thread.
-  std::unique_lock lock(mu_);
+  MutexLock lock(&mu_);
   if (stopping_) {
-    lock.unlock();
+    lock.Unlock();
     return done(Error(::shardkv::Status::Unavailable("node is shutting down")));
   }
   admin_queue_.emplace_back(std::move(request), std::move(done));
@@ -171,7 +171,7 @@ net::ResponseBody Rebalancer::Admin(const net::AdminRequest& request) {
         next.finished_ms = WallMs();
         {
           // What had been copied when it was cancelled (the destinations drop it again).
-          std::lock_guard lock(mu_);
+          MutexLock lock(&mu_);
           FillMovedLocked(&next);
         }
         auto cancelled = cur.WithChangeCancelled();
@@ -218,7 +218,7 @@ RebalanceReport Rebalancer::Report() {
   report.from_driver = !pending || map->claimant() == options_.self_id;
   const uint64_t end_ms = rec->finished_ms != 0 ? rec->finished_ms : WallMs();
   report.elapsed_s = rec->started_ms == 0 ? 0 : static_cast<double>(end_ms - rec->started_ms) / 1e3;
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   if (pending && rec->state == ChangeState::kNewOnly && phase_ == "cleanup") {
     report.record.state = ChangeState::kCleanup;
   }
@@ -269,8 +269,11 @@ bool Rebalancer::IsDriver(const ClusterMap& map) const {
 void Rebalancer::DriveLoop() {
   for (;;) {
     {
-      std::unique_lock lock(mu_);
-      wake_.wait_for(lock, options_.tick, [&] { return stopping_; });
+      MutexLock lock(&mu_);
+      const auto tick_end = std::chrono::steady_clock::now() + options_.tick;
+      while (!stopping_) {
+        if (!lock.WaitUntil(wake_, tick_end)) break;
+      }
       if (stopping_) return;
     }
     // The drive's boundary: whatever goes wrong inside (a thread that cannot be created, an
@@ -322,7 +325,7 @@ void Rebalancer::FailChange(uint64_t change_id, const std::string& reason, uint3
     }
     ChangeRecord next = *r;
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(&mu_);
       FillMovedLocked(&next);
     }
     next.state = ChangeState::kFailed;
@@ -382,7 +385,7 @@ void Rebalancer::DriveOnce() {
       ChangeRecord next = *rec;
       {
         // A failed change keeps what it moved, so `status` does not report 0.
-        std::lock_guard lock(mu_);
+        MutexLock lock(&mu_);
         FillMovedLocked(&next);
       }
       if (streamed.ok()) {
@@ -417,7 +420,7 @@ void Rebalancer::DriveOnce() {
     }
     case ChangeState::kNewOnly: {
       {
-        std::lock_guard lock(mu_);
+        MutexLock lock(&mu_);
         phase_ = "cleanup";
       }
       ChangeRecord next = *rec;
@@ -432,7 +435,7 @@ void Rebalancer::DriveOnce() {
         return committed->WithChangeDetail(next.Encode());
       });
       {
-        std::lock_guard lock(mu_);
+        MutexLock lock(&mu_);
         phase_.clear();
       }
       if (s.ok()) {

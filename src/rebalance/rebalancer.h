@@ -40,16 +40,16 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "cluster/map_store.h"
 #include "cluster/membership.h"
-#include "net/peer_pool.h"
-#include "net/messages.h"
 #include "clustermap/change_record.h"
+#include "common/mutex.h"
+#include "net/messages.h"
+#include "net/peer_pool.h"
 #include "rebalance/plan.h"
 
 namespace shardkv::rebalance {
@@ -109,8 +109,8 @@ class Rebalancer {
                                       bool* stale);
   // Commits state failed for change `change_id` with `reason` (and the moved counts so far).
   void FailChange(uint64_t change_id, const std::string& reason, uint32_t failed_driver);
-  // Adds the tasks' progress to the record's moved counts. REQUIRES: mu_ held.
-  void FillMovedLocked(ChangeRecord* rec) const;
+  // Adds the tasks' progress to the record's moved counts.
+  void FillMovedLocked(ChangeRecord* rec) const REQUIRES(mu_);
   ::shardkv::Status CheckJoiningNode(const ClusterMap& map, uint32_t node_id,
                                      const std::string& address);
 
@@ -131,21 +131,21 @@ class Rebalancer {
   PeerPool* peers_;
   Membership* membership_;
 
-  std::mutex commit_mu_;  // one commit at a time
+  Mutex commit_mu_;  // one commit at a time
 
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::condition_variable wake_;
-  bool stopping_ = false;         // GUARDED_BY(mu_)
-  bool stopping_tasks_ = false;   // GUARDED_BY(mu_): RunStreams is winding down
-  uint64_t active_change_ = 0;    // GUARDED_BY(mu_): the change RunStreams works on
-  std::vector<TaskState> tasks_;  // GUARDED_BY(mu_)
-  std::string phase_;             // GUARDED_BY(mu_): cleanup while committing the end
-  std::chrono::steady_clock::time_point streams_started_;        // GUARDED_BY(mu_)
-  std::deque<std::pair<net::AdminRequest, Reply>> admin_queue_;  // GUARDED_BY(mu_)
-  bool tasks_changed_ = false;  // GUARDED_BY(mu_): a task finished a call; schedule again
-  std::deque<std::function<void()>> ready_;  // GUARDED_BY(mu_): scheduled tasks for the workers
+  bool stopping_ GUARDED_BY(mu_) = false;
+  bool stopping_tasks_ GUARDED_BY(mu_) = false;  // RunStreams is winding down
+  uint64_t active_change_ GUARDED_BY(mu_) = 0;   // the change RunStreams works on
+  std::vector<TaskState> tasks_ GUARDED_BY(mu_);
+  std::string phase_ GUARDED_BY(mu_);  // cleanup while committing the end
+  std::chrono::steady_clock::time_point streams_started_ GUARDED_BY(mu_);
+  std::deque<std::pair<net::AdminRequest, Reply>> admin_queue_ GUARDED_BY(mu_);
+  bool tasks_changed_ GUARDED_BY(mu_) = false;  // a task finished a call; schedule again
+  std::deque<std::function<void()>> ready_ GUARDED_BY(mu_);  // scheduled tasks for the workers
   std::condition_variable task_wake_;        // ready_ or stopping_tasks_ changed
-  std::string fatal_error_;  // GUARDED_BY(mu_): a worker hit an exception; fails the change
+  std::string fatal_error_ GUARDED_BY(mu_);  // a worker hit an exception; fails the change
   std::vector<std::thread> admin_threads_;
   std::thread drive_thread_;
   std::atomic<uint64_t> commits_{0};

@@ -36,7 +36,7 @@ std::string Ids(const std::vector<uint32_t>& ids) {
 
 ::shardkv::Status Rebalancer::Commit(
     const std::function<StatusOr<ClusterMap>(const ClusterMap&)>& make) {
-  std::lock_guard commit_lock(commit_mu_);
+  MutexLock commit_lock(&commit_mu_);
   for (int attempt = 0;; ++attempt) {
     auto current = maps_->Current();
     if (!current) return ::shardkv::Status::Unavailable("node has no cluster map");
@@ -162,8 +162,11 @@ std::string Ids(const std::vector<uint32_t>& ids) {
       return ::shardkv::Status::OK();
     }
     {
-      std::unique_lock lock(mu_);
-      wake_.wait_for(lock, std::chrono::milliseconds(200), [&] { return stopping_; });
+      MutexLock lock(&mu_);
+      const auto pause_end = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
+      while (!stopping_) {
+        if (!lock.WaitUntil(wake_, pause_end)) break;
+      }
       if (stopping_) return ::shardkv::Status::OK();  // committed; the rest learn it by gossip
     }
     std::vector<::shardkv::Status> retried = send(again);

@@ -19,7 +19,7 @@ namespace shardkv::rebalance {
   auto counts = CountRanges(map, moving);
   std::set<uint32_t> destinations;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     tasks_.clear();
     ready_.clear();
     fatal_error_.clear();
@@ -56,9 +56,12 @@ namespace shardkv::rebalance {
   }
   while (result.ok()) {
     {
-      std::unique_lock lock(mu_);
+      MutexLock lock(&mu_);
       // Woken as soon as a task ends a call, so a finished slot is refilled at once.
-      wake_.wait_for(lock, options_.tick, [&] { return stopping_ || tasks_changed_; });
+      const auto tick_end = std::chrono::steady_clock::now() + options_.tick;
+      while (!stopping_ && !tasks_changed_) {
+        if (!lock.WaitUntil(wake_, tick_end)) break;
+      }
       tasks_changed_ = false;
       if (stopping_) {
         result = ::shardkv::Status::Aborted("node is stopping");
@@ -81,7 +84,7 @@ namespace shardkv::rebalance {
     const auto now = std::chrono::steady_clock::now();
     bool all_done = true;
     std::string failing;
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     std::vector<TaskSlot> slots(tasks_.size());
     size_t running = 0;
     for (size_t i = 0; i < tasks_.size(); ++i) {
@@ -116,13 +119,13 @@ namespace shardkv::rebalance {
     task_wake_.notify_all();
   }
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     stopping_tasks_ = true;
     ready_.clear();
   }
   task_wake_.notify_all();
   for (auto& t : pool) t.join();
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   for (TaskState& t : tasks_) t.running = false;  // those still queued when it stopped
   stopping_tasks_ = false;
   return result;
@@ -132,8 +135,8 @@ void Rebalancer::StreamWorker() {
   for (;;) {
     std::function<void()> job;
     {
-      std::unique_lock lock(mu_);
-      task_wake_.wait(lock, [&] { return stopping_tasks_ || stopping_ || !ready_.empty(); });
+      MutexLock lock(&mu_);
+      while (!stopping_tasks_ && !stopping_ && ready_.empty()) lock.Wait(task_wake_);
       if (stopping_tasks_ || stopping_) return;
       job = std::move(ready_.front());
       ready_.pop_front();
@@ -142,7 +145,7 @@ void Rebalancer::StreamWorker() {
       job();
     } catch (const std::exception& e) {
       // Nothing may throw across the drive; if something does, the change fails with it.
-      std::lock_guard lock(mu_);
+      MutexLock lock(&mu_);
       fatal_error_ = std::string("stream worker: ") + e.what();
       tasks_changed_ = true;
       wake_.notify_all();
@@ -155,7 +158,7 @@ void Rebalancer::RunTask(size_t index, const ClusterMap& map, uint64_t change_id
   StreamTask task;
   uint64_t rate = 0;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     task = tasks_[index].task;
     rate = tasks_[index].rate;
   }
@@ -179,7 +182,7 @@ void Rebalancer::RunTask(size_t index, const ClusterMap& map, uint64_t change_id
   req.slice_ms = options_.slice_ms;
   for (;;) {
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(&mu_);
       if (stopping_ || stopping_tasks_) break;
     }
     net::Request request;
@@ -194,7 +197,7 @@ void Rebalancer::RunTask(size_t index, const ClusterMap& map, uint64_t change_id
     ::shardkv::Status s = reply.ok() ? reply->status() : reply.status();
     const auto* body = s.ok() ? std::get_if<net::StreamRangeResponse>(&reply->body) : nullptr;
     if (s.ok() && body == nullptr) s = ::shardkv::Status::Corruption("unexpected stream reply");
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     TaskState& t = tasks_[index];
     if (!s.ok()) {
       ++task_errors_;
@@ -227,7 +230,7 @@ void Rebalancer::RunTask(size_t index, const ClusterMap& map, uint64_t change_id
       break;
     }
   }
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   tasks_[index].running = false;
   tasks_changed_ = true;
   wake_.notify_all();

@@ -26,7 +26,7 @@ void Reconciler::Start() {
 
 void Reconciler::Stop() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     stopping_ = true;
   }
   wake_.notify_all();
@@ -37,8 +37,8 @@ void Reconciler::CompactLoop() {
   for (;;) {
     std::vector<TokenRange> ranges;
     {
-      std::unique_lock lock(mu_);
-      wake_.wait(lock, [&] { return stopping_ || !to_compact_.empty(); });
+      MutexLock lock(&mu_);
+      while (!stopping_ && to_compact_.empty()) lock.Wait(wake_);
       if (stopping_) return;
       ranges.swap(to_compact_);
     }
@@ -93,7 +93,7 @@ void Reconciler::AfterPublish(const ClusterMap* old, const ClusterMap& next) {
     ++dropped;
   }
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     to_compact_.insert(to_compact_.end(), lost.begin(), lost.end());
   }
   wake_.notify_all();

@@ -18,11 +18,11 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
-#include <mutex>
 #include <thread>
 #include <vector>
 
 #include "cluster/map_store.h"
+#include "common/mutex.h"
 #include "storage/storage.h"
 
 namespace shardkv::rebalance {
@@ -51,10 +51,10 @@ class Reconciler {
   const uint32_t self_id_;
   Storage* storage_;
   std::atomic<uint64_t> ranges_dropped_{0};
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable wake_;
-  bool stopping_ = false;               // GUARDED_BY(mu_)
-  std::vector<TokenRange> to_compact_;  // GUARDED_BY(mu_)
+  bool stopping_ GUARDED_BY(mu_) = false;
+  std::vector<TokenRange> to_compact_ GUARDED_BY(mu_);
   std::thread compactor_;
 };
 

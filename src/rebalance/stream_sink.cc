@@ -118,7 +118,7 @@ void StreamSink::Start() {
 
 void StreamSink::Stop() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     stopping_ = true;
   }
   wake_.notify_all();
@@ -127,7 +127,7 @@ void StreamSink::Stop() {
 }
 
 uint64_t StreamSink::resumed_tasks() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   return resumed_tasks_;
 }
 
@@ -140,9 +140,9 @@ void StreamSink::Worker(bool scans) {
   for (;;) {
     std::function<void()> job;
     {
-      std::unique_lock lock(mu_);
+      MutexLock lock(&mu_);
       auto& queue = scans ? scan_queue_ : queue_;
-      wake_.wait(lock, [&] { return stopping_ || !queue.empty(); });
+      while (!stopping_ && queue.empty()) lock.Wait(wake_);
       if (stopping_) return;
       job = std::move(queue.front());
       queue.pop_front();
@@ -152,9 +152,9 @@ void StreamSink::Worker(bool scans) {
 }
 
 void StreamSink::Enqueue(bool scan, std::function<net::ResponseBody()> job, Done done) {
-  std::unique_lock lock(mu_);
+  MutexLock lock(&mu_);
   if (stopping_) {
-    lock.unlock();
+    lock.Unlock();
     return done(Error(Status::Unavailable("node is shutting down")));
   }
   (scan ? scan_queue_ : queue_).push_back([job = std::move(job), done = std::move(done)] {
@@ -239,7 +239,7 @@ net::ResponseBody StreamSink::Run(const net::StreamRangeRequest& r) {
   // task continued after a restart or takeover).
   const bool resumed = ck.found;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     if (seen_.insert({r.change_id, r.task_id}).second && ck.found && !ck.done) ++resumed_tasks_;
   }
   auto progress = [&](const Checkpoint& c) {
@@ -277,7 +277,7 @@ net::ResponseBody StreamSink::Run(const net::StreamRangeRequest& r) {
     StatusOr<net::StreamScanResponse> batch = Status::Unavailable("recently unreachable");
     bool skip = false;
     if (ck.phase == 0) {
-      std::lock_guard lock(mu_);
+      MutexLock lock(&mu_);
       auto it = failed_sources_.find(source);
       skip = it != failed_sources_.end() &&
              std::chrono::steady_clock::now() - it->second < std::chrono::seconds(10);
@@ -290,7 +290,7 @@ net::ResponseBody StreamSink::Run(const net::StreamRangeRequest& r) {
     if (!skip) batch = Pull(source, address, stream_id, window, ck.cursor);
     if (!batch.ok() && !skip && ck.phase == 0 &&
         batch.status().code() != Status::Code::kStaleEpoch) {
-      std::lock_guard lock(mu_);
+      MutexLock lock(&mu_);
       failed_sources_[source] = std::chrono::steady_clock::now();
     }
     if (!batch.ok()) {

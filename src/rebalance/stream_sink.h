@@ -24,15 +24,15 @@
 #include <deque>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "cluster/map_store.h"
-#include "net/peer_pool.h"
+#include "common/mutex.h"
 #include "net/messages.h"
+#include "net/peer_pool.h"
 #include "storage/storage.h"
 
 namespace shardkv::rebalance {
@@ -91,16 +91,16 @@ class StreamSink {
   PeerPool* peers_;
   StreamSource* local_source_;
 
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::condition_variable wake_;
-  bool stopping_ = false;                         // GUARDED_BY(mu_)
-  std::deque<std::function<void()>> queue_;       // GUARDED_BY(mu_): tasks and counts
-  std::deque<std::function<void()>> scan_queue_;  // GUARDED_BY(mu_): source-side scans
-  std::set<std::pair<uint64_t, uint64_t>> seen_;  // GUARDED_BY(mu_): (change, task) run here
-  uint64_t resumed_tasks_ = 0;                    // GUARDED_BY(mu_)
+  bool stopping_ GUARDED_BY(mu_) = false;
+  std::deque<std::function<void()>> queue_ GUARDED_BY(mu_);       // tasks and counts
+  std::deque<std::function<void()>> scan_queue_ GUARDED_BY(mu_);  // source-side scans
+  std::set<std::pair<uint64_t, uint64_t>> seen_ GUARDED_BY(mu_);  // (change, task) run here
+  uint64_t resumed_tasks_ GUARDED_BY(mu_) = 0;
   // Sources that failed recently: later tasks merge at once instead of each waiting out a
   // timeout on a dead or paused node.
-  std::map<uint32_t, std::chrono::steady_clock::time_point> failed_sources_;  // GUARDED_BY(mu_)
+  std::map<uint32_t, std::chrono::steady_clock::time_point> failed_sources_ GUARDED_BY(mu_);
   std::vector<std::thread> threads_;
   std::atomic<uint64_t> entries_pulled_{0};
 };

@@ -17,7 +17,7 @@ constexpr uint64_t kMaxBytes = uint64_t{8} << 20;
 StreamSource::~StreamSource() { Close(); }
 
 void StreamSource::Close() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   open_.clear();
 }
 
@@ -43,7 +43,7 @@ net::ResponseBody StreamSource::Scan(const net::StreamScanRequest& r) {
   std::shared_ptr<StorageSnapshot> snapshot;
   bool renewed = false;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     for (auto it = open_.begin(); it != open_.end();) {
       it = now - it->second.last_used > kIdleRelease ? open_.erase(it) : std::next(it);
     }
@@ -93,7 +93,7 @@ net::ResponseBody StreamSource::Scan(const net::StreamScanRequest& r) {
     out.cursor.clear();
   }
   if (out.done) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     open_.erase(r.stream_id);
   }
   return out;

@@ -17,9 +17,9 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 
 #include "cluster/map_store.h"
+#include "common/mutex.h"
 #include "net/messages.h"
 #include "storage/storage.h"
 
@@ -47,8 +47,8 @@ class StreamSource {
   const uint32_t self_id_;
   Storage* storage_;
   MapStore* maps_;
-  std::mutex mu_;
-  std::map<uint64_t, Open> open_;  // GUARDED_BY(mu_), by stream id
+  Mutex mu_;
+  std::map<uint64_t, Open> open_ GUARDED_BY(mu_);  // by stream id
 };
 
 }  // namespace shardkv::rebalance

@@ -11,14 +11,14 @@
 namespace shardkv {
 
 uint64_t ProtectedRanges::Add(const TokenRange& range) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   const uint64_t id = next_id_++;
   ranges_.emplace(id, range);
   return id;
 }
 
 Status ProtectedRanges::Remove(uint64_t id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (ranges_.erase(id) == 0) {
     return Status::NotFound("no protected token range with id " + std::to_string(id));
   }
@@ -26,7 +26,7 @@ Status ProtectedRanges::Remove(uint64_t id) {
 }
 
 bool ProtectedRanges::Contains(uint64_t token) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   for (const auto& [id, range] : ranges_) {
     if (range.Contains(token)) return true;
   }
@@ -34,7 +34,7 @@ bool ProtectedRanges::Contains(uint64_t token) const {
 }
 
 std::vector<TokenRange> ProtectedRanges::List() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   std::vector<TokenRange> out;
   out.reserve(ranges_.size());
   for (const auto& [id, range] : ranges_) out.push_back(range);

@@ -24,10 +24,10 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string_view>
 #include <vector>
 
+#include "common/mutex.h"
 #include "shardkv/status.h"
 #include "storage/key_codec.h"
 
@@ -51,11 +51,11 @@ class ProtectedRanges {
   std::vector<TokenRange> List() const;
 
  private:
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   // A linear scan is fine: the registry holds one entry per active stream or hinted range (tens),
   // and it is consulted only for tombstones already past the grace, not for every key.
-  std::map<uint64_t, TokenRange> ranges_;  // GUARDED_BY(mu_)
-  uint64_t next_id_ = 1;                   // GUARDED_BY(mu_)
+  std::map<uint64_t, TokenRange> ranges_ GUARDED_BY(mu_);
+  uint64_t next_id_ GUARDED_BY(mu_) = 1;
 };
 
 // Decides whether a data-CF entry may be dropped. Thread-safe: decisions are const, counters are
