@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Installs missing dependencies, then builds and runs the whole test suite twice:
+# Installs missing dependencies, checks the lock annotations with clang, then builds and runs
+# the whole test suite twice:
+#   0. clang -Wthread-safety over the library modules only (syntax only: no objects, no tests);
 #   1. a Release build (-Werror) running every test, including the slow multi-process drills;
 #   2. an ASan+UBSan build running the unit and in-process tests (label "multiprocess" and
 #      "bench" excluded: those spawn real node processes and run in the release build only).
@@ -7,6 +9,7 @@
 #
 # Environment:
 #   SHARDKV_SKIP_ASAN=1   skip the sanitizer stage (local quick runs; CI never sets it)
+#   SHARDKV_SKIP_TSA=1    skip the clang thread-safety stage (local quick runs; CI never sets it)
 #   SHARDKV_JOBS=N        build parallelism (default: nproc)
 #   SHARDKV_TEST_KEYS=N   key count for the heavy integration tests (default small)
 set -euo pipefail
@@ -47,6 +50,31 @@ run_tests() {
 }
 
 stage "install dependencies" "$ROOT/tools/install-deps.sh"
+
+# Clang's thread-safety analysis checks the GUARDED_BY / REQUIRES annotations
+# (src/common/thread_annotations.h); GCC ignores them. Only the src/ modules are compiled, and
+# only to -fsyntax-only (the analysis runs in the front end), so this costs a fraction of a
+# build. With no objects there is nothing to archive: ar and ranlib are `true`; and since no
+# object is ever up to date, the modules are built in one Ninja run, which compiles each file
+# once (Make runs one pass per --target and would compile the shared modules again for each).
+# The flags go in a build type of their own because CMake's compiler probes (try_compile) use
+# CMAKE_CXX_FLAGS and the Debug flags, and a probe compiled with -fsyntax-only cannot link.
+thread_safety() {
+  local dir="$ROOT/build-tsa" modules
+  # Every library module, as src/*/CMakeLists.txt registers them (a new module is included).
+  mapfile -t modules < <(sed -n 's/^shardkv_add_module(\(shardkv_[a-z_]*\)).*/\1/p' \
+    "$ROOT"/src/*/CMakeLists.txt)
+  mkdir -p "$dir"
+  configure "$dir" -G Ninja -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
+    -DCMAKE_BUILD_TYPE=ThreadSafety \
+    -DCMAKE_CXX_FLAGS_THREADSAFETY="-fsyntax-only -Wthread-safety -Werror=thread-safety" \
+    -DCMAKE_AR="$(type -P true)" -DCMAKE_RANLIB="$(type -P true)" \
+    -DSHARDKV_BUILD_TESTS=OFF -DSHARDKV_BUILD_BENCH=OFF || return 1
+  cmake --build "$dir" -j "$JOBS" --target "${modules[@]}"
+}
+if [[ "${SHARDKV_SKIP_TSA:-0}" != 1 ]]; then
+  stage "clang thread-safety (src/ modules, syntax only)" thread_safety
+fi
 
 mkdir -p "$ROOT/build-release" "$ROOT/build-asan"
 stage "configure release" configure "$ROOT/build-release" -DCMAKE_BUILD_TYPE=Release

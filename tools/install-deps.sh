@@ -4,7 +4,7 @@
 set -euo pipefail
 
 PKGS=(
-  build-essential cmake pkg-config ccache clang libclang-rt-14-dev clang-format
+  build-essential cmake ninja-build pkg-config ccache clang libclang-rt-14-dev clang-format
   librocksdb-dev libasio-dev capnproto libcapnp-dev catch2
   libxxhash-dev libcli11-dev libspdlog-dev libfmt-dev libbenchmark-dev libssl-dev
   libmemcached-dev redis-server redis-tools libhiredis-dev
