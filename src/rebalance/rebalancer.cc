@@ -35,7 +35,11 @@ std::string Describe(const ChangeRecord& r) {
 
 Rebalancer::Rebalancer(RebalancerOptions options, MapStore* maps, PeerPool* peers,
                        Membership* membership)
-    : options_(options), maps_(maps), peers_(peers), membership_(membership) {}
+    : options_(options),
+      maps_(maps),
+      peers_(peers),
+      membership_(membership),
+      committer_(options.self_id, options.rpc_timeout, maps, peers, membership) {}
 
 Rebalancer::~Rebalancer() { Stop(); }
 
@@ -68,6 +72,7 @@ void Rebalancer::Stop() {
     left.swap(admin_queue_);
   }
   wake_.notify_all();
+  committer_.Stop();  // a commit in flight stops waiting for acknowledgements
   if (drive_thread_.joinable()) drive_thread_.join();
   for (auto& t : admin_threads_) t.join();
   admin_threads_.clear();
@@ -77,7 +82,7 @@ void Rebalancer::Stop() {
 }
 
 void Rebalancer::AddCounters(std::map<std::string, int64_t>* counters) const {
-  (*counters)["rebalance_commits"] = static_cast<int64_t>(commits_.load());
+  (*counters)["rebalance_commits"] = static_cast<int64_t>(committer_.commits());
   (*counters)["rebalance_task_errors"] = static_cast<int64_t>(task_errors_.load());
 }
 

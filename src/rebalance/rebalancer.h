@@ -44,6 +44,7 @@
 #include <thread>
 #include <vector>
 
+#include "cluster/map_committer.h"
 #include "cluster/map_store.h"
 #include "cluster/membership.h"
 #include "clustermap/change_record.h"
@@ -100,13 +101,10 @@ class Rebalancer {
   StatusOr<RebalanceReport> PlanChange(const std::map<std::string, std::string>& args,
                                        ClusterMap* target);
   RebalanceReport Report();
-  // Runs `make` on the current map under the commit lock and commits its result at the next
-  // epoch to every live member; returns once all of them acknowledged.
-  ::shardkv::Status Commit(const std::function<StatusOr<ClusterMap>(const ClusterMap&)>& make);
-  // One proposal; *stale is set when every refusal said our epoch is behind (nothing took
-  // effect; pull the newest map and try again).
-  ::shardkv::Status InstallEverywhere(const ClusterMap& current, const ClusterMap& next,
-                                      bool* stale);
+  // Commits `make`'s map at the next epoch (MapCommitter::Commit, cluster/map_committer.h).
+  ::shardkv::Status Commit(const std::function<StatusOr<ClusterMap>(const ClusterMap&)>& make) {
+    return committer_.Commit(make);
+  }
   // Commits state failed for change `change_id` with `reason` (and the moved counts so far).
   void FailChange(uint64_t change_id, const std::string& reason, uint32_t failed_driver);
   // Adds the tasks' progress to the record's moved counts.
@@ -131,7 +129,7 @@ class Rebalancer {
   PeerPool* peers_;
   Membership* membership_;
 
-  Mutex commit_mu_;  // one commit at a time
+  MapCommitter committer_;
 
   mutable Mutex mu_;
   std::condition_variable wake_;
@@ -148,7 +146,6 @@ class Rebalancer {
   std::string fatal_error_ GUARDED_BY(mu_);  // a worker hit an exception; fails the change
   std::vector<std::thread> admin_threads_;
   std::thread drive_thread_;
-  std::atomic<uint64_t> commits_{0};
   std::atomic<uint64_t> task_errors_{0};
 };
 

@@ -1,4 +1,6 @@
-// Rebalancer, commits: a compare-and-set of the next epoch on every member (see rebalancer.h).
+// MapCommitter: a compare-and-set of the next epoch on every member (see map_committer.h).
+#include "cluster/map_committer.h"
+
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -6,23 +8,22 @@
 #include <random>
 #include <set>
 
-#include "rebalance/rebalancer.h"
 
-namespace shardkv::rebalance {
+namespace shardkv {
 
 // ---- Commits -----------------------------------------------------------------------------
 
 namespace {
 
-bool Unreachable(const ::shardkv::Status& s) {
-  return s.code() == ::shardkv::Status::Code::kUnavailable ||
-         s.code() == ::shardkv::Status::Code::kTimeout ||
-         s.code() == ::shardkv::Status::Code::kIOError;
+bool Unreachable(const Status& s) {
+  return s.code() == Status::Code::kUnavailable ||
+         s.code() == Status::Code::kTimeout ||
+         s.code() == Status::Code::kIOError;
 }
 
 // The refusal Membership::Install gives when our expected epoch is behind the peer's.
-bool StaleRefusal(const ::shardkv::Status& s) {
-  return s.code() == ::shardkv::Status::Code::kAborted &&
+bool StaleRefusal(const Status& s) {
+  return s.code() == Status::Code::kAborted &&
          s.message().find("not the expected") != std::string::npos;
 }
 
@@ -34,55 +35,71 @@ std::string Ids(const std::vector<uint32_t>& ids) {
 
 }  // namespace
 
-::shardkv::Status Rebalancer::Commit(
+MapCommitter::MapCommitter(uint32_t self_id, std::chrono::milliseconds rpc_timeout,
+                           MapStore* maps, PeerPool* peers, Membership* membership)
+    : self_id_(self_id),
+      rpc_timeout_(rpc_timeout),
+      maps_(maps),
+      peers_(peers),
+      membership_(membership) {}
+
+void MapCommitter::Stop() {
+  {
+    MutexLock lock(&mu_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+}
+
+Status MapCommitter::Commit(
     const std::function<StatusOr<ClusterMap>(const ClusterMap&)>& make) {
   MutexLock commit_lock(&commit_mu_);
   for (int attempt = 0;; ++attempt) {
     auto current = maps_->Current();
-    if (!current) return ::shardkv::Status::Unavailable("node has no cluster map");
+    if (!current) return Status::Unavailable("node has no cluster map");
     auto content = make(*current);
     if (!content.ok()) return content.status();
     // A committer that is not in the map it commits (the joining node cancelling its own add)
     // names the lowest remaining member as claimant: it will not be there to drive anything.
-    uint32_t claimant = options_.self_id;
-    if (content->FindNode(options_.self_id) == nullptr && !content->nodes().empty()) {
+    uint32_t claimant = self_id_;
+    if (content->FindNode(self_id_) == nullptr && !content->nodes().empty()) {
       claimant = content->nodes().front().id;
       for (const ClusterNode& n : content->nodes()) claimant = std::min(claimant, n.id);
     }
     const ClusterMap next = content->WithEpoch(current->epoch() + 1, claimant);
     bool stale = false;
-    ::shardkv::Status s = InstallEverywhere(*current, next, &stale);
+    Status s = InstallEverywhere(*current, next, &stale);
     if (!stale || attempt >= 1) return s;
     // Every refusal said this node's map is behind and nothing took effect: pull the newest
     // map and decide again on it (`make` re-checks whatever it depends on).
     spdlog::info("epoch {} refused as stale ({}); fetching the newest map", next.epoch(),
                  s.ToString());
-    membership_->FetchNewestMap(options_.rpc_timeout);
+    membership_->FetchNewestMap(rpc_timeout_);
   }
 }
 
-::shardkv::Status Rebalancer::InstallEverywhere(const ClusterMap& current, const ClusterMap& next,
+Status MapCommitter::InstallEverywhere(const ClusterMap& current, const ClusterMap& next,
                                                 bool* stale) {
   *stale = false;
   const std::string bytes = next.Encode();
-  const bool self_in_next = next.FindNode(options_.self_id) != nullptr;
+  const bool self_in_next = next.FindNode(self_id_) != nullptr;
   // Sends the proposal to `targets` in parallel; one status per target.
   auto send = [&](const std::vector<ClusterNode>& targets) {
-    std::vector<std::future<::shardkv::Status>> replies;
+    std::vector<std::future<Status>> replies;
     for (const ClusterNode& n : targets) {
-      auto promise = std::make_shared<std::promise<::shardkv::Status>>();
+      auto promise = std::make_shared<std::promise<Status>>();
       replies.push_back(promise->get_future());
       net::Request req;
       req.epoch = current.epoch();
       req.body = net::InstallMapRequest{bytes, current.epoch(), current.FindNode(n.id) == nullptr};
       const uint32_t id = n.id;
-      peers_->Call(n.address, std::move(req), options_.rpc_timeout,
+      peers_->Call(n.address, std::move(req), rpc_timeout_,
                    [promise, id](StatusOr<net::Response> reply) {
-                     ::shardkv::Status s = reply.ok() ? reply->status() : reply.status();
+                     Status s = reply.ok() ? reply->status() : reply.status();
                      promise->set_value(s.ok() ? s : s.WithContext("node " + std::to_string(id)));
                    });
     }
-    std::vector<::shardkv::Status> out;
+    std::vector<Status> out;
     for (auto& r : replies) out.push_back(r.get());
     return out;
   };
@@ -90,9 +107,9 @@ std::string Ids(const std::vector<uint32_t>& ids) {
   // reached is tolerated only once gossip also finds it down; it pulls the map when it is back.
   std::vector<ClusterNode> targets;
   for (const ClusterNode& n : next.nodes()) {
-    if (n.id != options_.self_id) targets.push_back(n);
+    if (n.id != self_id_) targets.push_back(n);
   }
-  std::vector<::shardkv::Status> results = send(targets);
+  std::vector<Status> results = send(targets);
   std::string refusals;
   std::vector<uint32_t> accepted, refused;
   bool all_stale = true;
@@ -112,9 +129,9 @@ std::string Ids(const std::vector<uint32_t>& ids) {
       // A refusal (another map with this epoch, another cluster) means this proposal lost and
       // nobody installed it: nothing took effect.
       *stale = all_stale;
-      return ::shardkv::Status::Aborted(name + " refused: " + refusals);
+      return Status::Aborted(name + " refused: " + refusals);
     }
-    return ::shardkv::Status::Timeout(name + " outcome unknown: nodes " + Ids(accepted) +
+    return Status::Timeout(name + " outcome unknown: nodes " + Ids(accepted) +
                                       " accepted it, nodes " + Ids(refused) + " refused it (" +
                                       refusals + "); check `shardkv rebalance status`");
   }
@@ -122,16 +139,16 @@ std::string Ids(const std::vector<uint32_t>& ids) {
     net::InstallMapRequest local{bytes, current.epoch(), false};
     net::ResponseBody mine = membership_->InstallNow(local);
     if (const auto* e = std::get_if<net::ErrorResponse>(&mine)) {
-      ::shardkv::Status s = e->ToStatus();
+      Status s = e->ToStatus();
       const bool passed = maps_->Current() && maps_->Current()->epoch() >= next.epoch();
       if (passed && accepted.size() == targets.size()) {
         // Every other member installed it, and this node already pulled it and what was built
         // on it through gossip while the proposal was in flight (a slow member): it took effect.
         spdlog::info("{}: this node is already past it ({})", name, s.ToString());
-      } else if (s.code() != ::shardkv::Status::Code::kTimeout) {
+      } else if (s.code() != Status::Code::kTimeout) {
         // (A Timeout is the epoch barrier: the map is installed, older requests still drain.)
         if (accepted.empty()) return s.WithContext("installing " + name + " locally");
-        return ::shardkv::Status::Timeout(
+        return Status::Timeout(
             name + " outcome unknown: nodes " + Ids(accepted) +
             " accepted it, but this node refused it: " + s.ToString());
       }
@@ -139,7 +156,7 @@ std::string Ids(const std::vector<uint32_t>& ids) {
   } else {
     // This node leaves with this map (its own add cancelled): it keeps the map as a departing
     // node, so it stops driving and serving, instead of refusing what the others accepted.
-    ::shardkv::Status s = maps_->Install(next);
+    Status s = maps_->Install(next);
     if (!s.ok()) spdlog::warn("{}: installing as a departing node: {}", name, s.ToString());
   }
   ++commits_;
@@ -159,7 +176,7 @@ std::string Ids(const std::vector<uint32_t>& ids) {
     if (std::chrono::steady_clock::now() > deadline) {
       // It took effect (installed here, members pull it through gossip): say so, not failure.
       spdlog::warn("{} committed but not acknowledged yet: {}", name, waiting);
-      return ::shardkv::Status::OK();
+      return Status::OK();
     }
     {
       MutexLock lock(&mu_);
@@ -167,16 +184,16 @@ std::string Ids(const std::vector<uint32_t>& ids) {
       while (!stopping_) {
         if (!lock.WaitUntil(wake_, pause_end)) break;
       }
-      if (stopping_) return ::shardkv::Status::OK();  // committed; the rest learn it by gossip
+      if (stopping_) return Status::OK();  // committed; the rest learn it by gossip
     }
-    std::vector<::shardkv::Status> retried = send(again);
-    results.assign(targets.size(), ::shardkv::Status::OK());
+    std::vector<Status> retried = send(again);
+    results.assign(targets.size(), Status::OK());
     for (size_t i = 0, j = 0; i < targets.size() && j < again.size(); ++i) {
       if (targets[i].id == again[j].id) results[i] = retried[j++];
     }
   }
   spdlog::info("committed {} ({} members)", name, targets.size() + (self_in_next ? 1 : 0));
-  return ::shardkv::Status::OK();
+  return Status::OK();
 }
 
-}  // namespace shardkv::rebalance
+}  // namespace shardkv

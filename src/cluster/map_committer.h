@@ -1,0 +1,62 @@
+// MapCommitter: the proposer side of the map commit protocol, next to its acceptor
+// (Membership::Install). A commit is a compare-and-set of the next epoch on every member of the
+// next map (design.md "Rebalancing: the transition protocol"):
+//  - OK: it took effect, and every live member acknowledged it (each after its epoch barrier),
+//    or, after 60 s of re-sending, it is installed here and the rest will pull it by gossip;
+//  - an error: nothing took effect (a refusal by every member that answered), except
+//  - Timeout whose message says "outcome unknown": some members accepted it and others refused.
+// Before proposing it works on the newest map it can pull, so a stale node does not propose an
+// epoch the cluster has passed; when every refusal says its epoch is behind, it pulls the newest
+// map and decides once more. A committer absent from the map it commits (the joining node
+// cancelling its own add) installs it as a departing node and names the lowest remaining member
+// as claimant.
+//
+// Thread-safety: thread-safe; one commit runs at a time.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+
+#include "cluster/map_store.h"
+#include "cluster/membership.h"
+#include "common/mutex.h"
+#include "net/peer_pool.h"
+#include "shardkv/cluster_map.h"
+#include "shardkv/status.h"
+
+namespace shardkv {
+
+class MapCommitter {
+ public:
+  // REQUIRES: the pointers outlive the object.
+  MapCommitter(uint32_t self_id, std::chrono::milliseconds rpc_timeout, MapStore* maps,
+               PeerPool* peers, Membership* membership);
+
+  // Runs `make` on the current map and commits its result at the next epoch (see above).
+  Status Commit(const std::function<StatusOr<ClusterMap>(const ClusterMap&)>& make);
+  // Ends the wait for acknowledgements of a commit in flight (it returns OK: it took effect);
+  // commits after Stop() do not wait for acknowledgements either. Idempotent.
+  void Stop();
+  uint64_t commits() const { return commits_.load(); }
+
+ private:
+  // One proposal; *stale is set when every refusal said our epoch is behind (nothing took
+  // effect; pull the newest map and try again).
+  Status InstallEverywhere(const ClusterMap& current, const ClusterMap& next, bool* stale);
+
+  const uint32_t self_id_;
+  const std::chrono::milliseconds rpc_timeout_;
+  MapStore* maps_;
+  PeerPool* peers_;
+  Membership* membership_;
+
+  Mutex commit_mu_;  // one commit at a time
+  Mutex mu_;
+  std::condition_variable wake_;
+  bool stopping_ GUARDED_BY(mu_) = false;
+  std::atomic<uint64_t> commits_{0};
+};
+
+}  // namespace shardkv
