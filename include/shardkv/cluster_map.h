@@ -13,10 +13,10 @@
 //
 // Two maps with the same epoch but different content are a conflict: compare ContentHash().
 //
-// Membership changes (design.md "Rebalancing"): a map may carry a pending placement next to the
-// current one, and the change's stage. nodes() lists every member of either placement: a
-// kJoining node is only in the pending placement, a kLeaving node only in the current one. The
-// stage decides the read and write sets:
+// Membership changes (design.md "Rebalancing: the transition protocol"): a map may carry a pending
+// placement next to the current one, and the change's stage. nodes() lists every member of either
+// placement: a kJoining node is only in the pending placement, a kLeaving node only in the current
+// one. The stage decides the read and write sets:
 //   kJointWrites (e+1): reads use O (current), writes go to O and N (pending), W acks in each;
 //   kReadNew     (e+2): reads use N, writes still joint;
 //   kNewOnly     (e+3): reads and writes use N; old replicas may drop what they lost once the

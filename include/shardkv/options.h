@@ -54,9 +54,9 @@ struct NodeOptions {
   size_t block_cache_bytes = size_t{64} << 20;
   // Other nodes to contact at start (host:port), for joining or fetching the newest map.
   std::vector<std::string> seeds;
-  // Rebuild (design.md "Replication": a node down longer than tombstone_grace must not rejoin
-  // with its data): drop every local key, fetch the cluster map from `seeds`, re-stream every
-  // range this node holds from the other replicas, and only then serve. REQUIRES: seeds.
+  // Rebuild (design.md "Replication and consistency": a node down longer than tombstone_grace must
+  // not rejoin with its data): drop every local key, fetch the cluster map from `seeds`, re-stream
+  // every range this node holds from the other replicas, and only then serve. REQUIRES: seeds.
   bool rebuild = false;
 };
 

@@ -15,29 +15,29 @@
 namespace shardkv::stats {
 
 // X(name, help). Counters.
-#define SHARDKV_NODE_COUNTERS(X)                                                         \
-  X(node_id, "the node's id")                                                            \
-  X(uptime_s, "seconds since the node started")                                          \
-  X(client_errors, "errors answered to client get/put/delete requests (not StaleEpoch)") \
-  X(connections, "open client and peer connections")                                     \
-  X(connections_total, "connections accepted since start")                               \
-  X(bad_frames, "frames refused as malformed or oversized")                              \
-  X(quorum_failures, "coordinated operations that missed their quorum")                  \
-  X(read_repairs, "stale replicas repaired by a read")                                   \
-  X(hints_written, "hinted-handoff writes stored for unreachable replicas")              \
-  X(hints_pending, "hints not yet delivered")                                            \
-  X(hints_replayed, "hints delivered")                                                   \
-  X(hints_expired, "hints dropped after the tombstone grace")                            \
-  X(stale_epoch_replies, "requests refused because the sender's map was older")          \
-  X(redriven, "operations re-driven after a map change")                                 \
-  X(rebalance_commits, "cluster maps this node committed as rebalance driver")           \
-  X(rebalance_task_errors, "failed stream task calls while driving a change")            \
-  X(stream_tasks_resumed, "stream tasks continued from a checkpoint on this node")       \
-  X(stream_entries_pulled, "entries this node pulled as a stream destination")           \
-  X(ranges_dropped, "token ranges dropped after a change moved them away")               \
-  X(epoch, "epoch of the node's cluster map")                                            \
-  X(keys_approx, "estimated keys stored (RocksDB estimate, tombstones included)")        \
-  X(bytes_approx, "estimated bytes stored")                                              \
+#define SHARDKV_NODE_COUNTERS(X)                                                                \
+  X(node_id, "the node's id")                                                                   \
+  X(uptime_s, "seconds since the node started")                                                 \
+  X(client_errors, "failed client get/put/delete requests (not NotFound, StaleEpoch, Timeout)") \
+  X(connections, "open client and peer connections")                                            \
+  X(connections_total, "connections accepted since start")                                      \
+  X(bad_frames, "frames refused as malformed or oversized")                                     \
+  X(quorum_failures, "coordinated operations that missed their quorum")                         \
+  X(read_repairs, "stale replicas repaired by a read")                                          \
+  X(hints_written, "hinted-handoff writes stored for unreachable replicas")                     \
+  X(hints_pending, "hints not yet delivered")                                                   \
+  X(hints_replayed, "hints delivered")                                                          \
+  X(hints_expired, "hints dropped after the tombstone grace")                                   \
+  X(stale_epoch_replies, "requests refused because the sender's map was older")                 \
+  X(redriven, "operations re-driven after a map change")                                        \
+  X(rebalance_commits, "cluster maps this node committed as rebalance driver")                  \
+  X(rebalance_task_errors, "failed stream task calls while driving a change")                   \
+  X(stream_tasks_resumed, "stream tasks continued from a checkpoint on this node")              \
+  X(stream_entries_pulled, "entries this node pulled as a stream destination")                  \
+  X(ranges_dropped, "token ranges dropped after a change moved them away")                      \
+  X(epoch, "epoch of the node's cluster map")                                                   \
+  X(keys_approx, "estimated keys stored (RocksDB estimate, tombstones included)")               \
+  X(bytes_approx, "estimated bytes stored")                                                     \
   X(storage_io_errors, "storage writes that failed with an I/O error")
 
 // Gauges.

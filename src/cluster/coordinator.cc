@@ -15,8 +15,9 @@ std::string Describe(const ClusterNode& node, const Status& s) {
 
 }  // namespace
 
-// Joint writes (design.md "Rebalancing"): while a change is pending a write goes to O and N and
-// needs `required_old` acks from O and `required_new` from N. Without a change N is empty.
+// Joint writes (design.md "Rebalancing: the transition protocol"): while a change is pending a
+// write goes to O and N and needs `required_old` acks from O and `required_new` from N. Without a
+// change N is empty.
 struct Coordinator::WriteOp {
   std::shared_ptr<const ClusterMap> map;
   uint64_t token = 0;

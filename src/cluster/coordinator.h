@@ -1,5 +1,5 @@
 // Coordinator: runs a client's read or write against the key's replica set with quorums
-// (design.md "Replication").
+// (design.md "Replication and consistency").
 //
 // Writes: the coordinator stamps the write with its HLC (after moving past the client's newest
 // timestamp), sends it to every replica in parallel (itself through local storage), and answers

@@ -1,6 +1,6 @@
-// HintStore: hinted handoff (design.md "Replication"). A write that a replica missed (down or
-// timed out) is kept on the coordinator in the `hints` column family and replayed when the
-// replica is back. Hints are repair only: they never count toward a write quorum.
+// HintStore: hinted handoff (design.md "Replication and consistency"). A write that a replica
+// missed (down or timed out) is kept on the coordinator in the `hints` column family and replayed
+// when the replica is back. Hints are repair only: they never count toward a write quorum.
 //
 // Layout: key = target node id ‖ token ‖ sequence (storage/key_codec.h), value = 4-byte key
 // length ‖ user key ‖ value envelope. Hints for one target are contiguous, in token order.

@@ -290,8 +290,8 @@ void KvService::MultiPut(const std::shared_ptr<const ClusterMap>& map, net::Cons
 }
 
 Status KvService::CheckFence(const ClusterMap& map, uint64_t sender_epoch, uint64_t token) const {
-  // Fencing (design.md): a sender behind our epoch may only touch tokens we still hold, so a node
-  // paused or partitioned through a change cannot write into ranges that have moved.
+  // Fencing (design.md "Fencing"): a sender behind our epoch may only touch tokens we still hold,
+  // so a node paused or partitioned through a change cannot write into ranges that have moved.
   if (sender_epoch >= map.epoch()) return Status::OK();
   if (map.Holds(d_.self_id, token)) return Status::OK();
   return Status::StaleEpoch("node " + std::to_string(d_.self_id) +

@@ -1,8 +1,10 @@
 // NodeStats: what `shardkv stats` reports about one node.
 //
 // Counters are relaxed atomics bumped on the I/O threads; a snapshot is assembled on demand.
-// `client_errors` counts every error response except STALE_EPOCH (design.md: a client that
-// follows map changes sees none, so the count should stay 0 through a migration).
+// `client_errors` counts the errors of client get/put/delete requests and their batches, except
+// NotFound (an answer), STALE_EPOCH (the protocol's redirect) and Timeout (the client stopped
+// waiting and counted it already): a client that follows map changes sees none, so the count
+// should stay 0 through a migration.
 //
 // Thread-safety: all methods are thread-safe.
 #pragma once

@@ -1,4 +1,5 @@
-// Plan: what a membership change moves (design.md "Rebalancing", step 1).
+// Plan: what a membership change moves (design.md "Rebalancing: the transition protocol", the
+// plan).
 //
 // Diffs a map's current placement against its pending one. The result is a list of token ranges
 // with their old (O) and new (N) replica sets; sets compare unordered, so a change of primary

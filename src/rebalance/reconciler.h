@@ -1,6 +1,6 @@
 // Reconciler: the local data rules a node applies as its cluster map changes (design.md
-// "Rebalancing", steps 2, 6 and 7). Installed as MapStore hooks, so every install path (admin,
-// gossip, a reply carrying a map, startup) follows them.
+// "Rebalancing: the transition protocol"). Installed as MapStore hooks, so every install path
+// (admin, gossip, a reply carrying a map, startup) follows them.
 //
 // - Before a map that starts a new change is published, the node drops whatever it holds in the
 //   ranges it is a destination for: leftovers of an earlier, cancelled attempt. Doing it before

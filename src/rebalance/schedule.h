@@ -1,5 +1,6 @@
 // Stream scheduling: which stream tasks to start now, and at what rate (design.md
-// "Rebalancing", throttling). Pure functions, so the policy is testable without timing.
+// "Rebalancing: the transition protocol", throttling). Pure functions, so the policy is testable
+// without timing.
 //
 // `--rate R` is per destination node, as documented: each destination receives at most R in
 // total, whatever the number of sources. At most `streams` tasks run at once per destination;

@@ -1,4 +1,5 @@
-// StreamSink: the destination's side of a stream (design.md "Rebalancing", step 3).
+// StreamSink: the destination's side of a stream (design.md "Rebalancing: the transition protocol",
+// streams).
 //
 // The driver asks the destination to run one stream task (a list of token ranges with the same
 // preferred source, for this change) for up to a slice of time; the destination pulls batches from

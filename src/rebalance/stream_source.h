@@ -1,4 +1,5 @@
-// StreamSource: the old replica's side of a stream (design.md "Rebalancing", step 3).
+// StreamSource: the old replica's side of a stream (design.md "Rebalancing: the transition
+// protocol", streams).
 //
 // A destination pulls a token range in batches. The first call of a stream takes a RocksDB
 // snapshot and later calls read through it, so a stream sees one consistent cut of the range

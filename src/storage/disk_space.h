@@ -1,4 +1,4 @@
-// Free space checks for a node's data directory (design.md "Storage (RocksDB)").
+// Free space checks for a node's data directory (design.md "Storage format").
 //
 // A RocksDB opened on a full disk can die on an internal assertion before it reports anything
 // (findings row 9), so a node checks the free space itself first and refuses to start with a

@@ -1,4 +1,4 @@
-// Storage key layouts (design.md "Storage (RocksDB)").
+// Storage key layouts (design.md "Storage format").
 //
 //   data  CF: token (8 bytes, big-endian) ‖ user key
 //   hints CF: target node id (4 bytes, big-endian) ‖ token (8 bytes, big-endian) ‖ seq (8, BE)

@@ -1,4 +1,4 @@
-// Storage: one node's RocksDB database (design.md "Storage (RocksDB)").
+// Storage: one node's RocksDB database (design.md "Storage format").
 //
 // Column families:
 //   data  - token (8 bytes BE) ‖ user key  ->  value envelope (value_envelope.h)

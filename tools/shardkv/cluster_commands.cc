@@ -94,8 +94,8 @@ int DoStartNode(const GlobalOptions& g, uint32_t id, bool rebuild, uint32_t wait
   // A member is told its cluster, so that with a lost data directory it refuses to start empty.
   if (conf.ok() && conf->formed) *args = WithClusterId(std::move(*args), conf->cluster_id, *binary);
   if (rebuild) {
-    // Its old data must not come back (design.md "Replication"): wipe it; the node fetches the
-    // map from the others and re-streams its ranges before it serves.
+    // Its old data must not come back (design.md "Replication and consistency"): wipe it; the node
+    // fetches the map from the others and re-streams its ranges before it serves.
     std::string seeds;
     for (uint32_t other : ListNodeIds(dir)) {
       if (other == id) continue;
@@ -218,7 +218,7 @@ void RegisterClusterCommands(CLI::App& app, GlobalOptions* g, int* exit_code) {
   up->add_option("--wait", f->wait_s, "Seconds to wait for the nodes to listen")
       ->capture_default_str()
       ->check(CLI::Range(kMinWaitS, kMaxWaitS));
-  // Hidden: tests shorten the grace to seconds (design.md "Storage").
+  // Hidden: tests shorten the grace to seconds (design.md "Storage format").
   up->add_option("--tombstone-grace", f->tombstone_grace_s, "Seconds before tombstones are purged")
       ->check(CLI::Range(kMinTombstoneGraceS, kMaxTombstoneGraceS))
       ->group("");
