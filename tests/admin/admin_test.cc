@@ -6,6 +6,7 @@
 
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -50,6 +51,21 @@ void Load(const InProcessCluster& c, int n, size_t value_bytes = 0) {
     }
   }
 }
+
+// A formed cluster of 3 holding `keys` keys (Load), node 4 started standalone to join it, and an
+// Admin of every node.
+struct ThreePlusOne {
+  explicit ThreePlusOne(int keys, size_t value_bytes = 0) : c(3, SmallRing()) {
+    REQUIRE(c.Start().ok());
+    Load(c, keys, value_bytes);
+    auto added = c.AddStandaloneNode();
+    REQUIRE(added.ok());
+    REQUIRE(*added == 4);
+    admin = AdminFor(c);
+  }
+  InProcessCluster c;
+  std::unique_ptr<Admin> admin;
+};
 
 ChangeRequest Add(const InProcessCluster& c, uint32_t id) {
   return ChangeRequest{ChangeKind::kAdd, id, c.Address(id), 1.0};
@@ -217,12 +233,10 @@ TEST_CASE("admin: NewestMap, Describe and NodeStats of a formed cluster", "[admi
 }
 
 TEST_CASE("admin: Plan of an add counts the change and commits nothing", "[admin]") {
-  InProcessCluster c(3, SmallRing());
-  REQUIRE(c.Start().ok());
   const int kKeys = 1000;
-  Load(c, kKeys);
-  REQUIRE(c.AddStandaloneNode().ok());
-  auto admin = AdminFor(c);
+  ThreePlusOne t(kKeys);
+  const InProcessCluster& c = t.c;
+  Admin* admin = t.admin.get();
 
   const AdminReply plan = admin->Plan(Add(c, 4));
   RequireOk(plan);
@@ -253,12 +267,10 @@ TEST_CASE("admin: Plan of an add counts the change and commits nothing", "[admin
 }
 
 TEST_CASE("admin: Begin an add, ChangeStatus to done, then plan and begin a remove", "[admin]") {
-  InProcessCluster c(3, SmallRing());
-  REQUIRE(c.Start().ok());
   const int kKeys = 1000;
-  Load(c, kKeys);
-  REQUIRE(c.AddStandaloneNode().ok());
-  auto admin = AdminFor(c);
+  ThreePlusOne t(kKeys);
+  const InProcessCluster& c = t.c;
+  Admin* admin = t.admin.get();
 
   const AdminReply begun = admin->Begin(Add(c, 4), Unthrottled());
   RequireOk(begun);
@@ -311,12 +323,10 @@ TEST_CASE("admin: Begin an add, ChangeStatus to done, then plan and begin a remo
 }
 
 TEST_CASE("admin: Begin while a change runs is refused, SetThrottle and Cancel", "[admin]") {
-  InProcessCluster c(3, SmallRing());
-  REQUIRE(c.Start().ok());
-  Load(c, 6000, 1000);  // ~4 MB to node 4 at 1 MB/s and one stream: seconds of streaming
-  REQUIRE(c.AddStandaloneNode().ok());
-  REQUIRE(c.AddStandaloneNode().ok());
-  auto admin = AdminFor(c);
+  ThreePlusOne t(6000, 1000);  // ~4 MB to node 4 at 1 MB/s and one stream: seconds of streaming
+  InProcessCluster& c = t.c;
+  Admin* admin = t.admin.get();
+  REQUIRE(c.AddStandaloneNode().ok());  // node 5, for a second change
 
   // Nothing runs yet: throttle, cancel and resume have nothing to act on.
   CHECK(admin->SetThrottle(0, std::nullopt).status.code() == Status::Code::kFailedPrecondition);
@@ -444,13 +454,9 @@ TEST_CASE("admin: no seed answering is unreachable, Unavailable", "[admin]") {
 }
 
 TEST_CASE("admin: a join with node id 0 takes the id the standalone node reports", "[admin]") {
-  InProcessCluster c(3, SmallRing());
-  REQUIRE(c.Start().ok());
-  Load(c, 500);
-  auto added = c.AddStandaloneNode();
-  REQUIRE(added.ok());
-  REQUIRE(*added == 4);
-  auto admin = AdminFor(c);
+  ThreePlusOne t(500);
+  const InProcessCluster& c = t.c;
+  Admin* admin = t.admin.get();
   const ChangeRequest join{ChangeKind::kJoin, 0, c.Address(4), 1.0};
 
   const AdminReply plan = admin->Plan(join);

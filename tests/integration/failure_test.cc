@@ -86,11 +86,8 @@ void KillOneLoadRestart(const std::string& mode) {
   REQUIRE(start.exit_code == 0);
   // Hints replay (and quorum reads repair) until every replica holds every key. RF = 3 on 3
   // nodes, so every node must end up with all 2n keys.
-  shardkv::ClientOptions o;
-  o.seeds = {NodeAddress(dir, 1)};
-  auto client = shardkv::Client::Connect(o);
-  REQUIRE(client.ok());
-  auto map = (*client)->map();
+  const auto map = shardkv::testing::NodeMap(NodeAddress(dir, 1));
+  REQUIRE(map.has_value());
   std::vector<std::string> keys;
   for (int i = 0; i < n; ++i) {
     keys.push_back("a:" + std::to_string(i));
@@ -232,11 +229,8 @@ TEST_CASE("failure: start-node --rebuild wipes a node and re-streams its ranges"
   auto start = Cli(dir, {"cluster", "start-node", "3", "--rebuild"});
   INFO(start.out << start.err);
   REQUIRE(start.exit_code == 0);
-  shardkv::ClientOptions o;
-  o.seeds = {NodeAddress(dir, 1)};
-  auto client = shardkv::Client::Connect(o);
-  REQUIRE(client.ok());
-  auto map = (*client)->map();
+  const auto map = shardkv::testing::NodeMap(NodeAddress(dir, 1));
+  REQUIRE(map.has_value());
   std::vector<std::string> keys = {"late"};
   for (int i = 1; i < n; ++i) keys.push_back("r:" + std::to_string(i));
   // The node listens while it rebuilds and serves once done: poll until it holds everything.

@@ -46,6 +46,14 @@ uint64_t EntriesIn(const InProcessCluster& c, uint32_t id, const std::vector<Tok
   return n;
 }
 
+// Both placement modes on a small shard map (jump mode's rebalancing grows with the shards).
+ClusterParams Params(PlacementMode mode) {
+  ClusterParams p;
+  p.mode = mode;
+  p.shards = 64;
+  return p;
+}
+
 // Exact copies to create, computed from the two placements over the loaded keys.
 uint64_t IndependentCopies(const ClusterMap& pending_map, int n) {
   uint64_t copies = 0;
@@ -64,10 +72,7 @@ uint64_t IndependentCopies(const ClusterMap& pending_map, int n) {
 TEST_CASE("rebalance: exact copies, cleanup and completion without client load", "[rebalance]") {
   for (auto mode : {PlacementMode::kRing, PlacementMode::kJump}) {
     DYNAMIC_SECTION("mode " << PlacementModeName(mode)) {
-      ClusterParams p;
-      p.mode = mode;
-      p.shards = 64;
-      InProcessCluster c(3, p);
+      InProcessCluster c(3, Params(mode));
       REQUIRE(c.Start().ok());
       const int kKeys = 3000;
       Load(c, kKeys);
@@ -148,10 +153,7 @@ TEST_CASE("rebalance: scale-out 3->4 and scale-in 4->3 under the history checker
           "[rebalance][history]") {
   for (auto mode : {PlacementMode::kRing, PlacementMode::kJump}) {
     DYNAMIC_SECTION("mode " << PlacementModeName(mode)) {
-      ClusterParams p;
-      p.mode = mode;
-      p.shards = 64;
-      InProcessCluster c(3, p);
+      InProcessCluster c(3, Params(mode));
       REQUIRE(c.Start().ok());
       Load(c, 2000);
       ClientOptions co;
