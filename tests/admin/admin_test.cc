@@ -14,6 +14,7 @@
 #include "shardkv/change.h"
 #include "shardkv/client.h"
 #include "shardkv/cluster_map.h"
+#include "shardkv/stats.h"
 #include "testing/cluster_util.h"
 #include "testing/in_process_cluster.h"
 
@@ -208,18 +209,18 @@ TEST_CASE("admin: NewestMap, Describe and NodeStats of a formed cluster", "[admi
     REQUIRE(m.probe.map.has_value());
     CHECK(m.probe.map->cluster_id() == c.cluster_id());
     REQUIRE(m.probe.stats.has_value());
-    CHECK(m.probe.stats->counters.at("node_id") == id);
+    CHECK(m.probe.stats->counters.at(std::string(stats::node_id)) == id);
   }
 
   REQUIRE(c.Connect().value()->Put("k", "v").ok());
-  auto stats = admin->NodeStats(c.Address(2));
-  INFO(stats.status().ToString());
-  REQUIRE(stats.ok());
-  CHECK(stats->address == c.Address(2));
-  CHECK(stats->counters.at("node_id") == 2);
-  CHECK(stats->counters.count("client_errors") == 1);
-  CHECK(stats->gauges.count("disk_full") == 1);
-  CHECK(admin->SumCounter("client_errors") == 0);
+  auto node2 = admin->NodeStats(c.Address(2));
+  INFO(node2.status().ToString());
+  REQUIRE(node2.ok());
+  CHECK(node2->address == c.Address(2));
+  CHECK(node2->counters.at(std::string(stats::node_id)) == 2);
+  CHECK(node2->counters.count(std::string(stats::client_errors)) == 1);
+  CHECK(node2->gauges.count(std::string(stats::disk_full)) == 1);
+  CHECK(admin->SumCounter(std::string(stats::client_errors)) == 0);
 
   // A member that is down: Describe still describes it, as not reachable.
   c.StopNode(3);
@@ -450,7 +451,7 @@ TEST_CASE("admin: no seed answering is unreachable, Unavailable", "[admin]") {
   CHECK_FALSE(p.reachable);
   CHECK_FALSE(p.error.ok());
   CHECK_FALSE(p.map.has_value());
-  CHECK((*admin)->SumCounter("client_errors") == 0);
+  CHECK((*admin)->SumCounter(std::string(stats::client_errors)) == 0);
 }
 
 TEST_CASE("admin: a join with node id 0 takes the id the standalone node reports", "[admin]") {

@@ -9,6 +9,7 @@
 #include "rebalance/plan.h"
 #include "rebalance_test_util.h"
 #include "shardkv/admin.h"
+#include "shardkv/stats.h"
 #include "testing/cluster_util.h"
 #include "testing/history_checker.h"
 #include "testing/in_process_cluster.h"
@@ -196,7 +197,7 @@ TEST_CASE("rebalance: scale-out 3->4 and scale-in 4->3 under the history checker
       INFO(stats.last_error);
       CHECK(stats.failed == 0);
       CHECK(stats.read_errors == 0);
-      CHECK(admin->SumCounter("client_errors") == 0);
+      CHECK(admin->SumCounter(std::string(stats::client_errors)) == 0);
       CHECK(out.record.client_errors == 0);
       CHECK(in.record.client_errors == 0);
     }
@@ -238,7 +239,7 @@ TEST_CASE("rebalance: a node down through a change catches up, its hints are re-
   const bool settled = testing::PollUntil(
       [&] {
         auto m3 = MapOf(c, 3);
-        return coordinators->SumCounter("hints_pending") == 0 && m3.has_value() &&
+        return coordinators->SumCounter(std::string(stats::hints_pending)) == 0 && m3.has_value() &&
                m3->epoch() == after->epoch();
       },
       std::chrono::seconds(30), std::chrono::milliseconds(50));

@@ -54,7 +54,7 @@ void InProcessCluster::StopNode(uint32_t id) {
 Status InProcessCluster::RestartNode(uint32_t id) {
   std::string host;
   uint16_t port = 0;
-  if (Status s = net::ParseHostPort(addresses_[id - 1], &host, &port); !s.ok()) return s;
+  if (Status s = ParseHostPort(addresses_[id - 1], &host, &port); !s.ok()) return s;
   auto node = Node::Start(OptionsFor(id, port));
   if (!node.ok()) return node.status();
   nodes_[id - 1] = std::move(node).value();
