@@ -7,16 +7,19 @@
 
 #include "shardkv/client.h"
 #include "shardkv/node.h"
+#include "testing/cluster_util.h"
 #include "testing/in_process_cluster.h"
+#include "testing/standalone_node.h"
 #include "testing/temp_dir.h"
 
 using namespace shardkv;
+using shardkv::testing::ClusterIdOf;
 using shardkv::testing::InProcessCluster;
 using shardkv::testing::TempDir;
 
 namespace {
 
-constexpr uint64_t kClusterA = 0xC0FFEE;  // InProcessCluster's id
+constexpr uint64_t kClusterA = shardkv::testing::kInProcessClusterId;
 
 ClusterParams OneReplica() {
   ClusterParams p;
@@ -33,19 +36,7 @@ std::unique_ptr<Node> StartLoneNode(const std::string& dir, const std::string& l
   o.data_dir = dir;
   o.listen = listen;
   o.io_threads = 1;
-  auto node = Node::Start(o);
-  INFO(node.status().ToString());
-  REQUIRE(node.ok());
-  return std::move(node).value();
-}
-
-uint64_t ClusterIdOf(const std::string& address) {
-  ClientOptions o;
-  o.seeds = {address};
-  auto c = Client::Connect(o);
-  INFO(c.status().ToString());
-  REQUIRE(c.ok());
-  return (*c)->cluster_id();
+  return shardkv::testing::MustStart(o);
 }
 
 }  // namespace

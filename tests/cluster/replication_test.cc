@@ -2,8 +2,9 @@
 // propagation and fencing. Fast enough for the sanitizer build.
 #include <catch2/catch.hpp>
 #include <chrono>
-#include <thread>
+#include <functional>
 
+#include "testing/cluster_util.h"
 #include "testing/history_checker.h"
 #include "testing/in_process_cluster.h"
 
@@ -12,18 +13,11 @@ using shardkv::testing::InProcessCluster;
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
 // Polls `cond` until it holds or `timeout` passes (no sleeps as synchronization: each wait is
 // bounded and the condition is re-checked).
-template <typename Cond>
-bool Eventually(Cond cond, std::chrono::milliseconds timeout = std::chrono::seconds(15)) {
-  const auto deadline = Clock::now() + timeout;
-  while (Clock::now() < deadline) {
-    if (cond()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return cond();
+bool Eventually(const std::function<bool()>& cond,
+                std::chrono::milliseconds timeout = std::chrono::seconds(15)) {
+  return shardkv::testing::PollUntil(cond, timeout, std::chrono::milliseconds(20));
 }
 
 ClusterParams Params(PlacementMode mode = PlacementMode::kRing) {

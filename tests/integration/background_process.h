@@ -10,6 +10,8 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -70,5 +72,20 @@ class BackgroundProcess {
   bool exited_ = false;
   int exit_code_ = -1;
 };
+
+#ifdef SHARDKV_NODE_PATH
+// This build's shardkv-node as `--id 1 --data DATA --listen 127.0.0.1:0 EXTRA...`, logging to
+// `log`. DATA/port is removed first, so that a wait for the port file sees the new node's.
+inline std::unique_ptr<BackgroundProcess> StartNodeProcess(const std::string& data,
+                                                           const std::string& log,
+                                                           std::vector<std::string> extra = {}) {
+  std::error_code ec;
+  std::filesystem::remove(data + "/port", ec);
+  std::vector<std::string> argv = {SHARDKV_NODE_PATH, "--id",       "1", "--data", data,
+                                   "--listen",        "127.0.0.1:0"};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  return std::make_unique<BackgroundProcess>(argv, log);
+}
+#endif
 
 }  // namespace shardkv::testing

@@ -1,17 +1,12 @@
 #define CATCH_CONFIG_EXTERNAL_INTERFACES  // the listener that notices failed assertions
 #include "integration/drill_harness.h"
 
-#include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
-#include <cerrno>
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -21,17 +16,10 @@
 #include <iostream>
 #include <set>
 #include <sstream>
-#include <thread>
 #include <utility>
-#include <variant>
-
-#include "net/rpc_client.h"
-
-extern char** environ;
 
 namespace shardkv::drill {
 
-using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
@@ -52,15 +40,6 @@ class FailureCounter : public Catch::TestEventListenerBase {
 // its sources, not a library member), so the listener is always registered.
 CATCH_REGISTER_LISTENER(FailureCounter)
 
-std::string TempFile(const char* tag) {
-  const char* base = std::getenv("TMPDIR");
-  std::string path =
-      std::string(base && *base ? base : "/tmp") + "/shardkv_drill_" + tag + "_XXXXXX";
-  const int fd = mkstemp(path.data());
-  if (fd >= 0) close(fd);
-  return path;
-}
-
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::ostringstream s;
@@ -68,112 +47,11 @@ std::string ReadFile(const std::string& path) {
   return s.str();
 }
 
-// The raw value of the first `"key":` in `json` (strings unquoted, minimal unescaping); nullopt
-// if absent.
-std::optional<std::string> JsonRaw(const std::string& json, const std::string& key) {
-  const std::string needle = "\"" + key + "\":";
-  const size_t at = json.find(needle);
-  if (at == std::string::npos) return std::nullopt;
-  size_t i = at + needle.size();
-  while (i < json.size() && json[i] == ' ') ++i;
-  if (i < json.size() && json[i] == '"') {
-    std::string s;
-    for (++i; i < json.size() && json[i] != '"'; ++i) {
-      if (json[i] == '\\' && i + 1 < json.size()) ++i;
-      s += json[i];
-    }
-    return s;
-  }
-  size_t end = i;
-  while (end < json.size() && json[end] != ',' && json[end] != '}' && json[end] != ']') ++end;
-  return json.substr(i, end - i);
-}
-
 }  // namespace
-
-int TestKeys(int fallback) {
-  const char* env = std::getenv("SHARDKV_TEST_KEYS");
-  return env && *env ? std::atoi(env) : fallback;
-}
 
 int FailedAssertions() { return g_failed_assertions.load(); }
 
-// ---- Processes with a deadline ----------------------------------------------------------------
-
-std::string Proc::Text() const {
-  return "exit " + std::to_string(exit_code) + (timed_out ? " (timed out, killed)" : "") +
-         "\n--- stdout\n" + out + "--- stderr\n" + err;
-}
-
-// Like lab/subprocess.h's RunProcess (output to files, not pipes: no poll loop, no deadlock on
-// large JSON), which cannot serve here: it waits without a limit and does not expose the pid to
-// kill, and a hung `rebalance watch` must fail the drill instead of hanging ctest.
-Proc RunFor(const std::vector<std::string>& argv, milliseconds limit) {
-  Proc result;
-  const std::string out_path = TempFile("out");
-  const std::string err_path = TempFile("err");
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, out_path.c_str(), O_WRONLY | O_TRUNC,
-                                   0);
-  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err_path.c_str(), O_WRONLY | O_TRUNC,
-                                   0);
-  std::vector<char*> args;
-  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  pid_t pid = 0;
-  const int rc = posix_spawn(&pid, args[0], &actions, nullptr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (rc == 0) {
-    const auto deadline = Clock::now() + limit;
-    int status = 0;
-    bool reaped = false;
-    for (;;) {
-      const pid_t r = waitpid(pid, &status, WNOHANG);
-      if (r == pid) {
-        reaped = true;
-        break;
-      }
-      if (r < 0 && errno != EINTR) break;
-      if (Clock::now() >= deadline) {
-        kill(pid, SIGKILL);
-        while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-        }
-        result.timed_out = true;
-        break;
-      }
-      std::this_thread::sleep_for(milliseconds(20));
-    }
-    if (reaped && WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
-  }
-  result.out = ReadFile(out_path);
-  result.err = ReadFile(err_path);
-  unlink(out_path.c_str());
-  unlink(err_path.c_str());
-  return result;
-}
-
-bool PollUntil(const std::function<bool()>& done, milliseconds limit, milliseconds every) {
-  const auto deadline = Clock::now() + limit;
-  for (;;) {
-    if (done()) return true;
-    if (Clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(every);
-  }
-}
-
 // ---- Flat JSON --------------------------------------------------------------------------------
-
-double JsonNumber(const std::string& json, const std::string& key) {
-  auto raw = JsonRaw(json, key);
-  if (!raw || raw->empty() || *raw == "null") return std::nan("");
-  return std::strtod(raw->c_str(), nullptr);
-}
-
-std::string JsonString(const std::string& json, const std::string& key) {
-  return JsonRaw(json, key).value_or("");
-}
 
 int CountStringField(const std::string& json, const std::string& key) {
   const std::string needle = "\"" + key + "\":\"";
@@ -184,49 +62,21 @@ int CountStringField(const std::string& json, const std::string& key) {
   return n;
 }
 
-RebalanceStatus ParseStatus(Proc p) {
-  RebalanceStatus s;
-  const std::string& j = p.out;
-  s.state = JsonString(j, "state");
-  s.kind = JsonString(j, "kind");
-  s.error = JsonString(j, "error");
-  s.node_id = JsonNumber(j, "node_id");
-  s.planned_copies = JsonNumber(j, "planned_copies");
-  s.moved_copies = JsonNumber(j, "moved_copies");
-  s.total_copies = JsonNumber(j, "total_copies");
-  s.remapped_keys = JsonNumber(j, "remapped_keys");
-  s.ideal_fraction = JsonNumber(j, "ideal_fraction");
-  s.moved_fraction = JsonNumber(j, "moved_fraction");
-  s.client_errors = JsonNumber(j, "client_errors");
-  s.resumed_tasks = JsonNumber(j, "resumed_tasks");
-  s.epoch = JsonNumber(j, "epoch");
-  s.driver = JsonNumber(j, "driver");
-  s.proc = std::move(p);
-  return s;
+// ---- Change reports ---------------------------------------------------------------------------
+
+double MovedFraction(const ChangeReport& r) {
+  if (r.record.total_copies == 0) return 0;
+  return static_cast<double>(r.record.moved_copies) / static_cast<double>(r.record.total_copies);
 }
 
-std::vector<StreamEntry> ParseStreams(const std::string& json) {
-  std::vector<StreamEntry> out;
-  size_t at = json.find("\"streams\":[");
-  if (at == std::string::npos) return out;
-  for (;;) {
-    const size_t open = json.find('{', at);
-    const size_t end = json.find(']', at);
-    if (open == std::string::npos || (end != std::string::npos && end < open)) break;
-    const size_t close = json.find('}', open);
-    if (close == std::string::npos) break;
-    const std::string obj = json.substr(open, close - open + 1);
-    StreamEntry e;
-    e.source = JsonNumber(obj, "source");
-    e.destination = JsonNumber(obj, "destination");
-    e.ranges_total = JsonNumber(obj, "ranges_total");
-    e.ranges_done = JsonNumber(obj, "ranges_done");
-    e.copies_planned = JsonNumber(obj, "copies_planned");
-    e.copies_done = JsonNumber(obj, "copies_done");
-    out.push_back(e);
-    at = close + 1;
-  }
-  return out;
+std::string Text(const ChangeReport& r) { return testing::DescribeChange(r) + "\n" + r.Encode(); }
+
+std::string Text(const AdminReply& r) {
+  std::string s = "from " + (r.address.empty() ? std::string("-") : r.address) + ": " +
+                  r.status.ToString() + (r.unreachable ? " (unreachable)" : "") +
+                  (r.foreign ? " (foreign)" : "");
+  if (r.status.ok()) s += "\n" + Text(r.report);
+  return s;
 }
 
 // ---- The cluster under test -------------------------------------------------------------------
@@ -238,7 +88,8 @@ Drill::Drill() : failures_at_start_(FailedAssertions()) {
 }
 
 Drill::~Drill() {
-  RunFor({SHARDKV_CLI_PATH, "--dir", dir_.path(), "cluster", "down", "--wait", "10"}, seconds(60));
+  testing::RunProcess({SHARDKV_CLI_PATH, "--dir", dir_.path(), "cluster", "down", "--wait", "10"},
+                      seconds(60));
   KillLeftovers();
   if (FailedAssertions() != failures_at_start_ || std::uncaught_exceptions() > 0) {
     KeepForInspection();
@@ -248,14 +99,14 @@ Drill::~Drill() {
 Proc Drill::Cli(std::vector<std::string> args, milliseconds limit) const {
   std::vector<std::string> argv = {SHARDKV_CLI_PATH, "--dir", dir_.path()};
   argv.insert(argv.end(), args.begin(), args.end());
-  return RunFor(argv, limit);
+  return testing::RunProcess(argv, limit);
 }
 
 Proc Drill::CliVia(const std::string& address, std::vector<std::string> args,
                    milliseconds limit) const {
   std::vector<std::string> argv = {SHARDKV_CLI_PATH, "--cluster", address};
   argv.insert(argv.end(), args.begin(), args.end());
-  return RunFor(argv, limit);
+  return testing::RunProcess(argv, limit);
 }
 
 void Drill::CliOk(std::vector<std::string> args) const {
@@ -266,31 +117,34 @@ void Drill::CliOk(std::vector<std::string> args) const {
   REQUIRE(p.exit_code == 0);
 }
 
-RebalanceStatus Drill::Status() const {
-  return ParseStatus(Cli({"rebalance", "status", "--json"}, seconds(60)));
+Admin& Drill::admin() const {
+  if (!admin_) admin_ = testing::AdminFor(Addresses(), ClusterId());
+  admin_->SetSeeds(Addresses());
+  return *admin_;
 }
 
-RebalanceStatus Drill::StatusVia(const std::string& address) const {
-  return ParseStatus(CliVia(address, {"rebalance", "status", "--json"}));
+AdminReply Drill::Status() const { return admin().ChangeStatus(); }
+
+StatusOr<ChangeReport> Drill::WaitFor(const std::function<bool(const ChangeReport&)>& done,
+                                      milliseconds limit) const {
+  return testing::WaitChange(admin(), done, limit);
 }
 
-RebalanceStatus Drill::PollStatus(const std::function<bool(const RebalanceStatus&)>& done,
-                                  milliseconds limit, bool* held) const {
-  RebalanceStatus last;
-  *held = PollUntil(
-      [&] {
-        last = Status();
-        return last.ok() && done(last);
-      },
-      limit);
-  return last;
+StatusOr<ChangeReport> Drill::WaitEnded(milliseconds limit) const {
+  return testing::WaitChangeEnded(admin(), limit);
 }
 
 std::string Drill::Address(int id) const {
-  std::ifstream in(dir_.Sub("node-" + std::to_string(id) + "/port"));
-  int port = 0;
-  in >> port;
-  return "127.0.0.1:" + std::to_string(port);
+  return testing::AddressFromPortFile(dir_.Sub("node-" + std::to_string(id)));
+}
+
+std::vector<std::string> Drill::Addresses() const {
+  return testing::NodeAddressesInDir(dir_.path());
+}
+
+uint64_t Drill::ClusterId() const {
+  const std::string id = testing::ClusterIdInDir(dir_.path());
+  return id.empty() ? 0 : std::stoull(id);
 }
 
 pid_t Drill::Pid(int id) const {
@@ -351,8 +205,6 @@ ContinueGuard::~ContinueGuard() {
   if (pid > 0) kill(pid, SIGCONT);
 }
 
-Proc Watch(const Drill& d, milliseconds limit) { return d.Cli({"rebalance", "watch"}, limit); }
-
 std::vector<std::string> Load::Flags() const {
   return {"--count", std::to_string(count), "--value-size", std::to_string(value_size), "--seed",
           "1"};
@@ -383,40 +235,6 @@ void Verify(const Drill& d, const Load& load) {
 
 // ---- One node, directly -----------------------------------------------------------------------
 
-std::optional<ClusterMap> NodeMap(const std::string& address) {
-  net::RpcClient rpc(address);
-  net::Request req;
-  req.body = net::GetClusterMapRequest{};
-  auto reply = rpc.CallSync(std::move(req), seconds(2));
-  if (!reply.ok() || !reply->ok()) return std::nullopt;
-  const auto* body = std::get_if<net::GetClusterMapResponse>(&reply->body);
-  if (body == nullptr) return std::nullopt;
-  auto map = ClusterMap::Decode(body->map);
-  if (!map.ok()) return std::nullopt;
-  return std::move(*map);
-}
-
-std::optional<uint64_t> NodeEpoch(const std::string& address) {
-  auto map = NodeMap(address);
-  if (!map) return std::nullopt;
-  return map->epoch();
-}
-
-int LocallyHeld(const std::string& address, const ClusterMap& map,
-                const std::vector<std::string>& keys) {
-  net::RpcClient rpc(address);
-  int held = 0;
-  for (const std::string& key : keys) {
-    net::Request req;
-    req.body = net::ReplicaReadRequest{map.TokenOf(key), key};
-    auto reply = rpc.CallSync(std::move(req), seconds(5));
-    if (!reply.ok() || !reply->ok()) continue;
-    const auto* body = std::get_if<net::ReplicaReadResponse>(&reply->body);
-    held += body != nullptr && body->found && !body->tombstone;
-  }
-  return held;
-}
-
 bool PollOneEpoch(const ClusterMap& map, milliseconds limit, std::string* epochs) {
   return PollUntil(
       [&] {
@@ -424,7 +242,8 @@ bool PollOneEpoch(const ClusterMap& map, milliseconds limit, std::string* epochs
         std::set<uint64_t> distinct;
         bool all = true;
         for (const ClusterNode& n : map.nodes()) {
-          auto e = NodeEpoch(n.address);
+          const auto m = NodeMap(n.address);
+          const std::optional<uint64_t> e = m ? std::optional<uint64_t>(m->epoch()) : std::nullopt;
           *epochs += "node " + std::to_string(n.id) + ": " + (e ? std::to_string(*e) : "-") + "; ";
           all = all && e.has_value();
           if (e) distinct.insert(*e);

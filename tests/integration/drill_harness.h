@@ -1,7 +1,8 @@
 // The harness of the rebalance fault drills (rebalance_drill_test.cc): the shardkv CLI run with a
-// deadline, a cluster directory that cleans up after itself and keeps what a failed drill left,
-// the fields of `rebalance status --json`, polling with deadlines, and direct looks at what one
-// node holds (its map, its own store) that the CLI does not show.
+// deadline for what only it does (a cluster directory of node processes: `cluster up`,
+// `add-node`, `stop-node`, `start-node`, `load`, `verify`), shardkv::Admin for the changes (begin,
+// status, throttle, cancel, resume, waiting for the end), a directory that cleans up after itself
+// and keeps what a failed drill left, and direct looks at one node (testing/cluster_util.h).
 //
 // Every wait here is bounded, so a hung node or CLI fails a drill instead of hanging ctest.
 #pragma once
@@ -12,12 +13,17 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "lab/subprocess.h"
+#include "shardkv/admin.h"
+#include "shardkv/change.h"
 #include "shardkv/client.h"
 #include "shardkv/cluster_map.h"
+#include "testing/cluster_util.h"
 #include "testing/history_checker.h"
 #include "testing/temp_dir.h"
 
@@ -26,8 +32,8 @@ namespace shardkv::drill {
 // Printed with history results, so that a failure can be replayed with the same workload.
 inline constexpr const char* kSeedsNote = "fixed seeds: load --seed 1, history checker seed 7";
 
-// SHARDKV_TEST_KEYS, or `fallback` when it is unset or empty.
-int TestKeys(int fallback);
+using testing::PollUntil;
+using testing::TestKeys;
 
 // Failed assertions so far in this process (a Catch2 listener in drill_harness.cc counts them):
 // a Drill compares the count at its start and end to decide whether to keep its directory.
@@ -35,57 +41,28 @@ int FailedAssertions();
 
 // ---- Processes with a deadline ----------------------------------------------------------------
 
-struct Proc {
-  int exit_code = -1;  // -1: not started, killed by a signal, or timed out
-  bool timed_out = false;
-  std::string out;
-  std::string err;
-  std::string Text() const;  // all of the above, for INFO
-};
-
-// Runs argv (no shell) with stdin from /dev/null; SIGKILLs it if it runs past `limit`.
-Proc RunFor(const std::vector<std::string>& argv, std::chrono::milliseconds limit);
-
-// Polls `done` every `every` until it holds or `limit` passes; returns whether it held.
-bool PollUntil(const std::function<bool()>& done, std::chrono::milliseconds limit,
-               std::chrono::milliseconds every = std::chrono::milliseconds(100));
+// A CLI run: exit code, output, and whether it was killed at its time limit (lab/subprocess.h).
+using Proc = testing::ProcessResult;
 
 // ---- Flat JSON --------------------------------------------------------------------------------
-// The first `"key":` in the text, wherever it is nested: enough for the CLI's top-level fields,
-// which all precede the nested arrays, and for one object cut out of an array.
-
-double JsonNumber(const std::string& json, const std::string& key);       // NaN if absent or null
-std::string JsonString(const std::string& json, const std::string& key);  // "" if absent
 
 // How often `"key":"` (a non-null string value) occurs anywhere in `json`.
 int CountStringField(const std::string& json, const std::string& key);
 
-// `rebalance status --json`, parsed.
-struct RebalanceStatus {
-  Proc proc;
-  std::string state, kind, error;
-  double node_id = 0, planned_copies = 0, moved_copies = 0, total_copies = 0;
-  double remapped_keys = 0, ideal_fraction = 0, moved_fraction = 0, client_errors = 0;
-  double resumed_tasks = 0, epoch = 0, driver = 0;
-  bool ok() const { return proc.exit_code == 0 && !state.empty(); }
-  bool Ended() const { return state == "done" || state == "failed" || state == "cancelled"; }
-};
+// ---- Change reports ---------------------------------------------------------------------------
 
-RebalanceStatus ParseStatus(Proc p);
-
-// One entry of `rebalance status --json`'s streams[] (a source -> destination pair).
-struct StreamEntry {
-  double source = 0, destination = 0, ranges_total = 0, ranges_done = 0;
-  double copies_planned = 0, copies_done = 0;
-};
-
-std::vector<StreamEntry> ParseStreams(const std::string& json);
+// The moved fraction of a change: moved copies of all copies (0 without copies).
+double MovedFraction(const ChangeReport& r);
+// A report, field by field, for INFO.
+std::string Text(const ChangeReport& r);
+std::string Text(const AdminReply& r);
 
 // ---- The cluster under test -------------------------------------------------------------------
 
-// A cluster directory driven through `shardkv --dir D`. On destruction: `cluster down`, then
-// SIGKILL of any node process of this directory still running, then (if an assertion of this
-// drill failed) a copy of the directory is kept and the node logs' tails are printed.
+// A cluster directory of node processes run by `shardkv --dir D`, its changes driven through
+// admin(). On destruction: `cluster down`, then SIGKILL of any node process of this directory
+// still running, then (if an assertion of this drill failed) a copy of the directory is kept and
+// the node logs' tails are printed.
 class Drill {
  public:
   Drill();
@@ -104,15 +81,25 @@ class Drill {
   // with the command and its output as the failure's context.
   void CliOk(std::vector<std::string> args) const;
 
-  RebalanceStatus Status() const;
-  RebalanceStatus StatusVia(const std::string& address) const;
-  // Polls `rebalance status` until `done` holds; returns the last status seen.
-  RebalanceStatus PollStatus(const std::function<bool(const RebalanceStatus&)>& done,
-                             std::chrono::milliseconds limit, bool* held) const;
+  // An Admin of every node of the directory (its seeds renewed on each call: nodes come and
+  // go), expecting the directory's cluster (cluster.conf).
+  Admin& admin() const;
+  // The change's status (Admin::ChangeStatus).
+  AdminReply Status() const;
+  // Polls the status until `done` holds (testing::WaitChange).
+  StatusOr<ChangeReport> WaitFor(const std::function<bool(const ChangeReport&)>& done,
+                                 std::chrono::milliseconds limit) const;
+  // Until the change ended; what `rebalance watch` waits for.
+  StatusOr<ChangeReport> WaitEnded(
+      std::chrono::milliseconds limit = std::chrono::seconds(240)) const;
 
-  // Read from node `id`'s port and pid files (port 0, pid 0 while a file is missing).
+  // Read from node `id`'s port and pid files ("" and pid 0 while a file is missing).
   std::string Address(int id) const;
   pid_t Pid(int id) const;
+  // The addresses of every node directory with a port file, by id.
+  std::vector<std::string> Addresses() const;
+  // cluster_id= of cluster.conf (0 before `cluster up`).
+  uint64_t ClusterId() const;
 
   std::string NodeLogTails(size_t lines) const;
 
@@ -122,6 +109,7 @@ class Drill {
 
   testing::TempDir dir_;
   const int failures_at_start_;
+  mutable std::unique_ptr<Admin> admin_;
 };
 
 // SIGCONTs a stopped node however the drill ends, before the Drill's `cluster down`.
@@ -129,9 +117,6 @@ struct ContinueGuard {
   pid_t pid = 0;
   ~ContinueGuard();
 };
-
-// `rebalance watch`, bounded.
-Proc Watch(const Drill& d, std::chrono::milliseconds limit = std::chrono::seconds(240));
 
 // The load of a drill: `count` keys of `value_size` bytes, fixed seed, and the cluster shape.
 struct Load {
@@ -149,13 +134,8 @@ void Verify(const Drill& d, const Load& load);
 
 // ---- One node, directly -----------------------------------------------------------------------
 
-// The map `address` holds (nullopt if it does not answer).
-std::optional<ClusterMap> NodeMap(const std::string& address);
-// The epoch of the map `address` holds (nullopt if it does not answer).
-std::optional<uint64_t> NodeEpoch(const std::string& address);
-// How many of `keys` node `address` holds in its own store (replica read, no coordination).
-int LocallyHeld(const std::string& address, const ClusterMap& map,
-                const std::vector<std::string>& keys);
+using testing::LocallyHeld;
+using testing::NodeMap;
 
 // Polls (every 250 ms) until every node of `map` answers with one epoch; returns whether it did.
 // `epochs` gets what each node answered last, for INFO.

@@ -10,21 +10,18 @@
 #include <thread>
 
 #include "lab/subprocess.h"
-#include "net/rpc_client.h"
 #include "shardkv/client.h"
+#include "testing/cluster_util.h"
 #include "testing/history_checker.h"
 #include "testing/temp_dir.h"
 
+using shardkv::testing::PollUntil;
 using shardkv::testing::ProcessResult;
 using shardkv::testing::RunProcess;
 using shardkv::testing::TempDir;
+using shardkv::testing::TestKeys;
 
 namespace {
-
-int TestKeys(int fallback) {
-  const char* env = std::getenv("SHARDKV_TEST_KEYS");
-  return env && *env ? std::atoi(env) : fallback;
-}
 
 // Runs `shardkv --dir DIR args...`.
 ProcessResult Cli(const TempDir& dir, std::vector<std::string> args) {
@@ -40,25 +37,25 @@ struct ClusterGuard {
 };
 
 std::string NodeAddress(const TempDir& dir, int id) {
-  std::ifstream in(dir.Sub("node-" + std::to_string(id) + "/port"));
-  int port = 0;
-  in >> port;
-  return "127.0.0.1:" + std::to_string(port);
+  return shardkv::testing::AddressFromPortFile(dir.Sub("node-" + std::to_string(id)));
 }
 
 // How many of `keys` node `id` holds in its own store (replica read, no coordination).
 int LocallyHeld(const TempDir& dir, int id, const shardkv::ClusterMap& map,
                 const std::vector<std::string>& keys) {
-  shardkv::net::RpcClient rpc(NodeAddress(dir, id));
+  return shardkv::testing::LocallyHeld(NodeAddress(dir, id), map, keys);
+}
+
+// Polls until node `id` holds every one of `keys` (or 120 s pass); returns how many it holds.
+int WaitHeld(const TempDir& dir, int id, const shardkv::ClusterMap& map,
+             const std::vector<std::string>& keys, std::chrono::milliseconds every) {
   int held = 0;
-  for (const std::string& key : keys) {
-    shardkv::net::Request req;
-    req.body = shardkv::net::ReplicaReadRequest{map.TokenOf(key), key};
-    auto reply = rpc.CallSync(std::move(req), std::chrono::seconds(5));
-    if (!reply.ok() || !reply->ok()) continue;
-    const auto* body = std::get_if<shardkv::net::ReplicaReadResponse>(&reply->body);
-    held += body != nullptr && body->found && !body->tombstone;
-  }
+  PollUntil(
+      [&] {
+        held = LocallyHeld(dir, id, map, keys);
+        return held == static_cast<int>(keys.size());
+      },
+      std::chrono::seconds(120), every);
   return held;
 }
 
@@ -89,24 +86,14 @@ void KillOneLoadRestart(const std::string& mode) {
   REQUIRE(start.exit_code == 0);
   // Hints replay (and quorum reads repair) until every replica holds every key. RF = 3 on 3
   // nodes, so every node must end up with all 2n keys.
-  shardkv::ClientOptions o;
-  o.seeds = {NodeAddress(dir, 1)};
-  auto client = shardkv::Client::Connect(o);
-  REQUIRE(client.ok());
-  auto map = (*client)->map();
+  const auto map = shardkv::testing::NodeMap(NodeAddress(dir, 1));
+  REQUIRE(map.has_value());
   std::vector<std::string> keys;
   for (int i = 0; i < n; ++i) {
     keys.push_back("a:" + std::to_string(i));
     keys.push_back("b:" + std::to_string(i));
   }
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-  int held = 0;
-  while (std::chrono::steady_clock::now() < deadline) {
-    held = LocallyHeld(dir, 2, *map, keys);
-    if (held == 2 * n) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  }
-  CHECK(held == 2 * n);
+  CHECK(WaitHeld(dir, 2, *map, keys, std::chrono::milliseconds(500)) == 2 * n);
   for (int id : {1, 3}) CHECK(LocallyHeld(dir, id, *map, keys) == 2 * n);
 }
 
@@ -187,14 +174,8 @@ TEST_CASE("failure: a node paused 10 s under load loses nothing and catches up",
     REQUIRE(got.ok());
   }
   auto map = (*client)->map();
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-  int held = 0;
-  while (std::chrono::steady_clock::now() < deadline) {
-    held = LocallyHeld(dir, 2, *map, written);
-    if (held == static_cast<int>(written.size())) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  }
-  CHECK(held == static_cast<int>(written.size()));
+  CHECK(WaitHeld(dir, 2, *map, written, std::chrono::milliseconds(500)) ==
+        static_cast<int>(written.size()));
 }
 
 TEST_CASE("failure: history holds through kill -9 and restarts of nodes", "[multiprocess]") {
@@ -248,22 +229,13 @@ TEST_CASE("failure: start-node --rebuild wipes a node and re-streams its ranges"
   auto start = Cli(dir, {"cluster", "start-node", "3", "--rebuild"});
   INFO(start.out << start.err);
   REQUIRE(start.exit_code == 0);
-  shardkv::ClientOptions o;
-  o.seeds = {NodeAddress(dir, 1)};
-  auto client = shardkv::Client::Connect(o);
-  REQUIRE(client.ok());
-  auto map = (*client)->map();
+  const auto map = shardkv::testing::NodeMap(NodeAddress(dir, 1));
+  REQUIRE(map.has_value());
   std::vector<std::string> keys = {"late"};
   for (int i = 1; i < n; ++i) keys.push_back("r:" + std::to_string(i));
   // The node listens while it rebuilds and serves once done: poll until it holds everything.
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-  int held = 0;
-  while (std::chrono::steady_clock::now() < deadline) {
-    held = LocallyHeld(dir, 3, *map, keys);
-    if (held == static_cast<int>(keys.size())) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  }
-  CHECK(held == static_cast<int>(keys.size()));
+  CHECK(WaitHeld(dir, 3, *map, keys, std::chrono::milliseconds(200)) ==
+        static_cast<int>(keys.size()));
   // The delete came back as a tombstone, not as the old value.
   CHECK(LocallyHeld(dir, 3, *map, {"r:0"}) == 0);
   auto get = Cli(dir, {"--consistency", "all", "get", "r:0"});

@@ -19,6 +19,7 @@
 
 #include "../tools/shardkv/cluster_limits.h"
 #include "integration/cli_harness.h"
+#include "testing/cluster_util.h"
 
 namespace {
 
@@ -51,14 +52,7 @@ std::string PortOf(const LocalCluster& c, int id) {
   return std::to_string(port);
 }
 
-std::string ClusterId(const LocalCluster& c) {
-  std::ifstream in(c.dir() + "/cluster.conf");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("cluster_id=", 0) == 0) return line.substr(11);
-  }
-  return "";
-}
+std::string ClusterId(const LocalCluster& c) { return shardkv::testing::ClusterIdInDir(c.dir()); }
 
 void Up(const LocalCluster& c, int nodes, std::vector<std::string> more = {}) {
   std::vector<std::string> args{"cluster", "up", "--nodes", std::to_string(nodes)};
@@ -69,12 +63,7 @@ void Up(const LocalCluster& c, int nodes, std::vector<std::string> more = {}) {
 
 // Polls `done` every 50 ms until it holds or `limit` passes.
 bool Eventually(const std::function<bool()>& done, std::chrono::seconds limit) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (done()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return done();
+  return shardkv::testing::PollUntil(done, limit, std::chrono::milliseconds(50));
 }
 
 }  // namespace

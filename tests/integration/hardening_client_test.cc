@@ -10,20 +10,14 @@
 #include <string>
 
 #include "integration/cli_harness.h"
+#include "testing/cluster_util.h"
 
 using namespace shardkv::testing;
 
 namespace {
 
 // The cluster_id line of DIR/cluster.conf.
-std::string ClusterIdOf(const LocalCluster& c) {
-  std::ifstream in(c.dir() + "/cluster.conf");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("cluster_id=", 0) == 0) return line.substr(11);
-  }
-  return "";
-}
+std::string ClusterIdOf(const LocalCluster& c) { return ClusterIdInDir(c.dir()); }
 
 bool PortFree(int port) {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);

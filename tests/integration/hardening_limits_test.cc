@@ -21,15 +21,18 @@
 #include <vector>
 
 #include "cluster_limits.h"
+#include "integration/background_process.h"
 #include "integration/cli_harness.h"
 #include "kv_limits.h"
 #include "placement_lab/comparison.h"
 #include "placement_lab/key_set.h"
 #include "placement_lab/lab_membership.h"
 #include "shardkv/options.h"
+#include "testing/cluster_util.h"
 
 namespace {
 
+using shardkv::testing::BackgroundProcess;
 using shardkv::testing::LineCount;
 using shardkv::testing::LocalCluster;
 using shardkv::testing::ProcessResult;
@@ -357,36 +360,18 @@ TEST_CASE("limits: shardkv-node with every flag at its maximum", "[multiprocess]
   const std::string key = S(shardkv::kMaxKeyBytesLimit);
   const std::string value = S(shardkv::kMaxValueBytesLimit);
   const std::string grace = S(shardkv::kMaxTombstoneGraceSeconds);
-  const pid_t pid = fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    execl(SHARDKV_NODE_PATH, SHARDKV_NODE_PATH, "--id", id.c_str(), "--threads", threads.c_str(),
-          "--max-key-bytes", key.c_str(), "--max-value-bytes", value.c_str(), "--tombstone-grace",
-          grace.c_str(), "--data", data.c_str(), "--log-level", "warn",
-          static_cast<char*>(nullptr));
-    _exit(127);
+  {
+    BackgroundProcess node({SHARDKV_NODE_PATH, "--id", id, "--threads", threads, "--max-key-bytes",
+                            key, "--max-value-bytes", value, "--tombstone-grace", grace, "--data",
+                            data, "--log-level", "warn"},
+                           "/dev/null");
+    REQUIRE(node.pid() > 0);
+    // Serving once it wrote its port; then SIGTERM stops it cleanly.
+    CHECK_FALSE(shardkv::testing::WaitForPortFile(data, std::chrono::seconds(30)).empty());
+    node.Signal(SIGTERM);
+    const int exit_code = node.Wait(std::chrono::seconds(15));
+    if (node.running()) FAIL("shardkv-node ignored SIGTERM for 15 s");  // its destructor kills it
+    CHECK(exit_code == 0);
   }
-  // Serving once it wrote its port; then SIGTERM stops it cleanly.
-  bool listening = false;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (!listening && std::chrono::steady_clock::now() < deadline) {
-    std::ifstream port(data + "/port");
-    int p = 0;
-    listening = static_cast<bool>(port >> p) && p > 0;
-    if (!listening) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  CHECK(listening);
-  kill(pid, SIGTERM);
-  int status = 0;
-  for (int i = 0; i < 300 && waitpid(pid, &status, WNOHANG) == 0; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  if (waitpid(pid, &status, WNOHANG) == 0) {
-    kill(pid, SIGKILL);
-    waitpid(pid, &status, 0);
-    FAIL("shardkv-node ignored SIGTERM for 15 s");
-  }
-  CHECK(WIFEXITED(status));
-  CHECK(WEXITSTATUS(status) == 0);
   std::filesystem::remove_all(data);
 }

@@ -12,6 +12,7 @@
 #include "integration/cli_harness.h"
 #include "lab/subprocess.h"
 #include "storage/small_disk.h"
+#include "testing/cluster_util.h"
 #include "testing/temp_dir.h"
 
 using shardkv::testing::BackgroundProcess;
@@ -38,23 +39,12 @@ size_t Count(const std::string& text, const std::string& what) {
 
 // "127.0.0.1:PORT" once the node has written DATA/port, or "" after `timeout`.
 std::string WaitForPort(const std::string& data, std::chrono::seconds timeout) {
-  const auto deadline = Clock::now() + timeout;
-  while (Clock::now() < deadline) {
-    std::ifstream in(data + "/port");
-    int port = 0;
-    if (in >> port && port > 0) return "127.0.0.1:" + std::to_string(port);
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return "";
+  return shardkv::testing::WaitForPortFile(data, timeout);
 }
 
 std::unique_ptr<BackgroundProcess> StartNode(const std::string& data, const std::string& log,
                                              std::vector<std::string> extra = {}) {
-  std::filesystem::remove(data + "/port");
-  std::vector<std::string> argv = {SHARDKV_NODE_PATH, "--id",       "1", "--data", data,
-                                   "--listen",        "127.0.0.1:0"};
-  argv.insert(argv.end(), extra.begin(), extra.end());
-  return std::make_unique<BackgroundProcess>(argv, log);
+  return shardkv::testing::StartNodeProcess(data, log, std::move(extra));
 }
 
 }  // namespace

@@ -3,13 +3,12 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "integration/cli_harness.h"
+#include "testing/cluster_util.h"
 
 using shardkv::testing::Alive;
-using shardkv::testing::Field;
 using shardkv::testing::LocalCluster;
 using shardkv::testing::ParseStatus;
 
@@ -37,18 +36,13 @@ TEST_CASE("rebal: add-node at --vnodes 20000 completes with every node alive",
   INFO(add.out << add.err);
   CHECK(add.exit_code == 0);
   CHECK_FALSE(Has(add.err, "system_error"));
-  // add-node returns once the change is committed; poll `rebalance status` until it ends.
-  std::string last;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-  while (std::chrono::steady_clock::now() < deadline) {
-    auto r = c.Run({"rebalance", "status", "--json"});
-    last = r.out + r.err;
-    const std::string state = Field(r.out, "state");
-    if (state == "done" || state == "failed" || state == "cancelled") break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  }
-  INFO(last);
-  CHECK(Has(last, "done"));
+  // add-node returns once the change is committed; poll its status until it ends.
+  auto end = shardkv::testing::WaitChangeEnded(*shardkv::testing::AdminForDir(c.dir()),
+                                               std::chrono::seconds(120));
+  INFO(end.status().ToString());
+  REQUIRE(end.ok());
+  INFO(shardkv::testing::DescribeChange(*end));
+  CHECK(end->record.state == shardkv::ChangeState::kDone);
   for (pid_t pid : c.Pids()) CHECK(Alive(pid));
   auto status = c.Run({"cluster", "status", "--json"});
   const auto nodes = ParseStatus(status.out);

@@ -9,39 +9,25 @@
 
 #include "integration/background_process.h"
 #include "lab/subprocess.h"
+#include "testing/cluster_util.h"
 #include "testing/temp_dir.h"
 
 using shardkv::testing::BackgroundProcess;
 using shardkv::testing::RunProcess;
 using shardkv::testing::TempDir;
+using shardkv::testing::TestKeys;
 
 namespace {
 
-// Key counts of the heavy tests come from the environment (small in CI).
-int TestKeys(int fallback) {
-  const char* env = std::getenv("SHARDKV_TEST_KEYS");
-  return env && *env ? std::atoi(env) : fallback;
-}
-
 // Waits for the node to write its port file; returns "127.0.0.1:port" or "".
 std::string WaitForPort(const std::string& data_dir, std::chrono::seconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    std::ifstream in(data_dir + "/port");
-    int port = 0;
-    if (in >> port && port > 0) return "127.0.0.1:" + std::to_string(port);
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return "";
+  return shardkv::testing::WaitForPortFile(data_dir, timeout);
 }
 
 std::unique_ptr<BackgroundProcess> StartNode(const TempDir& dir,
                                              const std::string& log_level = "warn") {
-  std::filesystem::remove(dir.Sub("data/port"));
-  return std::make_unique<BackgroundProcess>(
-      std::vector<std::string>{SHARDKV_NODE_PATH, "--id", "1", "--data", dir.Sub("data"),
-                               "--listen", "127.0.0.1:0", "--log-level", log_level},
-      dir.Sub("node.log"));
+  return shardkv::testing::StartNodeProcess(dir.Sub("data"), dir.Sub("node.log"),
+                                            {"--log-level", log_level});
 }
 
 }  // namespace

@@ -1,11 +1,12 @@
-// Rebalance fault drills on real shardkv-node processes driven through the shardkv CLI
-// (design.md "Rebalancing: the transition protocol" and "Testing", the fault tests): a node
-// added and removed under a running history checker, kill -9 of the destination, of a source and
-// of the driver mid-stream, a replica SIGSTOPped across a whole change, cancel, and removal of a
-// dead node.
+// Rebalance fault drills on real shardkv-node processes (design.md "Rebalancing: the transition
+// protocol" and "Testing", the fault tests): a node added and removed under a running history
+// checker, kill -9 of the destination, of a source and of the driver mid-stream, a replica
+// SIGSTOPped across a whole change, cancel, and removal of a dead node.
 //
-// Every wait is a poll with a deadline, and every CLI run has one too (a hung `rebalance watch`
-// fails the drill instead of hanging ctest). Key counts come from SHARDKV_TEST_KEYS. A drill that
+// The node processes are run by the shardkv CLI (`cluster up`, `add-node`, `stop-node`,
+// `start-node`); the changes are driven and watched through shardkv::Admin. Every wait is a poll
+// with a deadline, and every CLI run has one too (a hung command fails the drill instead of
+// hanging ctest). Key counts come from SHARDKV_TEST_KEYS. A drill that
 // fails keeps a copy of its cluster directory (node logs and data) and prints where, with the
 // tail of every node.log. The harness (drill_harness.h) does all of that; this file holds the
 // drills.
@@ -24,6 +25,8 @@
 #include <vector>
 
 #include "integration/drill_harness.h"
+#include "shardkv/admin.h"
+#include "shardkv/change.h"
 #include "shardkv/client.h"
 #include "shardkv/cluster_map.h"
 #include "testing/history_checker.h"
@@ -54,8 +57,8 @@ Load SlowLoad() {
 // A stream task is half done right now, with at least half of it left: a pair with a single
 // range has reported some but at most half of its copies. The destination checkpointed them
 // before it reported them.
-bool TaskHalfDone(const RebalanceStatus& s) {
-  for (const StreamEntry& e : ParseStreams(s.proc.out)) {
+bool TaskHalfDone(const ChangeReport& s) {
+  for (const StreamProgress& e : s.streams) {
     if (e.ranges_total == 1 && e.ranges_done == 0 && e.copies_done > 0 &&
         e.copies_done * 2 <= e.copies_planned) {
       return true;
@@ -64,81 +67,91 @@ bool TaskHalfDone(const RebalanceStatus& s) {
   return false;
 }
 
-// `cluster add-node` throttled to 1 MB/s and one stream, then polls until a stream task is half
-// done (SlowLoad() explains why that happens). Returns that status.
-RebalanceStatus AddNodeSlowly(Drill& d) {
+// Waits for the change to end (what `rebalance watch` does) and REQUIREs it done.
+ChangeReport WaitDone(Drill& d) {
+  auto end = d.WaitEnded();
+  INFO(end.status().ToString());
+  REQUIRE(end.ok());
+  INFO(Text(*end));
+  REQUIRE(end->record.state == ChangeState::kDone);
+  return *end;
+}
+
+// `cluster add-node` (it starts the node process) throttled to 1 MB/s and one stream, then polls
+// until a stream task is half done (SlowLoad() explains why that happens). Returns that status.
+ChangeReport AddNodeSlowly(Drill& d) {
   auto add = d.Cli({"cluster", "add-node", "--yes", "--rate", "1", "--streams", "1"});
   INFO(add.Text());
   REQUIRE(add.exit_code == 0);
-  bool half_done = false;
-  RebalanceStatus st = d.PollStatus(
-      [](const RebalanceStatus& s) { return s.state == "streaming" && TaskHalfDone(s); },
-      seconds(60), &half_done);
-  INFO("last status: " << st.proc.Text());
-  REQUIRE(half_done);
-  REQUIRE(st.moved_copies > 0);
-  REQUIRE(st.moved_copies < st.planned_copies);  // really mid-stream
-  return st;
+  auto st = d.WaitFor(
+      [](const ChangeReport& s) {
+        return s.record.state == ChangeState::kStreaming && TaskHalfDone(s);
+      },
+      seconds(60));
+  INFO("last status: " << st.status().ToString() << "\n" << Text(d.Status()));
+  REQUIRE(st.ok());
+  REQUIRE(st->copies_done > 0);
+  REQUIRE(st->copies_done < st->record.planned_copies);  // really mid-stream
+  return *st;
 }
 
 // Lifts the throttle once the fault is in, so the drill does not wait out 1 MB/s. A task already
 // running keeps its rate to its end.
 void Unthrottle(Drill& d) {
-  auto t = d.Cli({"rebalance", "throttle", "--rate", "256", "--streams", "2"});
-  INFO(t.Text());
-  CHECK(t.exit_code == 0);
+  const AdminReply t = d.admin().SetThrottle(uint64_t{256} << 20, 2);
+  INFO(Text(t));
+  CHECK(t.status.ok());
 }
 
-// Watches the change to its end; if it went to failed meanwhile, resumes it once and watches
-// again (design: a failed change continues from its checkpoints). Returns the last watch.
-Proc WatchResumingOnce(Drill& d, bool* resumed) {
+// Waits for the change to end; if it went to failed meanwhile, resumes it once and waits again
+// (design: a failed change continues from its checkpoints). Returns the change once done.
+ChangeReport WaitDoneResumingOnce(Drill& d, bool* resumed) {
   *resumed = false;
-  Proc w = Watch(d);
-  if (w.exit_code == 0) return w;
-  RebalanceStatus st = d.Status();
-  if (st.state != "failed") return w;
-  WARN("change failed (" << st.error << "); resuming\n" << w.Text());
-  auto resume = d.Cli({"rebalance", "resume"});
-  INFO(resume.Text());
-  CHECK(resume.exit_code == 0);
-  *resumed = true;
-  return Watch(d);
+  auto end = d.WaitEnded();
+  INFO(end.status().ToString());
+  REQUIRE(end.ok());
+  if (end->record.state == ChangeState::kFailed) {
+    WARN("change failed (" << end->record.error << "); resuming\n" << Text(*end));
+    const AdminReply resume = d.admin().Resume();
+    INFO(Text(resume));
+    CHECK(resume.status.ok());
+    *resumed = true;
+    return WaitDone(d);
+  }
+  INFO(Text(*end));
+  REQUIRE(end->record.state == ChangeState::kDone);
+  return *end;
 }
 
 // The moved fraction against the ideal: within `factor` either way.
-void CheckFraction(const RebalanceStatus& st, double factor, const std::string& what) {
-  const double fraction = st.moved_copies / st.total_copies;
-  WARN(what << ": moved " << st.moved_copies << " of " << st.total_copies
-            << " copies = " << fraction << " (ideal " << st.ideal_fraction << ", ratio "
-            << fraction / st.ideal_fraction << "), planned " << st.planned_copies
-            << ", remapped keys " << st.remapped_keys);
-  REQUIRE(st.total_copies > 0);
-  REQUIRE(st.ideal_fraction > 0);
-  CHECK(fraction <= st.ideal_fraction * factor);
-  CHECK(fraction >= st.ideal_fraction / factor);
+void CheckFraction(const ChangeReport& st, double factor, const std::string& what) {
+  const double fraction = MovedFraction(st);
+  const double ideal = st.record.ideal_fraction;
+  WARN(what << ": moved " << st.record.moved_copies << " of " << st.record.total_copies
+            << " copies = " << fraction << " (ideal " << ideal << ", ratio " << fraction / ideal
+            << "), planned " << st.record.planned_copies << ", remapped keys "
+            << st.record.remapped_keys);
+  REQUIRE(st.record.total_copies > 0);
+  REQUIRE(ideal > 0);
+  CHECK(fraction <= ideal * factor);
+  CHECK(fraction >= ideal / factor);
   // Only the history checker's 100 keys change while the change runs.
-  CHECK(std::abs(st.moved_copies - st.planned_copies) <= 100);
+  CHECK(std::abs(static_cast<double>(st.record.moved_copies) -
+                 static_cast<double>(st.record.planned_copies)) <= 100);
 }
 
 // ---- Drill 1: add then remove a node under the history checker -------------------------------
 
-// One membership change of AddThenRemove (`command`, of `kind`, on node 4) under the history
-// checker: it runs to done without client errors and moves about the ideal fraction.
-void ChangeNode4(Drill& d, const std::vector<std::string>& command, const std::string& kind,
+// One membership change of AddThenRemove on node 4 (begun by `begin`, of `kind`) under the
+// history checker: it runs to done without client errors and moves about the ideal fraction.
+void ChangeNode4(Drill& d, const std::function<void()>& begin, const std::string& kind,
                  const std::string& mode, double factor) {
-  auto begin = d.Cli(command);
-  INFO(begin.Text());
-  REQUIRE(begin.exit_code == 0);
-  auto watch = Watch(d);
-  INFO(watch.Text());
-  REQUIRE(watch.exit_code == 0);
-  RebalanceStatus st = d.Status();
-  INFO("after " << kind << ": " << st.proc.Text());
-  REQUIRE(st.ok());
-  CHECK(st.state == "done");
-  CHECK(st.kind == kind);
-  CHECK(st.node_id == 4);
-  CHECK(st.client_errors == 0);
+  begin();
+  const ChangeReport st = WaitDone(d);
+  INFO("after " << kind << ": " << Text(st));
+  CHECK(st.record.kind == kind);
+  CHECK(st.record.node_id == 4);
+  CHECK(st.record.client_errors == 0);
   CheckFraction(st, factor, mode + " " + kind + " node 4");
 }
 
@@ -153,9 +166,19 @@ void AddThenRemove(const std::string& mode, double factor) {
   REQUIRE(checker.Start().ok());
   REQUIRE(checker.WaitUntil([](const auto& s) { return s.acked >= 100; }, seconds(30)));
 
-  ChangeNode4(d, {"cluster", "add-node", "--yes"}, "add", mode, factor);
+  // The CLI starts node 4 and begins its add; Admin removes it again.
+  const auto add_node = [&] { d.CliOk({"cluster", "add-node", "--yes"}); };
+  ChangeNode4(d, add_node, "add", mode, factor);
   REQUIRE(HundredMoreAcked(checker));
-  ChangeNode4(d, {"cluster", "remove-node", "4", "--yes"}, "remove", mode, factor);
+  ChangeNode4(
+      d,
+      [&] {
+        const AdminReply r =
+            d.admin().Begin(ChangeRequest{ChangeKind::kRemove, 4, "", 1.0}, ChangeThrottle{});
+        INFO(Text(r));
+        REQUIRE(r.status.ok());
+      },
+      "remove", mode, factor);
   CHECK(HundredMoreAcked(checker));
   checker.Stop();
   const auto stats = checker.stats();
@@ -170,24 +193,17 @@ void AddThenRemove(const std::string& mode, double factor) {
 }
 
 // Kills `victim` mid-stream (the change throttled), then lets the change finish without it.
-// Returns the status once done.
-// `allow_resume`: a change that went to failed meanwhile may be resumed once.
-RebalanceStatus KillMidStreamAndFinish(Drill& d, int victim, bool restart_before_watch,
-                                       bool allow_resume) {
+// Returns the change once done. `allow_resume`: a change that went to failed meanwhile may be
+// resumed once.
+ChangeReport KillMidStreamAndFinish(Drill& d, int victim, bool restart_before_watch,
+                                    bool allow_resume) {
   d.CliOk({"cluster", "stop-node", std::to_string(victim), "--kill"});
   if (restart_before_watch) {
     d.CliOk({"cluster", "start-node", std::to_string(victim)});
   }
   Unthrottle(d);
   bool resumed = false;
-  Proc w = allow_resume ? WatchResumingOnce(d, &resumed) : Watch(d);
-  INFO(w.Text());
-  REQUIRE(w.exit_code == 0);
-  RebalanceStatus st = d.Status();
-  INFO(st.proc.Text());
-  REQUIRE(st.ok());
-  CHECK(st.state == "done");
-  return st;
+  return allow_resume ? WaitDoneResumingOnce(d, &resumed) : WaitDone(d);
 }
 
 }  // namespace
@@ -205,16 +221,17 @@ TEST_CASE("drill: kill -9 of the destination mid-stream resumes from checkpoints
   Drill d;
   const Load load = SlowLoad();
   Up(d, 3, load);
-  const RebalanceStatus mid = AddNodeSlowly(d);
-  WARN("killing destination node 4 at " << mid.moved_copies << " of " << mid.planned_copies
+  const ChangeReport mid = AddNodeSlowly(d);
+  WARN("killing destination node 4 at " << mid.copies_done << " of " << mid.record.planned_copies
                                         << " copies");
-  const RebalanceStatus st = KillMidStreamAndFinish(d, 4, /*restart_before_watch=*/true,
-                                                    /*allow_resume=*/true);
-  WARN("destination drill: planned " << st.planned_copies << " moved " << st.moved_copies
-                                     << " resumed tasks " << st.resumed_tasks);
-  CHECK(st.resumed_tasks > 0);
-  CHECK(st.moved_copies >= st.planned_copies);
-  CHECK(st.moved_copies <= st.planned_copies + 100);
+  const ChangeReport st = KillMidStreamAndFinish(d, 4, /*restart_before_watch=*/true,
+                                                 /*allow_resume=*/true);
+  WARN("destination drill: planned " << st.record.planned_copies << " moved "
+                                     << st.record.moved_copies << " resumed tasks "
+                                     << st.record.resumed_tasks);
+  CHECK(st.record.resumed_tasks > 0);
+  CHECK(st.record.moved_copies >= st.record.planned_copies);
+  CHECK(st.record.moved_copies <= st.record.planned_copies + 100);
   Verify(d, load);
 }
 
@@ -223,11 +240,11 @@ TEST_CASE("drill: kill -9 of a source mid-stream merges from the other old repli
   Drill d;
   const Load load = SlowLoad();
   Up(d, 3, load);
-  const RebalanceStatus mid = AddNodeSlowly(d);
+  const ChangeReport mid = AddNodeSlowly(d);
   // A source with work left, not the driver: preferably the one whose task is half done.
   int victim = mid.driver == 3 ? 2 : 3;
   int rank = 0;
-  for (const StreamEntry& e : ParseStreams(mid.proc.out)) {
+  for (const StreamProgress& e : mid.streams) {
     const int source = static_cast<int>(e.source);
     if (source == static_cast<int>(mid.driver) || source < 1 || source > 3) continue;
     const int r = e.ranges_done == 0 && e.copies_done > 0 ? 2 : (e.ranges_done < e.ranges_total);
@@ -237,11 +254,12 @@ TEST_CASE("drill: kill -9 of a source mid-stream merges from the other old repli
     }
   }
   WARN("killing source node " << victim << " (driver is " << mid.driver << ") at "
-                              << mid.moved_copies << " of " << mid.planned_copies << " copies");
-  const RebalanceStatus st = KillMidStreamAndFinish(d, victim, /*restart_before_watch=*/false,
-                                                    /*allow_resume=*/false);
-  WARN("source drill: planned " << st.planned_copies << " moved " << st.moved_copies
-                                << " resumed tasks " << st.resumed_tasks);
+                              << mid.copies_done << " of " << mid.record.planned_copies
+                              << " copies");
+  const ChangeReport st = KillMidStreamAndFinish(d, victim, /*restart_before_watch=*/false,
+                                                 /*allow_resume=*/false);
+  WARN("source drill: planned " << st.record.planned_copies << " moved " << st.record.moved_copies
+                                << " resumed tasks " << st.record.resumed_tasks);
   d.CliOk({"cluster", "start-node", std::to_string(victim)});
   Verify(d, load);
 }
@@ -251,35 +269,28 @@ TEST_CASE("drill: kill -9 of the driver mid-stream hands the change to another n
   Drill d;
   const Load load = SlowLoad();
   Up(d, 3, load);
-  const RebalanceStatus mid = AddNodeSlowly(d);
+  const ChangeReport mid = AddNodeSlowly(d);
   const int driver = static_cast<int>(mid.driver);
   REQUIRE(driver >= 1);
   REQUIRE(driver <= 4);
-  WARN("killing driver node " << driver << " at " << mid.moved_copies << " of "
-                              << mid.planned_copies << " copies");
+  WARN("killing driver node " << driver << " at " << mid.copies_done << " of "
+                              << mid.record.planned_copies << " copies");
   d.CliOk({"cluster", "stop-node", std::to_string(driver), "--kill"});
   // Through a surviving node only: the takeover commits an epoch naming the new driver.
   const std::string via = d.Address(driver == 1 ? 2 : 1);
-  RebalanceStatus seen;
-  const bool handed_over = PollUntil(
-      [&] {
-        seen = d.StatusVia(via);
-        return seen.ok() && seen.driver != 0 && seen.driver != driver;
-      },
-      seconds(60), milliseconds(200));
-  INFO("last status via " << via << ": " << seen.proc.Text());
-  REQUIRE(handed_over);
-  WARN("driver " << driver << " -> " << seen.driver << " (epoch " << seen.epoch << ", state "
-                 << seen.state << ")");
+  auto admin_via = testing::AdminFor({via}, d.ClusterId());
+  const auto old_driver = static_cast<uint32_t>(driver);
+  auto seen = testing::WaitChange(
+      *admin_via, [&](const ChangeReport& r) { return r.driver != 0 && r.driver != old_driver; },
+      seconds(60));
+  INFO("last status via " << via << ": " << seen.status().ToString());
+  REQUIRE(seen.ok());
+  WARN("driver " << driver << " -> " << seen->driver << " (epoch " << seen->epoch << ", state "
+                 << ChangeStateName(seen->record.state) << ")");
   Unthrottle(d);
-  auto w = Watch(d);
-  INFO(w.Text());
-  REQUIRE(w.exit_code == 0);
-  const RebalanceStatus st = d.Status();
-  INFO(st.proc.Text());
-  CHECK(st.state == "done");
-  WARN("driver drill: planned " << st.planned_copies << " moved " << st.moved_copies
-                                << " resumed tasks " << st.resumed_tasks);
+  const ChangeReport st = WaitDone(d);
+  WARN("driver drill: planned " << st.record.planned_copies << " moved " << st.record.moved_copies
+                                << " resumed tasks " << st.record.resumed_tasks);
   d.CliOk({"cluster", "start-node", std::to_string(driver)});
   Verify(d, load);
 }
@@ -329,13 +340,8 @@ TEST_CASE("drill: a replica SIGSTOPped across a whole change converges after SIG
     INFO("add-node retried: " << add.Text());
     REQUIRE(add.exit_code == 0);
   }
-  auto w = Watch(d);
-  INFO(w.Text());
-  REQUIRE(w.exit_code == 0);
-  const RebalanceStatus st = d.Status();
-  INFO(st.proc.Text());
-  CHECK(st.state == "done");
-  CHECK(st.kind == "add");
+  const ChangeReport st = WaitDone(d);
+  CHECK(st.record.kind == "add");
   const std::string watched_at = since_t0();
   REQUIRE(kill(pid, SIGCONT) == 0);
   cont.pid = 0;
@@ -398,17 +404,16 @@ TEST_CASE("drill: cancel mid-stream restores the old placement", "[rebalance][dr
   Drill d;
   const Load load = SlowLoad();
   Up(d, 3, load);
-  const RebalanceStatus mid = AddNodeSlowly(d);
-  WARN("cancelling at " << mid.moved_copies << " of " << mid.planned_copies << " copies");
-  auto cancel = d.Cli({"rebalance", "cancel"});
-  INFO(cancel.Text());
-  REQUIRE(cancel.exit_code == 0);
-  bool cancelled = false;
-  const RebalanceStatus st =
-      d.PollStatus([](const RebalanceStatus& s) { return s.Ended(); }, seconds(60), &cancelled);
-  INFO(st.proc.Text());
-  REQUIRE(cancelled);
-  CHECK(st.state == "cancelled");
+  const ChangeReport mid = AddNodeSlowly(d);
+  WARN("cancelling at " << mid.copies_done << " of " << mid.record.planned_copies << " copies");
+  const AdminReply cancel = d.admin().Cancel();
+  INFO(Text(cancel));
+  REQUIRE(cancel.status.ok());
+  auto st = d.WaitEnded(seconds(60));
+  INFO(st.status().ToString());
+  REQUIRE(st.ok());
+  INFO(Text(*st));
+  CHECK(st->record.state == ChangeState::kCancelled);
   Verify(d, load);
 
   auto status = d.Cli({"cluster", "status", "--json"});
@@ -420,10 +425,10 @@ TEST_CASE("drill: cancel mid-stream restores the old placement", "[rebalance][dr
   CHECK(map->nodes().size() == 3);
   CHECK(!map->has_pending());
 
-  auto again = d.Cli({"rebalance", "cancel"});
-  INFO(again.Text());
-  CHECK(again.exit_code != 0);
-  CHECK(!again.err.empty());
+  const AdminReply again = d.admin().Cancel();
+  INFO(Text(again));
+  CHECK(again.status.code() == Status::Code::kFailedPrecondition);
+  CHECK_FALSE(again.status.message().empty());
 }
 
 TEST_CASE("drill: cancel of a finished change is refused", "[rebalance][drill]") {
@@ -431,20 +436,18 @@ TEST_CASE("drill: cancel of a finished change is refused", "[rebalance][drill]")
   Load load;
   load.count = std::max(1, TestKeys(20000) / 10);
   Up(d, 3, load);
-  auto add = d.Cli({"cluster", "add-node", "--yes"});
-  INFO(add.Text());
-  REQUIRE(add.exit_code == 0);
-  auto w = Watch(d);
-  INFO(w.Text());
-  REQUIRE(w.exit_code == 0);
-  REQUIRE(d.Status().state == "done");
-  auto cancel = d.Cli({"rebalance", "cancel"});
-  INFO(cancel.Text());
-  CHECK(cancel.exit_code != 0);
+  d.CliOk({"cluster", "add-node", "--yes"});
+  WaitDone(d);
+  const AdminReply cancel = d.admin().Cancel();
+  INFO(Text(cancel));
+  CHECK(cancel.status.code() == Status::Code::kFailedPrecondition);
   // A clear message: it says why (no change running / the change is done).
-  CHECK((cancel.err.find("done") != std::string::npos ||
-         cancel.err.find("no change is running") != std::string::npos));
-  CHECK(d.Status().state == "done");  // and nothing changed
+  CHECK((cancel.status.message().find("done") != std::string::npos ||
+         cancel.status.message().find("no change is running") != std::string::npos));
+  const AdminReply after = d.Status();
+  INFO(Text(after));
+  REQUIRE(after.status.ok());
+  CHECK(after.report.record.state == ChangeState::kDone);  // and nothing changed
   Verify(d, load);
 }
 
@@ -456,30 +459,26 @@ TEST_CASE("drill: a dead node is removed by streaming from the surviving replica
   Up(d, 4, load);
   d.CliOk({"cluster", "stop-node", "4", "--kill"});
   // At once, as an operator would: the plan must not depend on the dead node answering.
-  auto remove = d.Cli({"cluster", "remove-node", "4", "--yes"});
+  const ChangeRequest remove_4{ChangeKind::kRemove, 4, "", 1.0};
+  AdminReply remove = d.admin().Begin(remove_4, ChangeThrottle{});
   {
-    INFO("remove-node right after kill -9 of node 4:\n" << remove.Text());
-    CHECK(remove.exit_code == 0);
+    INFO("remove right after kill -9 of node 4: " << Text(remove));
+    CHECK(remove.status.ok());
   }
-  if (remove.exit_code != 0) {
+  if (!remove.status.ok()) {
     // Go on with the rest of the drill once the failure detector has noticed node 4.
     const bool begun = PollUntil(
         [&] {
-          remove = d.Cli({"cluster", "remove-node", "4", "--yes"});
-          return remove.exit_code == 0;
+          remove = d.admin().Begin(remove_4, ChangeThrottle{});
+          return remove.status.ok();
         },
         seconds(30), milliseconds(500));
-    INFO("remove-node retried: " << remove.Text());
+    INFO("remove retried: " << Text(remove));
     REQUIRE(begun);
   }
-  auto w = Watch(d);
-  INFO(w.Text());
-  REQUIRE(w.exit_code == 0);
-  const RebalanceStatus st = d.Status();
-  INFO(st.proc.Text());
-  CHECK(st.state == "done");
-  CHECK(st.kind == "remove");
-  CHECK(st.node_id == 4);
+  const ChangeReport st = WaitDone(d);
+  CHECK(st.record.kind == "remove");
+  CHECK(st.record.node_id == 4);
   Verify(d, load);
 
   // RF = 3 on the 3 remaining nodes: each holds every key.

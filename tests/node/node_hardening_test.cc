@@ -4,13 +4,16 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 
-#include "net/rpc_client.h"
+#include "shardkv/admin.h"
 #include "shardkv/client.h"
 #include "shardkv/cluster_map.h"
 #include "shardkv/node.h"
+#include "testing/cluster_util.h"
+#include "testing/standalone_node.h"
 #include "testing/temp_dir.h"
 
 using namespace shardkv;
+using shardkv::testing::MustStart;
 using shardkv::testing::TempDir;
 
 namespace {
@@ -22,27 +25,9 @@ NodeOptions Options(const std::string& dir, uint32_t id = 1) {
   return o;
 }
 
-std::unique_ptr<Node> MustStart(const NodeOptions& o) {
-  auto node = Node::Start(o);
-  INFO(node.status().ToString());
-  REQUIRE(node.ok());
-  return std::move(node).value();
-}
+std::unique_ptr<Client> Connect(const Node& node) { return testing::MustConnect(node.address()); }
 
-std::unique_ptr<Client> Connect(const Node& node) {
-  ClientOptions o;
-  o.seeds = {node.address()};
-  auto c = Client::Connect(o);
-  INFO(c.status().ToString());
-  REQUIRE(c.ok());
-  return std::move(c).value();
-}
-
-uint64_t ClusterIdOf(const Node& node) {
-  auto client = Connect(node);
-  REQUIRE(client->map() != nullptr);
-  return client->map()->cluster_id();
-}
+uint64_t ClusterIdOf(const Node& node) { return testing::ClusterIdOf(node.address()); }
 
 }  // namespace
 
@@ -158,16 +143,14 @@ TEST_CASE("node: a node started for a cluster refuses adoption into another", "[
   auto node = MustStart(member);
   ClusterParams params;
   params.replication_factor = params.write_quorum = params.read_quorum = 1;
-  auto foreign =
-      ClusterMap::Create(cluster_id + 1, params, {{1, node->address(), 1.0, NodeState::kUp}}, 1);
-  REQUIRE(foreign.ok());
-  net::RpcClient rpc(node->address());
-  net::Request request;
-  request.body = net::InstallMapRequest{foreign->Encode(), 0, /*adopt=*/true};
-  auto reply = rpc.CallSync(std::move(request), std::chrono::seconds(5));
-  REQUIRE(reply.ok());
-  CHECK(reply->status().code() == Status::Code::kFailedPrecondition);
-  CHECK(reply->status().message().find("was started as a member of cluster") != std::string::npos);
+  // Forming another cluster with it is refused by the node (the adopting map install).
+  auto formed =
+      testing::AdminFor({node->address()})
+          ->FormCluster({{1, node->address(), 1.0, NodeState::kUp}}, params, cluster_id + 1);
+  INFO(formed.status().ToString());
+  REQUIRE_FALSE(formed.ok());
+  CHECK(formed.status().code() == Status::Code::kFailedPrecondition);
+  CHECK(formed.status().message().find("was started as a member of cluster") != std::string::npos);
   CHECK(ClusterIdOf(*node) == cluster_id);
 }
 

@@ -9,6 +9,7 @@
 
 #include "net/rpc_client.h"
 #include "shardkv/client.h"
+#include "testing/standalone_node.h"
 #include "testing/temp_dir.h"
 
 using namespace shardkv;
@@ -22,21 +23,10 @@ std::unique_ptr<Node> StartNode(const std::string& dir, uint32_t id = 1) {
   o.data_dir = dir;
   o.max_value_bytes = 1 << 20;
   o.max_key_bytes = 1024;
-  auto node = Node::Start(o);
-  INFO(node.status().ToString());
-  REQUIRE(node.ok());
-  return std::move(node).value();
+  return testing::MustStart(o);
 }
 
-std::unique_ptr<Client> Connect(const Node& node) {
-  ClientOptions o;
-  o.seeds = {node.address()};
-  o.timeout_ms = 5000;
-  auto c = Client::Connect(o);
-  INFO(c.status().ToString());
-  REQUIRE(c.ok());
-  return std::move(c).value();
-}
+std::unique_ptr<Client> Connect(const Node& node) { return testing::MustConnect(node.address()); }
 
 }  // namespace
 

@@ -8,6 +8,8 @@
 #include "shardkv/admin.h"
 #include "shardkv/node.h"
 #include "shardkv/stats.h"
+#include "testing/cluster_util.h"
+#include "testing/standalone_node.h"
 #include "testing/temp_dir.h"
 
 using namespace shardkv;
@@ -17,15 +19,8 @@ TEST_CASE("stats registry: a node reports exactly the registered names", "[node]
   NodeOptions o;
   o.id = 1;
   o.data_dir = dir.path();
-  auto node = Node::Start(o);
-  INFO(node.status().ToString());
-  REQUIRE(node.ok());
-
-  AdminOptions ao;
-  ao.seeds = {(*node)->address()};
-  auto admin = Admin::Create(ao);
-  REQUIRE(admin.ok());
-  auto snapshot = (*admin)->NodeStats((*node)->address());
+  auto node = testing::MustStart(o);
+  auto snapshot = testing::AdminFor({node->address()})->NodeStats(node->address());
   INFO(snapshot.status().ToString());
   REQUIRE(snapshot.ok());
 

@@ -5,18 +5,23 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <fstream>
+#include <functional>
+#include <map>
 #include <string>
 #include <thread>
 
+#include "net/rpc_client.h"
 #include "rebalance/plan.h"
 #include "rebalance/schedule.h"
 #include "rebalance_test_util.h"
+#include "shardkv/admin.h"
+#include "testing/cluster_util.h"
 
 using namespace shardkv;
 using namespace shardkv::rebalance_test;
-using shardkv::rebalance::ChangeState;
-using shardkv::rebalance::RebalanceReport;
+using shardkv::testing::AdminFor;
 using shardkv::testing::InProcessCluster;
+using shardkv::testing::WaitChange;
 
 namespace {
 
@@ -29,12 +34,35 @@ int ThreadCount() {
   return -1;
 }
 
-std::map<std::string, std::string> AddArgs(const InProcessCluster& c, uint32_t id,
-                                           const std::string& rate_mb = "0") {
-  return {{"kind", "add"},
-          {"node_id", std::to_string(id)},
-          {"address", c.Address(id)},
-          {"rate_mb", rate_mb}};
+// Polls the change's status until `until` holds (90 s at most).
+ChangeReport WaitFor(Admin& admin, const std::function<bool(const ChangeReport&)>& until) {
+  auto r = WaitChange(admin, until, seconds(90));
+  INFO(r.status().ToString());
+  REQUIRE(r.ok());
+  return *r;
+}
+
+// Polls the change's status until it is in `state` (a change that ends otherwise fails).
+ChangeReport WaitFor(Admin& admin, ChangeState state) {
+  auto r = WaitChange(admin, state, seconds(90));
+  INFO(r.status().ToString());
+  REQUIRE(r.ok());
+  return *r;
+}
+
+// An admin command sent straight to node `address` over the wire. Admin sends cancel and
+// throttle to the change's driver; this is for a test of what a node that is not the driver
+// does with one (the CLI of an older release asked whichever node it was given).
+StatusOr<ChangeReport> CommandTo(const std::string& address, const std::string& command,
+                                 std::map<std::string, std::string> args = {}) {
+  net::Request req;
+  req.body = net::AdminRequest{command, std::move(args)};
+  auto reply = net::RpcClient(address).CallSync(std::move(req), seconds(10));
+  if (!reply.ok()) return reply.status();
+  if (!reply->ok()) return reply->status();
+  const auto* body = std::get_if<net::AdminResponse>(&reply->body);
+  if (body == nullptr) return Status::Corruption("not an admin reply");
+  return ChangeReport::Decode(body->payload);
 }
 
 // Under ASan+UBSan the four in-process nodes run several times slower: at 64,000 vnodes their
@@ -82,18 +110,21 @@ TEST_CASE("rebalance: a change of 200,000 ranges completes on a bounded thread c
     }
   } joiner{stop, sampler};
   const auto begin_start = std::chrono::steady_clock::now();
-  auto args = AddArgs(c, 4);
-  args["weight"] = "2";
-  auto begun = Admin(c, 1, "begin", args, std::chrono::milliseconds(180000));
+  // Plan and begin count every key and place 200,000 ranges: up to 180 s on a loaded machine.
+  auto admin = AdminFor(c.Addresses(), c.cluster_id(), seconds(10), seconds(180));
+  const AdminReply begun = admin->Begin(AddOf(c, 4, 2.0), RateMb(0));
   const double begin_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - begin_start).count();
-  INFO(begun.status().ToString());
-  REQUIRE(begun.ok());
-  CHECK(begun->record.planned_token_ranges >= kScaleMinRanges);
-  CHECK(begun->record.planned_ranges <= 100);  // stream tasks: grouped, not one per range
-  const RebalanceReport end = WaitFor(c, 1, Ended, std::chrono::seconds(240));
+  INFO(begun.status.ToString());
+  REQUIRE(begun.status.ok());
+  CHECK(begun.report.record.planned_token_ranges >= kScaleMinRanges);
+  CHECK(begun.report.record.planned_ranges <= 100);  // stream tasks: grouped, not one per range
+  auto ended = testing::WaitChangeEnded(*admin, seconds(240));
   stop = true;
   if (sampler.joinable()) sampler.join();
+  INFO(ended.status().ToString());
+  REQUIRE(ended.ok());
+  const ChangeReport end = *ended;
   INFO("error: " << end.record.error);
   REQUIRE(end.record.state == ChangeState::kDone);
   CHECK(end.record.moved_copies == end.record.planned_copies);
@@ -108,70 +139,68 @@ TEST_CASE("rebalance: a change of 200,000 ranges completes on a bounded thread c
 TEST_CASE("rebalance: removing the last node is refused, plan and begin", "[rebalance]") {
   InProcessCluster c(1, ClusterParams{});
   REQUIRE(c.Start().ok());
-  for (const char* cmd : {"plan", "begin"}) {
-    auto r = Admin(c, 1, cmd, {{"kind", "remove"}, {"node_id", "1"}});
-    REQUIRE_FALSE(r.ok());
-    CHECK(r.status().code() == Status::Code::kInvalidArgument);
-    CHECK(r.status().message() == "cannot remove the last node");
-  }
-  auto m = MapOf(c, 1);
+  auto admin = AdminFor(c);
+  // Admin never asks a node to plan its own removal, and the last node is the only one to ask.
+  const AdminReply plan = admin->Plan(RemoveOf(1));
+  INFO(plan.status.ToString());
+  CHECK_FALSE(plan.status.ok());
+  // Asked all the same, the node refuses it.
+  const AdminReply begin = admin->Begin(RemoveOf(1), ChangeThrottle{}, c.Address(1));
+  INFO(begin.status.ToString());
+  REQUIRE_FALSE(begin.status.ok());
+  CHECK(begin.status.code() == Status::Code::kInvalidArgument);
+  CHECK(begin.status.message() == "cannot remove the last node");
+  auto m = admin->NewestMap();
   REQUIRE(m.ok());
+  CHECK(m->epoch() == 1);
   CHECK_FALSE(m->has_pending());
 }
 
 TEST_CASE("rebalance: the plan reports replication after a remove", "[rebalance]") {
   InProcessCluster c(3, ClusterParams{});
   REQUIRE(c.Start().ok());
-  auto r = Admin(c, 1, "plan", {{"kind", "remove"}, {"node_id", "3"}});
-  REQUIRE(r.ok());
-  CHECK(r->record.replicas_configured == 3);
-  CHECK(r->record.replicas_after == 2);
-  CHECK(r->record.write_quorum_after == 2);
-  CHECK(r->record.read_quorum_after == 2);
+  const AdminReply r = AdminFor(c)->Plan(RemoveOf(3));
+  INFO(r.status.ToString());
+  REQUIRE(r.status.ok());
+  CHECK(r.report.record.replicas_configured == 3);
+  CHECK(r.report.record.replicas_after == 2);
+  CHECK(r.report.record.write_quorum_after == 2);
+  CHECK(r.report.record.read_quorum_after == 2);
 }
 
 TEST_CASE("rebalance: joining a node of another cluster is refused before any commit",
           "[rebalance]") {
   InProcessCluster a(3, ClusterParams{});
   REQUIRE(a.Start().ok());
-  // Cluster B: two nodes adopted into a cluster with another id (InProcessCluster::Start
-  // would give it A's id).
-  InProcessCluster b(0, ClusterParams{});
-  REQUIRE(b.AddStandaloneNode().ok());
-  REQUIRE(b.AddStandaloneNode().ok());
-  auto b_map = ClusterMap::Create(
-      0xB0B, ClusterParams{},
-      {{1, b.Address(1), 1.0, NodeState::kUp}, {2, b.Address(2), 1.0, NodeState::kUp}}, 1);
-  REQUIRE(b_map.ok());
-  for (uint32_t id : {1u, 2u}) {
-    net::Request req;
-    req.body = net::InstallMapRequest{b_map->Encode(), 0, true};
-    auto reply = b.Call(id, std::move(req));
-    REQUIRE(reply.ok());
-    REQUIRE(reply->ok());
-  }
-  auto before = MapOf(a, 1);
+  // Cluster B: two nodes formed into a cluster with another id.
+  InProcessCluster b(2, ClusterParams{}, 0, 0xB0B);
+  REQUIRE(b.Start().ok());
+  auto admin = AdminFor(a);
+  auto before = admin->NewestMap();
   REQUIRE(before.ok());
-  for (const char* cmd : {"plan", "begin"}) {
-    auto r = Admin(a, 1, cmd, {{"kind", "add"}, {"node_id", "4"}, {"address", b.Address(1)}});
-    REQUIRE_FALSE(r.ok());
-    INFO(r.status().ToString());
-    CHECK(r.status().code() == Status::Code::kFailedPrecondition);
-    CHECK(r.status().message().find("belongs to cluster") != std::string::npos);
-    CHECK(r.status().message().find("not this cluster") != std::string::npos);
+  const ChangeRequest join_b{ChangeKind::kAdd, 4, b.Address(1), 1.0};
+  for (const AdminReply& r : {admin->Plan(join_b), admin->Begin(join_b, ChangeThrottle{})}) {
+    INFO(r.status.ToString());
+    REQUIRE_FALSE(r.status.ok());
+    CHECK_FALSE(r.unreachable);  // node 1 of A answered: it refused
+    CHECK(r.status.code() == Status::Code::kFailedPrecondition);
+    CHECK(r.status.message().find("belongs to cluster") != std::string::npos);
+    CHECK(r.status.message().find("not this cluster") != std::string::npos);
   }
   // Nothing was committed: same epoch, no pending change, B untouched.
-  auto after = MapOf(a, 1);
+  auto after = admin->NewestMap();
   REQUIRE(after.ok());
   CHECK(after->epoch() == before->epoch());
   CHECK_FALSE(after->has_pending());
   auto theirs = MapOf(b, 1);
-  REQUIRE(theirs.ok());
+  REQUIRE(theirs.has_value());
   CHECK(theirs->nodes().size() == 2);
   CHECK(theirs->cluster_id() == 0xB0B);
   // A fresh standalone node is accepted by the same check.
   REQUIRE(a.AddStandaloneNode().ok());
-  CHECK(Admin(a, 1, "plan", AddArgs(a, 4)).ok());
+  const AdminReply fresh = admin->Plan(AddOf(a, 4));
+  INFO(fresh.status.ToString());
+  CHECK(fresh.status.ok());
 }
 
 TEST_CASE("rebalance: the joining node cancels its own add, cancel says OK and it is cancelled",
@@ -180,28 +209,35 @@ TEST_CASE("rebalance: the joining node cancels its own add, cancel says OK and i
   REQUIRE(c.Start().ok());
   Load(c, 4000, 1000);  // ~3 MB to node 4 at 1 MB/s: still streaming when cancelled
   REQUIRE(c.AddStandaloneNode().ok());
-  REQUIRE(Admin(c, 1, "begin", AddArgs(c, 4, "1")).ok());
-  // A commit by node 4 makes it the claimant (the driver), as when the CLI talks to it.
-  auto throttled = Admin(c, 4, "throttle", {{"rate_mb", "1"}});
+  auto admin = AdminFor(c);
+  const AdminReply begun = admin->Begin(AddOf(c, 4), RateMb(1));
+  INFO(begun.status.ToString());
+  REQUIRE(begun.status.ok());
+  // Sent to node 4 itself, not the driver (see CommandTo): its commit makes it the claimant,
+  // the driver of the change.
+  auto throttled = CommandTo(c.Address(4), "throttle", {{"rate_mb", "1"}});
+  INFO(throttled.status().ToString());
   REQUIRE(throttled.ok());
   CHECK(throttled->driver == 4);
-  auto cancelled = Admin(c, 4, "cancel");
-  INFO(cancelled.status().ToString());
-  REQUIRE(cancelled.ok());
+  // Admin's cancel goes to the driver: node 4.
+  const AdminReply cancelled = admin->Cancel();
+  INFO(cancelled.status.ToString());
+  REQUIRE(cancelled.status.ok());
+  CHECK(cancelled.address == c.Address(4));
   for (uint32_t id : {1u, 2u, 3u}) {
     auto m = MapOf(c, id);
-    REQUIRE(m.ok());
+    REQUIRE(m.has_value());
     CHECK_FALSE(m->has_pending());
     CHECK(m->nodes().size() == 3);
     CHECK(m->FindNode(4) == nullptr);
     CHECK(m->claimant() != 4);
   }
-  auto s = Admin(c, 1, "status");
-  REQUIRE(s.ok());
-  CHECK(s->record.state == ChangeState::kCancelled);
+  const AdminReply s = admin->ChangeStatus(c.Address(1));
+  REQUIRE(s.status.ok());
+  CHECK(s.report.record.state == ChangeState::kCancelled);
   // Node 4 holds the cancelled map too (as a departing node): it drives nothing more.
   auto m4 = MapOf(c, 4);
-  REQUIRE(m4.ok());
+  REQUIRE(m4.has_value());
   CHECK_FALSE(m4->has_pending());
 }
 
@@ -210,12 +246,13 @@ TEST_CASE("rebalance: throttle --rate 0 means unthrottled", "[rebalance]") {
   REQUIRE(c.Start().ok());
   Load(c, 2000, 1000);
   REQUIRE(c.AddStandaloneNode().ok());
-  REQUIRE(Admin(c, 1, "begin", AddArgs(c, 4, "1")).ok());
-  auto t = Admin(c, 1, "throttle", {{"rate_mb", "0"}});
-  REQUIRE(t.ok());
-  CHECK(t->record.rate_bytes_per_s == 0);
-  const RebalanceReport end = WaitFor(c, 1, Ended);
-  CHECK(end.record.state == ChangeState::kDone);
+  auto admin = AdminFor(c);
+  REQUIRE(admin->Begin(AddOf(c, 4), RateMb(1)).status.ok());
+  const AdminReply t = admin->SetThrottle(0, std::nullopt);
+  INFO(t.status.ToString());
+  REQUIRE(t.status.ok());
+  CHECK(t.report.record.rate_bytes_per_s == 0);
+  const ChangeReport end = WaitFor(*admin, ChangeState::kDone);
   CHECK(end.record.rate_bytes_per_s == 0);
 }
 
@@ -225,23 +262,26 @@ TEST_CASE("rebalance: a failed change keeps what it moved, resume finishes it",
   REQUIRE(c.Start().ok());
   Load(c, 20000, 1000);  // ~15 MB to node 4 at 1 MB/s: still streaming when it stops
   REQUIRE(c.AddStandaloneNode().ok());
-  REQUIRE(Admin(c, 1, "begin", AddArgs(c, 4, "1")).ok());
+  auto admin = AdminFor(c);
+  const AdminReply begun = admin->Begin(AddOf(c, 4), RateMb(1), c.Address(1));
+  INFO(begun.status.ToString());
+  REQUIRE(begun.status.ok());
   // Some copies moved, then the destination goes away: the tasks fail for
   // task_failure_timeout (30 s) and the change fails.
-  WaitFor(c, 1, [](const RebalanceReport& r) { return r.copies_done > 200; });
+  WaitFor(*admin, [](const ChangeReport& r) { return r.copies_done > 200; });
   c.StopNode(4);
-  const RebalanceReport failed = WaitFor(
-      c, 1, [](const RebalanceReport& r) { return r.record.state == ChangeState::kFailed; });
+  const ChangeReport failed = WaitFor(*admin, ChangeState::kFailed);
   INFO(failed.record.error);
   CHECK(failed.record.moved_copies > 200);
   CHECK(failed.copies_done == failed.record.moved_copies);
   CHECK(failed.record.failed_driver == 1);
   INFO("moved " << failed.record.moved_copies << " of " << failed.record.planned_copies);
   REQUIRE(c.RestartNode(4).ok());
-  REQUIRE(Admin(c, 1, "resume").ok());
-  REQUIRE(Admin(c, 1, "throttle", {{"rate_mb", "0"}}).ok());
-  const RebalanceReport end = WaitFor(c, 1, Ended);
-  CHECK(end.record.state == ChangeState::kDone);
+  const AdminReply resumed = admin->Resume();
+  INFO(resumed.status.ToString());
+  REQUIRE(resumed.status.ok());
+  REQUIRE(admin->SetThrottle(0, std::nullopt).status.ok());
+  const ChangeReport end = WaitFor(*admin, ChangeState::kDone);
   CHECK(end.record.takeovers == 0);
   // Resumed from checkpoints: the copies streamed before the failure are not streamed again.
   CHECK(end.record.resumed_tasks > 0);
@@ -257,23 +297,25 @@ TEST_CASE("rebalance: a second driver death while streaming fails the change, na
   Load(c, 20000, 1000);  // ~12 MB to node 5 at 1 MB/s: streaming through both deaths
   REQUIRE(c.AddStandaloneNode().ok());
   // Driven by node 3; node 1 takes over when it dies (the lowest live id), then node 1 dies.
-  REQUIRE(Admin(c, 3, "begin", AddArgs(c, 5, "1")).ok());
+  auto admin = AdminFor(c);
+  const AdminReply begun = admin->Begin(AddOf(c, 5), RateMb(1), c.Address(3));
+  INFO(begun.status.ToString());
+  REQUIRE(begun.status.ok());
   c.StopNode(3);
-  const RebalanceReport taken = WaitFor(
-      c, 2, [](const RebalanceReport& r) { return r.driver == 1 && r.record.takeovers == 1; });
+  const ChangeReport taken = WaitFor(
+      *admin, [](const ChangeReport& r) { return r.driver == 1 && r.record.takeovers == 1; });
   CHECK(taken.record.state == ChangeState::kStreaming);
   c.StopNode(1);
-  const RebalanceReport failed = WaitFor(
-      c, 2, [](const RebalanceReport& r) { return r.record.state == ChangeState::kFailed; });
+  const ChangeReport failed = WaitFor(*admin, ChangeState::kFailed);
   INFO(failed.record.error);
   CHECK(failed.record.failed_driver == 1);
   CHECK(failed.record.error.find("driver node 1 died") != std::string::npos);
   // And no further takeover drives it: it stays failed until resume or cancel.
   std::this_thread::sleep_for(std::chrono::seconds(2));  // a negative check: nothing changes
-  auto still = Admin(c, 2, "status");
-  REQUIRE(still.ok());
-  CHECK(still->record.state == ChangeState::kFailed);
-  auto cancelled = Admin(c, 2, "cancel");
-  INFO(cancelled.status().ToString());
-  CHECK(cancelled.ok());
+  const AdminReply still = admin->ChangeStatus(c.Address(2));
+  REQUIRE(still.status.ok());
+  CHECK(still.report.record.state == ChangeState::kFailed);
+  const AdminReply cancelled = admin->Cancel();
+  INFO(cancelled.status.ToString());
+  CHECK(cancelled.status.ok());
 }

@@ -1,29 +1,33 @@
-// In-process scale-out and scale-in through the rebalancer's admin commands, with the history
-// checker running throughout (design.md "Rebalancing", "Testing"). Fast enough for the sanitizer
+// In-process scale-out and scale-in driven through shardkv::Admin, with the history checker
+// running throughout (design.md "Rebalancing", "Testing"). Fast enough for the sanitizer
 // build; the multi-process drills live in tests/integration.
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <set>
 #include <thread>
 
-#include "clustermap/change_record.h"
 #include "rebalance/plan.h"
 #include "rebalance_test_util.h"
+#include "shardkv/admin.h"
+#include "shardkv/stats.h"
+#include "testing/cluster_util.h"
 #include "testing/history_checker.h"
 #include "testing/in_process_cluster.h"
 
 using namespace shardkv;
-using shardkv::rebalance::ChangeState;
-using shardkv::rebalance::RebalanceReport;
-using shardkv::rebalance_test::Admin;
-using shardkv::rebalance_test::MapOf;
+using namespace shardkv::rebalance_test;
+using shardkv::testing::AdminFor;
 using shardkv::testing::InProcessCluster;
+using shardkv::testing::WaitChange;
 
 namespace {
 
-// Polls `status` on node `id` until the change ends (done, failed or cancelled) or 60 s pass.
-RebalanceReport WaitForEnd(const InProcessCluster& c, uint32_t id) {
-  return rebalance_test::WaitFor(c, id, rebalance_test::Ended, std::chrono::seconds(60));
+// Polls the change's status until it is done (a change that ends otherwise fails the test).
+ChangeReport WaitForDone(Admin& admin) {
+  auto done = WaitChange(admin, ChangeState::kDone, std::chrono::seconds(60));
+  INFO(done.status().ToString());
+  REQUIRE(done.ok());
+  return *done;
 }
 
 // Live keys + tombstones node `id` stores in `ranges`.
@@ -43,32 +47,12 @@ uint64_t EntriesIn(const InProcessCluster& c, uint32_t id, const std::vector<Tok
   return n;
 }
 
-int64_t ClientErrors(const InProcessCluster& c) {
-  int64_t sum = 0;
-  for (uint32_t id = 1; id <= c.size(); ++id) {
-    if (!c.running(id)) continue;
-    net::Request req;
-    req.body = net::StatsRequest{};
-    auto reply = c.Call(id, std::move(req));
-    if (reply.ok() && reply->ok()) {
-      sum += std::get<net::StatsResponse>(reply->body).counters.at("client_errors");
-    }
-  }
-  return sum;
-}
-
-void Load(const InProcessCluster& c, int n) {
-  auto client = c.Connect();
-  REQUIRE(client.ok());
-  std::vector<std::pair<std::string, std::string>> items;
-  for (int i = 0; i < n; ++i) items.emplace_back("k" + std::to_string(i), "v" + std::to_string(i));
-  for (size_t i = 0; i < items.size(); i += 500) {
-    std::vector<std::pair<std::string, std::string>> part(
-        items.begin() + static_cast<long>(i),
-        items.begin() + static_cast<long>(std::min(items.size(), i + 500)));
-    auto results = (*client)->MultiPut(part);
-    for (const auto& s : results) REQUIRE(s.ok());
-  }
+// Both placement modes on a small shard map (jump mode's rebalancing grows with the shards).
+ClusterParams Params(PlacementMode mode) {
+  ClusterParams p;
+  p.mode = mode;
+  p.shards = 64;
+  return p;
 }
 
 // Exact copies to create, computed from the two placements over the loaded keys.
@@ -89,40 +73,40 @@ uint64_t IndependentCopies(const ClusterMap& pending_map, int n) {
 TEST_CASE("rebalance: exact copies, cleanup and completion without client load", "[rebalance]") {
   for (auto mode : {PlacementMode::kRing, PlacementMode::kJump}) {
     DYNAMIC_SECTION("mode " << PlacementModeName(mode)) {
-      ClusterParams p;
-      p.mode = mode;
-      p.shards = 64;
-      InProcessCluster c(3, p);
+      InProcessCluster c(3, Params(mode));
       REQUIRE(c.Start().ok());
       const int kKeys = 3000;
       Load(c, kKeys);
       auto added = c.AddStandaloneNode();
       REQUIRE(added.ok());
-      const std::map<std::string, std::string> args = {
-          {"kind", "add"}, {"node_id", "4"}, {"address", c.Address(4)}, {"rate_mb", "0"}};
-      auto plan = Admin(c, 1, "plan", args);
-      REQUIRE(plan.ok());
-      CHECK(plan->record.state == ChangeState::kPlanned);
-      CHECK(plan->record.live_keys == kKeys);
-      CHECK(plan->record.total_copies == 3u * kKeys);
+      auto admin = AdminFor(c);
+      const ChangeRequest add = AddOf(c, 4);
+      const AdminReply plan = admin->Plan(add);
+      INFO(plan.status.ToString());
+      REQUIRE(plan.status.ok());
+      CHECK(plan.report.record.state == ChangeState::kPlanned);
+      CHECK(plan.report.record.live_keys == kKeys);
+      CHECK(plan.report.record.total_copies == 3u * kKeys);
       auto before = MapOf(c, 1);
-      REQUIRE(before.ok());
+      REQUIRE(before.has_value());
       CHECK(before->epoch() == 1);  // plan changed nothing
 
-      auto begun = Admin(c, 1, "begin", args);
-      REQUIRE(begun.ok());
-      auto second = Admin(c, 2, "begin", {{"kind", "add"}, {"node_id", "5"}, {"address", "x:1"}});
-      REQUIRE_FALSE(second.ok());
-      INFO(second.status().ToString());
-      CHECK(second.status().message().find("only one change at a time") != std::string::npos);
+      const AdminReply begun = admin->Begin(add, RateMb(0), plan.address);
+      INFO(begun.status.ToString());
+      REQUIRE(begun.status.ok());
+      const AdminReply second =
+          admin->Begin(ChangeRequest{ChangeKind::kAdd, 5, "x:1", 1.0}, RateMb(0), c.Address(2));
+      INFO(second.status.ToString());
+      REQUIRE_FALSE(second.status.ok());
+      CHECK(second.status.code() == Status::Code::kFailedPrecondition);
+      CHECK(second.status.message().find("only one change at a time") != std::string::npos);
       auto pending = MapOf(c, 1);
-      REQUIRE(pending.ok());
+      REQUIRE(pending.has_value());
       REQUIRE(pending->has_pending());
       const uint64_t independent = IndependentCopies(*pending, kKeys);
-      CHECK(plan->record.planned_copies == independent);
+      CHECK(plan.report.record.planned_copies == independent);
 
-      const RebalanceReport end = WaitForEnd(c, 1);
-      REQUIRE(end.record.state == ChangeState::kDone);
+      const ChangeReport end = WaitForDone(*admin);
       CHECK(end.record.moved_copies == independent);
       CHECK(end.record.moved_copies == end.record.planned_copies);
       // The refused second change is an admin refusal, not a client request that failed.
@@ -138,14 +122,14 @@ TEST_CASE("rebalance: exact copies, cleanup and completion without client load",
       for (uint32_t id = 1; id <= 4; ++id) {
         for (;;) {
           auto m = MapOf(c, id);
-          REQUIRE(m.ok());
+          REQUIRE(m.has_value());
           if (!m->has_pending() && m->nodes().size() == 4) break;
           REQUIRE(std::chrono::steady_clock::now() < final_deadline);
           std::this_thread::sleep_for(std::chrono::milliseconds(20));
         }
       }
       auto after = MapOf(c, 1);
-      REQUIRE(after.ok());
+      REQUIRE(after.has_value());
       for (uint32_t id = 1; id <= 3; ++id) {
         const auto lost = rebalance::Subtract(rebalance::HeldRanges(*before, id, false),
                                               rebalance::HeldRanges(*after, id, false));
@@ -160,7 +144,7 @@ TEST_CASE("rebalance: exact copies, cleanup and completion without client load",
       for (int i = 0; i < kKeys; i += 7) {
         auto v = (*client)->Get("k" + std::to_string(i));
         REQUIRE(v.ok());
-        CHECK(*v == "v" + std::to_string(i));
+        CHECK(*v == LoadedValue(i));
       }
     }
   }
@@ -170,10 +154,7 @@ TEST_CASE("rebalance: scale-out 3->4 and scale-in 4->3 under the history checker
           "[rebalance][history]") {
   for (auto mode : {PlacementMode::kRing, PlacementMode::kJump}) {
     DYNAMIC_SECTION("mode " << PlacementModeName(mode)) {
-      ClusterParams p;
-      p.mode = mode;
-      p.shards = 64;
-      InProcessCluster c(3, p);
+      InProcessCluster c(3, Params(mode));
       REQUIRE(c.Start().ok());
       Load(c, 2000);
       ClientOptions co;
@@ -187,11 +168,13 @@ TEST_CASE("rebalance: scale-out 3->4 and scale-in 4->3 under the history checker
           checker.WaitUntil([](const auto& s) { return s.acked > 200; }, std::chrono::seconds(20)));
       auto added = c.AddStandaloneNode();
       REQUIRE(added.ok());
-      auto begun =
-          Admin(c, 2, "begin", {{"kind", "add"}, {"node_id", "4"}, {"address", c.Address(4)}});
-      REQUIRE(begun.ok());
-      RebalanceReport out = WaitForEnd(c, 2);
-      REQUIRE(out.record.state == ChangeState::kDone);
+      auto admin = AdminFor(c);
+      // Driven by node 2 (Begin asks it), with the default throttle.
+      const AdminReply begun = admin->Begin(AddOf(c, 4), ChangeThrottle{}, c.Address(2));
+      INFO(begun.status.ToString());
+      REQUIRE(begun.status.ok());
+      CHECK(begun.report.driver == 2);
+      const ChangeReport out = WaitForDone(*admin);
       // Only the checker's 100 keys change while streaming; the 2000 loaded ones are exact.
       CHECK(out.record.moved_copies + out.record.moved_tombstones <=
             out.record.planned_copies + out.record.planned_tombstones + 100);
@@ -199,10 +182,11 @@ TEST_CASE("rebalance: scale-out 3->4 and scale-in 4->3 under the history checker
       REQUIRE(checker.WaitUntil([&](const auto& s) { return s.acked > 400; },
                                 std::chrono::seconds(20)));
 
-      auto removed = Admin(c, 1, "begin", {{"kind", "remove"}, {"node_id", "4"}});
-      REQUIRE(removed.ok());
-      RebalanceReport in = WaitForEnd(c, 1);
-      REQUIRE(in.record.state == ChangeState::kDone);
+      admin->SetSeeds(c.Addresses());  // node 4 is a member now
+      const AdminReply removed = admin->Begin(RemoveOf(4), ChangeThrottle{});
+      INFO(removed.status.ToString());
+      REQUIRE(removed.status.ok());
+      const ChangeReport in = WaitForDone(*admin);
       checker.Stop();
       ClientOptions final_options;
       final_options.seeds = {c.Address(1), c.Address(2), c.Address(3)};
@@ -213,7 +197,7 @@ TEST_CASE("rebalance: scale-out 3->4 and scale-in 4->3 under the history checker
       INFO(stats.last_error);
       CHECK(stats.failed == 0);
       CHECK(stats.read_errors == 0);
-      CHECK(ClientErrors(c) == 0);
+      CHECK(admin->SumCounter(std::string(stats::client_errors)) == 0);
       CHECK(out.record.client_errors == 0);
       CHECK(in.record.client_errors == 0);
     }
@@ -229,7 +213,7 @@ TEST_CASE("rebalance: a node down through a change catches up, its hints are re-
   const int kKeys = 1500;
   Load(c, kKeys);
   auto before = MapOf(c, 1);
-  REQUIRE(before.ok());
+  REQUIRE(before.has_value());
   c.StopNode(3);
   // Written while node 3 is down: the coordinators keep hints for it.
   {
@@ -241,29 +225,25 @@ TEST_CASE("rebalance: a node down through a change catches up, its hints are re-
   }
   auto added = c.AddStandaloneNode();
   REQUIRE(added.ok());
-  auto begun = Admin(c, 1, "begin", {{"kind", "add"}, {"node_id", "4"}, {"address", c.Address(4)}});
-  REQUIRE(begun.ok());
-  REQUIRE(WaitForEnd(c, 1).record.state == ChangeState::kDone);
+  auto admin = AdminFor(c);
+  const AdminReply begun = admin->Begin(AddOf(c, 4), ChangeThrottle{});
+  INFO(begun.status.ToString());
+  REQUIRE(begun.status.ok());
+  WaitForDone(*admin);
   auto after = MapOf(c, 1);
-  REQUIRE(after.ok());
+  REQUIRE(after.has_value());
   REQUIRE(c.RestartNode(3).ok());
   // Node 3 learns the committed map, drops what it lost, and gets only the hints for tokens it
   // still holds: once every hint is replayed or dropped, it stores nothing in its lost ranges.
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  for (;;) {
-    int64_t pending = 0;
-    for (uint32_t id : {1u, 2u}) {
-      net::Request req;
-      req.body = net::StatsRequest{};
-      auto reply = c.Call(id, std::move(req));
-      REQUIRE(reply.ok());
-      pending += std::get<net::StatsResponse>(reply->body).counters.at("hints_pending");
-    }
-    auto m3 = MapOf(c, 3);
-    if (pending == 0 && m3.ok() && m3->epoch() == after->epoch()) break;
-    REQUIRE(std::chrono::steady_clock::now() < deadline);
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+  auto coordinators = AdminFor({c.Address(1), c.Address(2)}, c.cluster_id());
+  const bool settled = testing::PollUntil(
+      [&] {
+        auto m3 = MapOf(c, 3);
+        return coordinators->SumCounter(std::string(stats::hints_pending)) == 0 && m3.has_value() &&
+               m3->epoch() == after->epoch();
+      },
+      std::chrono::seconds(30), std::chrono::milliseconds(50));
+  REQUIRE(settled);
   const auto lost = rebalance::Subtract(rebalance::HeldRanges(*before, 3, false),
                                         rebalance::HeldRanges(*after, 3, false));
   REQUIRE_FALSE(lost.empty());

@@ -1,11 +1,18 @@
 #include "testing/in_process_cluster.h"
 
 #include "net/rpc_client.h"
+#include "testing/cluster_util.h"
 
 namespace shardkv::testing {
 
-InProcessCluster::InProcessCluster(int nodes, ClusterParams params, uint64_t tombstone_grace_ms)
-    : n_(nodes), params_(params), grace_ms_(tombstone_grace_ms), nodes_(nodes), addresses_(nodes) {}
+InProcessCluster::InProcessCluster(int nodes, ClusterParams params, uint64_t tombstone_grace_ms,
+                                   uint64_t cluster_id)
+    : n_(nodes),
+      params_(params),
+      grace_ms_(tombstone_grace_ms),
+      cluster_id_(cluster_id),
+      nodes_(nodes),
+      addresses_(nodes) {}
 
 InProcessCluster::~InProcessCluster() {
   for (auto& n : nodes_) {
@@ -33,16 +40,9 @@ Status InProcessCluster::Start() {
     addresses_[i] = nodes_[i]->address();
     members.push_back({id, addresses_[i], 1.0, NodeState::kUp});
   }
-  auto map = ClusterMap::Create(0xC0FFEE, params_, members, 1);
+  auto map = AdminFor(addresses_, 0)->FormCluster(members, params_, cluster_id_);
   if (!map.ok()) return map.status();
-  map_ = std::make_unique<ClusterMap>(*map);
-  for (int i = 0; i < n_; ++i) {
-    net::Request req;
-    req.body = net::InstallMapRequest{map->Encode(), 0, true};
-    auto reply = Call(static_cast<uint32_t>(i + 1), std::move(req));
-    if (!reply.ok()) return reply.status();
-    if (!reply->ok()) return reply->status();
-  }
+  map_ = std::make_unique<ClusterMap>(std::move(map).value());
   return Status::OK();
 }
 
@@ -52,8 +52,9 @@ void InProcessCluster::StopNode(uint32_t id) {
 }
 
 Status InProcessCluster::RestartNode(uint32_t id) {
-  const std::string& address = addresses_[id - 1];
-  const uint16_t port = static_cast<uint16_t>(std::stoi(address.substr(address.rfind(':') + 1)));
+  std::string host;
+  uint16_t port = 0;
+  if (Status s = ParseHostPort(addresses_[id - 1], &host, &port); !s.ok()) return s;
   auto node = Node::Start(OptionsFor(id, port));
   if (!node.ok()) return node.status();
   nodes_[id - 1] = std::move(node).value();
@@ -93,6 +94,10 @@ StatusOr<net::ReplicaReadResponse> InProcessCluster::LocalRead(uint32_t id,
   if (body == nullptr) return Status::Corruption("unexpected reply");
   if (!body->found) return Status::NotFound(key);
   return *body;
+}
+
+std::unique_ptr<Admin> AdminFor(const InProcessCluster& c) {
+  return AdminFor(c.Addresses(), c.cluster_id());
 }
 
 }  // namespace shardkv::testing

@@ -1,5 +1,5 @@
 // InProcessCluster: N real Nodes in this process on 127.0.0.1 port 0, each in its own temp
-// directory, formed into one cluster the way `shardkv cluster up` does it (InstallMap adopt).
+// directory, formed into one cluster through Admin::FormCluster, as `shardkv cluster up` does.
 #pragma once
 
 #include <memory>
@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "net/messages.h"
+#include "shardkv/admin.h"
 #include "shardkv/client.h"
 #include "shardkv/cluster_map.h"
 #include "shardkv/node.h"
@@ -14,12 +15,17 @@
 
 namespace shardkv::testing {
 
+// The cluster id Start() forms with, unless the constructor is given another.
+inline constexpr uint64_t kInProcessClusterId = 0xC0FFEE;
+
 class InProcessCluster {
  public:
-  InProcessCluster(int nodes, ClusterParams params, uint64_t tombstone_grace_ms = 0);
+  InProcessCluster(int nodes, ClusterParams params, uint64_t tombstone_grace_ms = 0,
+                   uint64_t cluster_id = kInProcessClusterId);
   ~InProcessCluster();
 
-  // Starts every node and forms the cluster. Returns the first error.
+  // Starts every node standalone and forms the cluster (Admin::FormCluster). Returns the first
+  // error.
   Status Start();
   // Stops node `id` (1-based) gracefully; its data stays.
   void StopNode(uint32_t id);
@@ -34,11 +40,14 @@ class InProcessCluster {
   std::vector<std::string> Addresses() const;
   std::string Address(uint32_t id) const { return addresses_[id - 1]; }
   StatusOr<std::unique_ptr<Client>> Connect(ClientOptions options = {}) const;
-  // Sends one request straight to node `id` (for replica-level checks).
+  // Sends one request straight to node `id`: only for what a test reads of one node's own state
+  // (a replica read, a range count) or a request it sends on purpose; changes go through Admin.
   StatusOr<net::Response> Call(uint32_t id, net::Request request) const;
   // The version node `id` holds locally for `key` (NotFound if none), via replicaRead.
   StatusOr<net::ReplicaReadResponse> LocalRead(uint32_t id, const std::string& key) const;
+  // The map Start() formed (epoch 1); the cluster's newest map is AdminFor(c)->NewestMap().
   const ClusterMap& map() const { return *map_; }
+  uint64_t cluster_id() const { return cluster_id_; }
 
  private:
   NodeOptions OptionsFor(uint32_t id, uint16_t port) const;
@@ -46,10 +55,15 @@ class InProcessCluster {
   int n_;
   ClusterParams params_;
   uint64_t grace_ms_;
+  uint64_t cluster_id_;
   TempDir dir_;
   std::vector<std::unique_ptr<Node>> nodes_;
   std::vector<std::string> addresses_;
   std::unique_ptr<ClusterMap> map_;
 };
+
+// An Admin of every node of `c` (the standalone ones too: as nodes of another cluster they are
+// not asked), expecting the cluster's id. See testing/cluster_util.h for waiting on a change.
+std::unique_ptr<Admin> AdminFor(const InProcessCluster& c);
 
 }  // namespace shardkv::testing
