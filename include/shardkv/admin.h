@@ -67,10 +67,12 @@ struct ChangeThrottle {
 // The answer to a change command.
 struct AdminReply {
   Status status;
-  bool unreachable = false;  // no node of the cluster answered at all (transport failures)
-  bool foreign = false;      // the node that answered belongs to another cluster
-  std::string address;       // the node that answered
-  ChangeReport report;       // valid when status.ok()
+  // No node answered at all: at least one transport failure, and no node of the cluster.
+  bool unreachable = false;
+  // A node of another cluster answered (and, when no node of the cluster did, that is why).
+  bool foreign = false;
+  std::string address;  // the node that answered
+  ChangeReport report;  // valid when status.ok()
 };
 
 // What one node says about itself, asked without an expected cluster id, so that a node of
@@ -133,6 +135,8 @@ class Admin {
   NodeProbe Probe(const std::string& address);
   // OK when `address` answers a ping (any cluster).
   Status Ping(const std::string& address);
+  // The map `address` holds, whatever its cluster (one request; Probe sends three).
+  StatusOr<ClusterMap> MapOf(const std::string& address);
   // One node's counters; the node must belong to the expected cluster.
   StatusOr<NodeStatsSnapshot> NodeStats(const std::string& address);
 
@@ -140,7 +144,8 @@ class Admin {
 
   // What `change` would move, counted exactly on the nodes, without committing anything. Asks
   // the seeds in order (a node being removed is never asked: it cannot drive its own removal);
-  // the first that answers (with a report or an error) wins.
+  // the first that answers (with a report or an error) wins. Removing the only node is
+  // InvalidArgument ("cannot remove the last node"), as the nodes answer it.
   AdminReply Plan(const ChangeRequest& change);
   // Commits the change and returns once it began (state streaming); the driving node then moves
   // it on by itself. `address` non-empty: ask that node (the one that planned), else as Plan.
@@ -151,13 +156,14 @@ class Admin {
   // from a node's map. `preferred` (or else the last driver heard from) is asked first.
   // report.has_change is false when the cluster never had a change.
   AdminReply ChangeStatus(const std::string& preferred = "");
-  // Sent to the driver. Cancel: only while streaming or failed (commits the old placement).
-  // Resume: only a failed change (streams again from the checkpoints). SetThrottle: changes the
-  // running change's limits; nullopt keeps a limit as it is.
-  AdminReply Cancel();
-  AdminReply Resume();
+  // Sent to the driver, or with `address` to that node (a node that is not the driver commits
+  // the command itself and becomes the driver). Cancel: only while streaming or failed (commits
+  // the old placement). Resume: only a failed change (streams again from the checkpoints).
+  // SetThrottle: changes the running change's limits; nullopt keeps a limit as it is.
+  AdminReply Cancel(const std::string& address = "");
+  AdminReply Resume(const std::string& address = "");
   AdminReply SetThrottle(std::optional<uint64_t> rate_bytes_per_s,
-                         std::optional<uint32_t> streams_per_node);
+                         std::optional<uint32_t> streams_per_node, const std::string& address = "");
 
   // Sum of one counter over the seeds that answer (e.g. "client_errors").
   int64_t SumCounter(const std::string& name);

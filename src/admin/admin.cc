@@ -62,15 +62,16 @@ class Admin::Impl {
   AdminReply SendFirst(const std::vector<std::string>& addresses, const std::string& command,
                        const Args& args, std::chrono::milliseconds t) {
     std::string tried;
-    bool foreign = false;
+    bool foreign = false, down = false;
     for (const std::string& a : addresses) {
       AdminReply r = Send(a, command, args, t);
       if (!r.unreachable && !r.foreign) return r;
       foreign = foreign || r.foreign;
+      down = down || r.unreachable;
       tried += (tried.empty() ? "" : "; ") + r.status.message();
     }
     AdminReply none;
-    none.unreachable = true;
+    none.unreachable = down || !foreign;  // an empty list counts as unreachable
     none.foreign = foreign;
     none.status = Status::Unavailable(
         addresses.empty() ? "no node to ask" : transport.NoNode() + " answered (" + tried + ")");
@@ -96,7 +97,9 @@ class Admin::Impl {
     return first;
   }
 
-  AdminReply SendToDriver(const std::string& command, const Args& args) {
+  AdminReply SendToDriver(const std::string& command, const Args& args,
+                          const std::string& address) {
+    if (!address.empty()) return Send(address, command, args, plan_timeout());
     AdminReply status = Status("");
     if (!status.status.ok()) return status;
     return Send(status.address, command, args, plan_timeout());
@@ -104,11 +107,15 @@ class Admin::Impl {
 
   // The seeds to ask for a plan or begin: never the node being removed (it cannot drive its own
   // removal) nor the node being added.
-  std::vector<std::string> Askees(const ChangeRequest& c, uint32_t node_id) {
+  // A remove of the only member is refused here: the only node to ask is the one removed.
+  StatusOr<std::vector<std::string>> Askees(const ChangeRequest& c, uint32_t node_id) {
     std::vector<std::string> out;
     std::optional<ClusterMap> map;
     if (c.kind == ChangeKind::kRemove) {
       if (auto m = Newest(); m.ok()) map = std::move(*m);
+      if (map && map->nodes().size() == 1 && map->FindNode(node_id) != nullptr) {
+        return Status::InvalidArgument("cannot remove the last node");
+      }
     }
     for (const auto& a : options.seeds) {
       if (c.kind != ChangeKind::kRemove && a == c.address) continue;
@@ -282,6 +289,10 @@ StatusOr<ClusterDescription> Admin::Describe() {
 
 NodeProbe Admin::Probe(const std::string& address) { return impl_->Probe(address); }
 
+StatusOr<ClusterMap> Admin::MapOf(const std::string& address) {
+  return impl_->transport.MapOf(address, impl_->timeout(), nullptr);
+}
+
 Status Admin::Ping(const std::string& address) {
   auto r = impl_->transport.CallAnyCluster(address, net::PingRequest{}, impl_->timeout(), nullptr);
   return r.ok() ? Status::OK() : r.status();
@@ -299,7 +310,9 @@ AdminReply Admin::Plan(const ChangeRequest& change) {
   uint32_t id = 0;
   auto args = impl_->ChangeArgs(change, ChangeThrottle{}, &id);
   if (!args.ok()) return AdminReply{args.status(), false, false, change.address, {}};
-  return impl_->SendFirst(impl_->Askees(change, id), "plan", *args, impl_->plan_timeout());
+  auto askees = impl_->Askees(change, id);
+  if (!askees.ok()) return AdminReply{askees.status(), false, false, "", {}};
+  return impl_->SendFirst(*askees, "plan", *args, impl_->plan_timeout());
 }
 
 AdminReply Admin::Begin(const ChangeRequest& change, const ChangeThrottle& throttle,
@@ -308,15 +321,22 @@ AdminReply Admin::Begin(const ChangeRequest& change, const ChangeThrottle& throt
   auto args = impl_->ChangeArgs(change, throttle, &id);
   if (!args.ok()) return AdminReply{args.status(), false, false, change.address, {}};
   if (!address.empty()) return impl_->Send(address, "begin", *args, impl_->plan_timeout());
-  return impl_->SendFirst(impl_->Askees(change, id), "begin", *args, impl_->plan_timeout());
+  auto askees = impl_->Askees(change, id);
+  if (!askees.ok()) return AdminReply{askees.status(), false, false, "", {}};
+  return impl_->SendFirst(*askees, "begin", *args, impl_->plan_timeout());
 }
 
 AdminReply Admin::ChangeStatus(const std::string& preferred) { return impl_->Status(preferred); }
-AdminReply Admin::Cancel() { return impl_->SendToDriver("cancel", {}); }
-AdminReply Admin::Resume() { return impl_->SendToDriver("resume", {}); }
+AdminReply Admin::Cancel(const std::string& address) {
+  return impl_->SendToDriver("cancel", {}, address);
+}
+AdminReply Admin::Resume(const std::string& address) {
+  return impl_->SendToDriver("resume", {}, address);
+}
 
 AdminReply Admin::SetThrottle(std::optional<uint64_t> rate_bytes_per_s,
-                              std::optional<uint32_t> streams_per_node) {
+                              std::optional<uint32_t> streams_per_node,
+                              const std::string& address) {
   Args args;
   if (rate_bytes_per_s) args["rate_mb"] = std::to_string(*rate_bytes_per_s >> 20);
   if (streams_per_node) args["streams"] = std::to_string(*streams_per_node);
@@ -327,7 +347,7 @@ AdminReply Admin::SetThrottle(std::optional<uint64_t> rate_bytes_per_s,
                       "",
                       {}};
   }
-  return impl_->SendToDriver("throttle", args);
+  return impl_->SendToDriver("throttle", args, address);
 }
 
 int64_t Admin::SumCounter(const std::string& name) {

@@ -392,6 +392,7 @@ TEST_CASE("admin: a node of another cluster answers as foreign", "[admin]") {
   INFO(status.status.ToString());
   CHECK_FALSE(status.status.ok());
   CHECK(status.foreign);
+  CHECK_FALSE(status.unreachable);  // B's node answered: nothing was out of reach
   CHECK(status.status.code() == Status::Code::kUnavailable);
   CHECK(status.status.message().find("belongs to cluster " + std::to_string(kOtherCluster)) !=
         std::string::npos);
@@ -408,6 +409,10 @@ TEST_CASE("admin: a node of another cluster answers as foreign", "[admin]") {
   CHECK_FALSE(admin->NodeStats(b.Address(1)).ok());
   CHECK(admin->cluster_id() == a.cluster_id());  // never adopts B's
 
+  // MapOf asks without a cluster id too: one request, B's map.
+  auto theirs = admin->MapOf(b.Address(1));
+  REQUIRE(theirs.ok());
+  CHECK(theirs->cluster_id() == kOtherCluster);
   // Probe asks without a cluster id: B's node answers, with B's map.
   const NodeProbe probe = admin->Probe(b.Address(1));
   CHECK(probe.reachable);

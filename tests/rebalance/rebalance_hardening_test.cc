@@ -10,7 +10,6 @@
 #include <string>
 #include <thread>
 
-#include "net/rpc_client.h"
 #include "rebalance/plan.h"
 #include "rebalance/schedule.h"
 #include "rebalance_test_util.h"
@@ -48,21 +47,6 @@ ChangeReport WaitFor(Admin& admin, ChangeState state) {
   INFO(r.status().ToString());
   REQUIRE(r.ok());
   return *r;
-}
-
-// An admin command sent straight to node `address` over the wire. Admin sends cancel and
-// throttle to the change's driver; this is for a test of what a node that is not the driver
-// does with one (the CLI of an older release asked whichever node it was given).
-StatusOr<ChangeReport> CommandTo(const std::string& address, const std::string& command,
-                                 std::map<std::string, std::string> args = {}) {
-  net::Request req;
-  req.body = net::AdminRequest{command, std::move(args)};
-  auto reply = net::RpcClient(address).CallSync(std::move(req), seconds(10));
-  if (!reply.ok()) return reply.status();
-  if (!reply->ok()) return reply->status();
-  const auto* body = std::get_if<net::AdminResponse>(&reply->body);
-  if (body == nullptr) return Status::Corruption("not an admin reply");
-  return ChangeReport::Decode(body->payload);
 }
 
 // Under ASan+UBSan the four in-process nodes run several times slower: at 64,000 vnodes their
@@ -140,10 +124,12 @@ TEST_CASE("rebalance: removing the last node is refused, plan and begin", "[reba
   InProcessCluster c(1, ClusterParams{});
   REQUIRE(c.Start().ok());
   auto admin = AdminFor(c);
-  // Admin never asks a node to plan its own removal, and the last node is the only one to ask.
+  // Admin never asks a node to plan its own removal; with the last node that is refused at once.
   const AdminReply plan = admin->Plan(RemoveOf(1));
   INFO(plan.status.ToString());
-  CHECK_FALSE(plan.status.ok());
+  CHECK(plan.status.code() == Status::Code::kInvalidArgument);
+  CHECK(plan.status.message() == "cannot remove the last node");
+  CHECK_FALSE(plan.unreachable);
   // Asked all the same, the node refuses it.
   const AdminReply begin = admin->Begin(RemoveOf(1), ChangeThrottle{}, c.Address(1));
   INFO(begin.status.ToString());
@@ -213,12 +199,12 @@ TEST_CASE("rebalance: the joining node cancels its own add, cancel says OK and i
   const AdminReply begun = admin->Begin(AddOf(c, 4), RateMb(1));
   INFO(begun.status.ToString());
   REQUIRE(begun.status.ok());
-  // Sent to node 4 itself, not the driver (see CommandTo): its commit makes it the claimant,
+  // Sent to node 4 itself, not the driver: its commit makes it the claimant,
   // the driver of the change.
-  auto throttled = CommandTo(c.Address(4), "throttle", {{"rate_mb", "1"}});
-  INFO(throttled.status().ToString());
-  REQUIRE(throttled.ok());
-  CHECK(throttled->driver == 4);
+  const AdminReply throttled = admin->SetThrottle(uint64_t{1} << 20, std::nullopt, c.Address(4));
+  INFO(throttled.status.ToString());
+  REQUIRE(throttled.status.ok());
+  CHECK(throttled.report.driver == 4);
   // Admin's cancel goes to the driver: node 4.
   const AdminReply cancelled = admin->Cancel();
   INFO(cancelled.status.ToString());

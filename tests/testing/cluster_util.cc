@@ -92,8 +92,9 @@ StatusOr<ChangeReport> WaitChangeEnded(Admin& admin, std::chrono::milliseconds l
 
 std::optional<ClusterMap> NodeMap(const std::string& address, std::chrono::milliseconds timeout) {
   auto admin = AdminFor({address}, 0, timeout, timeout);
-  NodeProbe probe = admin->Probe(address);
-  return std::move(probe.map);
+  auto map = admin->MapOf(address);
+  if (!map.ok()) return std::nullopt;
+  return std::move(map).value();
 }
 
 uint64_t ClusterIdOf(const std::string& address) {

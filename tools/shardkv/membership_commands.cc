@@ -127,7 +127,7 @@ int PlanAndBegin(const GlobalOptions& g, const ChangeFlags& f, const ChangeJob& 
   // changes nothing, so it is retried for a while.
   const auto retry_until = SteadyClock::now() + std::chrono::seconds(20);
   AdminReply plan = client.Plan(c.askees, change, AdminTimeout(g));
-  while (!plan.status.ok() && !plan.unreachable &&
+  while (!plan.status.ok() && !plan.unreachable && !plan.foreign &&
          plan.status.code() == Status::Code::kUnavailable && SteadyClock::now() < retry_until) {
     Progress("planning failed (" + plan.status.message() + "); retrying in 1 s");
     std::this_thread::sleep_for(std::chrono::seconds(1));
@@ -139,8 +139,9 @@ int PlanAndBegin(const GlobalOptions& g, const ChangeFlags& f, const ChangeJob& 
     const int code = plan.unreachable || plan.foreign  ? kExitUnreachable
                      : plan.status.IsInvalidArgument() ? kExitUsage
                                                        : kExitFailed;
-    return ReportError(plan.unreachable ? plan.status.message()
-                                        : "the cluster refused the plan: " + plan.status.message(),
+    return ReportError(plan.unreachable || plan.foreign
+                           ? plan.status.message()
+                           : "the cluster refused the plan: " + plan.status.message(),
                        code);
   }
   const PlanContext ctx{c.address, f.weight, plan.address};
