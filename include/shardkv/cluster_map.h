@@ -22,6 +22,9 @@
 //   kNewOnly     (e+3): reads and writes use N; old replicas may drop what they lost once the
 //                       change is committed (current := pending) at the next epoch.
 //
+// The public view is read-only: an application reads maps (from Client::map() or Admin) and forms
+// a cluster with Admin::FormCluster; the mutators (With*) are internal to the library.
+//
 // Thread-safety: immutable; safe to share across threads.
 #pragma once
 
@@ -136,6 +139,13 @@ class ClusterMap {
   const HashRing* pending_ring() const;
   const ShardMap* pending_shard_map() const;
 
+  std::string DebugString() const;
+
+ private:
+  // The mutators: a cluster's map changes only by the commit protocol, so they are internal.
+  // src/clustermap/cluster_map_builder.h gives the node, the rebalancer and the tests free
+  // functions over them; an application reads maps and never builds a successor.
+  friend class ClusterMapBuilder;
   // A copy with a new epoch and claimant (the content otherwise unchanged).
   ClusterMap WithEpoch(uint64_t epoch, uint32_t claimant) const;
   // A copy whose node `id` has `state` (and, if non-empty, `address`). NotFound if absent.
@@ -159,9 +169,6 @@ class ClusterMap {
   // Drops the pending placement (joining nodes gone, leaving nodes up again).
   StatusOr<ClusterMap> WithChangeCancelled() const;
 
-  std::string DebugString() const;
-
- private:
   struct Rep;
   explicit ClusterMap(std::shared_ptr<const Rep> rep) : rep_(std::move(rep)) {}
   static StatusOr<ClusterMap> Build(std::shared_ptr<Rep> rep);

@@ -8,6 +8,7 @@
 #include <random>
 #include <set>
 
+#include "clustermap/cluster_map_builder.h"
 
 namespace shardkv {
 
@@ -16,8 +17,7 @@ namespace shardkv {
 namespace {
 
 bool Unreachable(const Status& s) {
-  return s.code() == Status::Code::kUnavailable ||
-         s.code() == Status::Code::kTimeout ||
+  return s.code() == Status::Code::kUnavailable || s.code() == Status::Code::kTimeout ||
          s.code() == Status::Code::kIOError;
 }
 
@@ -35,8 +35,8 @@ std::string Ids(const std::vector<uint32_t>& ids) {
 
 }  // namespace
 
-MapCommitter::MapCommitter(uint32_t self_id, std::chrono::milliseconds rpc_timeout,
-                           MapStore* maps, PeerPool* peers, Membership* membership)
+MapCommitter::MapCommitter(uint32_t self_id, std::chrono::milliseconds rpc_timeout, MapStore* maps,
+                           PeerPool* peers, Membership* membership)
     : self_id_(self_id),
       rpc_timeout_(rpc_timeout),
       maps_(maps),
@@ -51,8 +51,7 @@ void MapCommitter::Stop() {
   wake_.notify_all();
 }
 
-Status MapCommitter::Commit(
-    const std::function<StatusOr<ClusterMap>(const ClusterMap&)>& make) {
+Status MapCommitter::Commit(const std::function<StatusOr<ClusterMap>(const ClusterMap&)>& make) {
   MutexLock commit_lock(&commit_mu_);
   for (int attempt = 0;; ++attempt) {
     auto current = maps_->Current();
@@ -66,7 +65,7 @@ Status MapCommitter::Commit(
       claimant = content->nodes().front().id;
       for (const ClusterNode& n : content->nodes()) claimant = std::min(claimant, n.id);
     }
-    const ClusterMap next = content->WithEpoch(current->epoch() + 1, claimant);
+    const ClusterMap next = WithEpoch(*content, current->epoch() + 1, claimant);
     bool stale = false;
     Status s = InstallEverywhere(*current, next, &stale);
     if (!stale || attempt >= 1) return s;
@@ -79,7 +78,7 @@ Status MapCommitter::Commit(
 }
 
 Status MapCommitter::InstallEverywhere(const ClusterMap& current, const ClusterMap& next,
-                                                bool* stale) {
+                                       bool* stale) {
   *stale = false;
   const std::string bytes = next.Encode();
   const bool self_in_next = next.FindNode(self_id_) != nullptr;
@@ -132,8 +131,8 @@ Status MapCommitter::InstallEverywhere(const ClusterMap& current, const ClusterM
       return Status::Aborted(name + " refused: " + refusals);
     }
     return Status::Timeout(name + " outcome unknown: nodes " + Ids(accepted) +
-                                      " accepted it, nodes " + Ids(refused) + " refused it (" +
-                                      refusals + "); check `shardkv rebalance status`");
+                           " accepted it, nodes " + Ids(refused) + " refused it (" + refusals +
+                           "); check `shardkv rebalance status`");
   }
   if (self_in_next) {
     net::InstallMapRequest local{bytes, current.epoch(), false};
@@ -148,9 +147,8 @@ Status MapCommitter::InstallEverywhere(const ClusterMap& current, const ClusterM
       } else if (s.code() != Status::Code::kTimeout) {
         // (A Timeout is the epoch barrier: the map is installed, older requests still drain.)
         if (accepted.empty()) return s.WithContext("installing " + name + " locally");
-        return Status::Timeout(
-            name + " outcome unknown: nodes " + Ids(accepted) +
-            " accepted it, but this node refused it: " + s.ToString());
+        return Status::Timeout(name + " outcome unknown: nodes " + Ids(accepted) +
+                               " accepted it, but this node refused it: " + s.ToString());
       }
     }
   } else {

@@ -18,6 +18,7 @@
 #include "cluster/hint_store.h"
 #include "cluster/map_store.h"
 #include "cluster/membership.h"
+#include "clustermap/cluster_map_builder.h"
 #include "common/mutex.h"
 #include "net/peer_pool.h"
 #include "net/server.h"
@@ -28,8 +29,8 @@
 #include "rebalance/reconciler.h"
 #include "rebalance/stream_sink.h"
 #include "rebalance/stream_source.h"
-#include "storage/storage.h"
 #include "shardkv/stats.h"
+#include "storage/storage.h"
 
 namespace shardkv {
 
@@ -178,9 +179,12 @@ Status Node::Impl::Start() {
   };
   deps.extra_counters = [this](std::map<std::string, int64_t>* counters) {
     rebalancer_->AddCounters(counters);
-    (*counters)[std::string(stats::stream_tasks_resumed)] = static_cast<int64_t>(stream_sink_->resumed_tasks());
-    (*counters)[std::string(stats::stream_entries_pulled)] = static_cast<int64_t>(stream_sink_->entries_pulled());
-    (*counters)[std::string(stats::ranges_dropped)] = static_cast<int64_t>(reconciler_->ranges_dropped());
+    (*counters)[std::string(stats::stream_tasks_resumed)] =
+        static_cast<int64_t>(stream_sink_->resumed_tasks());
+    (*counters)[std::string(stats::stream_entries_pulled)] =
+        static_cast<int64_t>(stream_sink_->entries_pulled());
+    (*counters)[std::string(stats::ranges_dropped)] =
+        static_cast<int64_t>(reconciler_->ranges_dropped());
   };
   service_ = std::make_unique<KvService>(
       std::move(deps), KvServiceLimits{options_.max_key_bytes, options_.max_value_bytes});
@@ -255,9 +259,9 @@ Status Node::Impl::LoadOrBootstrapMap() {
     const ClusterNode* self = map->FindNode(options_.id);
     // A standalone node restarted on another port keeps serving under its new address.
     if (map->nodes().size() == 1 && self != nullptr && self->address != address()) {
-      auto moved = map->WithNodeUpdated(options_.id, NodeState::kUp, address());
+      auto moved = WithNodeUpdated(*map, options_.id, NodeState::kUp, address());
       if (!moved.ok()) return moved.status();
-      return maps_->Reset(moved->WithEpoch(map->epoch() + 1, options_.id));
+      return maps_->Reset(WithEpoch(*moved, map->epoch() + 1, options_.id));
     }
     return Status::OK();
   }

@@ -7,6 +7,8 @@
 #include <random>
 #include <set>
 
+#include "clustermap/cluster_map_builder.h"
+
 namespace shardkv::rebalance {
 namespace {
 
@@ -137,7 +139,7 @@ net::ResponseBody Rebalancer::Admin(const net::AdminRequest& request) {
         return ::shardkv::Status::Aborted("the cluster map changed while planning; try again");
       }
       rec.from_epoch = cur.epoch();
-      return target.WithChangeDetail(rec.Encode());
+      return WithChangeDetail(target, rec.Encode());
     });
     if (!s.ok()) return Error(s);
     spdlog::info("{} committed: {} copies to move in {} stream tasks", Describe(rec),
@@ -179,9 +181,9 @@ net::ResponseBody Rebalancer::Admin(const net::AdminRequest& request) {
           MutexLock lock(&mu_);
           FillMovedLocked(&next);
         }
-        auto cancelled = cur.WithChangeCancelled();
+        auto cancelled = WithChangeCancelled(cur);
         if (!cancelled.ok()) return cancelled.status();
-        return cancelled->WithChangeDetail(next.Encode());
+        return WithChangeDetail(*cancelled, next.Encode());
       }
       if (cmd == "resume") {
         next.state = ChangeState::kStreaming;
@@ -199,7 +201,7 @@ net::ResponseBody Rebalancer::Admin(const net::AdminRequest& request) {
           return ::shardkv::Status::InvalidArgument("throttle needs whole numbers");
         }
       }
-      return cur.WithChangeDetail(next.Encode());
+      return WithChangeDetail(cur, next.Encode());
     });
     if (!s.ok()) return Error(s);
     wake_.notify_all();
@@ -336,7 +338,7 @@ void Rebalancer::FailChange(uint64_t change_id, const std::string& reason, uint3
     next.state = ChangeState::kFailed;
     next.error = reason;
     next.failed_driver = failed_driver;
-    return cur.WithChangeDetail(next.Encode());
+    return WithChangeDetail(cur, next.Encode());
   });
   if (!s.ok()) spdlog::warn("marking change {} failed: {}", change_id, s.ToString());
 }
@@ -378,7 +380,7 @@ void Rebalancer::DriveOnce() {
         }
         ++next.takeovers;
       }
-      return cur.WithChangeDetail(next.Encode());
+      return WithChangeDetail(cur, next.Encode());
     }));
     return;
   }
@@ -409,8 +411,8 @@ void Rebalancer::DriveOnce() {
         merged.rate_bytes_per_s = r->rate_bytes_per_s;
         merged.streams_per_node = r->streams_per_node;
         merged.takeovers = r->takeovers;
-        ClusterMap m = cur.WithChangeDetail(merged.Encode());
-        return next.state == ChangeState::kReadNew ? m.WithStage(ChangeStage::kReadNew) : m;
+        ClusterMap m = WithChangeDetail(cur, merged.Encode());
+        return next.state == ChangeState::kReadNew ? WithStage(m, ChangeStage::kReadNew) : m;
       });
       break;
     }
@@ -419,7 +421,7 @@ void Rebalancer::DriveOnce() {
       next.state = ChangeState::kNewOnly;
       s = Commit([&](const ClusterMap& cur) -> StatusOr<ClusterMap> {
         SHARDKV_RETURN_IF_ERROR(same_change(cur));
-        return cur.WithStage(ChangeStage::kNewOnly).WithChangeDetail(next.Encode());
+        return WithChangeDetail(WithStage(cur, ChangeStage::kNewOnly), next.Encode());
       });
       break;
     }
@@ -435,9 +437,9 @@ void Rebalancer::DriveOnce() {
           std::max<int64_t>(0, SumClientErrors(*map) - rec->client_errors_at_start);
       s = Commit([&](const ClusterMap& cur) -> StatusOr<ClusterMap> {
         SHARDKV_RETURN_IF_ERROR(same_change(cur));
-        auto committed = cur.WithChangeCommitted();
+        auto committed = WithChangeCommitted(cur);
         if (!committed.ok()) return committed.status();
-        return committed->WithChangeDetail(next.Encode());
+        return WithChangeDetail(*committed, next.Encode());
       });
       {
         MutexLock lock(&mu_);

@@ -7,6 +7,7 @@
 #include <random>
 #include <set>
 
+#include "clustermap/cluster_map_builder.h"
 #include "rebalance/rebalancer.h"
 
 namespace shardkv::rebalance {
@@ -50,7 +51,7 @@ StatusOr<RebalanceReport> Rebalancer::PlanChange(const std::map<std::string, std
     }
     // Before anything is committed: a node of another cluster would be half-joined otherwise.
     SHARDKV_RETURN_IF_ERROR(CheckJoiningNode(*map, rec.node_id, address));
-    next = map->WithNodeJoining({rec.node_id, address, weight, NodeState::kJoining});
+    next = WithNodeJoining(*map, {rec.node_id, address, weight, NodeState::kJoining});
     rec.ideal_fraction = weight / (total_weight_before + weight);
   } else if (kind == "remove") {
     const ClusterNode* node = map->FindNode(rec.node_id);
@@ -67,7 +68,7 @@ StatusOr<RebalanceReport> Rebalancer::PlanChange(const std::map<std::string, std
                                                 " (the driving node must stay in the cluster)");
     }
     rec.ideal_fraction = node->weight / total_weight_before;
-    next = map->WithNodeLeaving(rec.node_id);
+    next = WithNodeLeaving(*map, rec.node_id);
   }
   if (!next.ok()) return next.status();
   std::random_device rd;

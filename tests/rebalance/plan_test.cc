@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "clustermap/cluster_map_builder.h"
 #include "shardkv/cluster_map.h"
 #include "shardkv/token_range.h"
 
@@ -139,7 +140,7 @@ TEST_CASE("plan: cluster map pending placement stages", "[rebalance][plan]") {
     CHECK(m.stage() == ChangeStage::kNone);
     CHECK(m.PendingReplicas(123).empty());
 
-    const ClusterMap j = Must(m.WithNodeJoining({4, "127.0.0.1:7004", 1}));
+    const ClusterMap j = Must(WithNodeJoining(m, {4, "127.0.0.1:7004", 1}));
     CHECK(j.has_pending());
     CHECK(j.stage() == ChangeStage::kJointWrites);
     REQUIRE(j.FindNode(4) != nullptr);
@@ -148,8 +149,8 @@ TEST_CASE("plan: cluster map pending placement stages", "[rebalance][plan]") {
     CHECK(j.EffectiveReplicas() == 3);
     CHECK(j.PendingEffectiveReplicas() == 3);
 
-    const ClusterMap read_new = j.WithStage(ChangeStage::kReadNew);
-    const ClusterMap new_only = j.WithStage(ChangeStage::kNewOnly);
+    const ClusterMap read_new = WithStage(j, ChangeStage::kReadNew);
+    const ClusterMap new_only = WithStage(j, ChangeStage::kNewOnly);
     CHECK(read_new.stage() == ChangeStage::kReadNew);
     CHECK(new_only.stage() == ChangeStage::kNewOnly);
 
@@ -192,7 +193,7 @@ TEST_CASE("plan: cluster map pending placement stages", "[rebalance][plan]") {
     CHECK(differing < tokens.size());
 
     // Encode/Decode keeps the pending rows, stage and detail.
-    const ClusterMap detailed = read_new.WithChangeDetail("x");
+    const ClusterMap detailed = WithChangeDetail(read_new, "x");
     CHECK(detailed.change_detail() == "x");
     const ClusterMap back = Must(ClusterMap::Decode(detailed.Encode()));
     CHECK(back.ContentHash() == detailed.ContentHash());
@@ -213,7 +214,7 @@ TEST_CASE("plan: cluster map pending placement stages", "[rebalance][plan]") {
     }
 
     // Commit: 4 up, current == old pending.
-    const ClusterMap committed = Must(detailed.WithChangeCommitted());
+    const ClusterMap committed = Must(WithChangeCommitted(detailed));
     CHECK_FALSE(committed.has_pending());
     CHECK(committed.stage() == ChangeStage::kNone);
     CHECK(committed.change_detail() == "x");  // kept after the change completes
@@ -224,14 +225,14 @@ TEST_CASE("plan: cluster map pending placement stages", "[rebalance][plan]") {
     CHECK(committed_back.ContentHash() == committed.ContentHash());
 
     // Cancel: the original placement.
-    const ClusterMap cancelled = Must(j.WithChangeCancelled());
+    const ClusterMap cancelled = Must(WithChangeCancelled(j));
     CHECK_FALSE(cancelled.has_pending());
     CHECK(cancelled.FindNode(4) == nullptr);
     CHECK(cancelled.nodes() == m.nodes());
     for (uint64_t t : tokens) CHECK(cancelled.Replicas(t) == m.Replicas(t));
 
     // Leaving.
-    const ClusterMap l = Must(m.WithNodeLeaving(2));
+    const ClusterMap l = Must(WithNodeLeaving(m, 2));
     CHECK(l.stage() == ChangeStage::kJointWrites);
     REQUIRE(l.FindNode(2) != nullptr);
     CHECK(l.FindNode(2)->state == NodeState::kLeaving);
@@ -245,7 +246,7 @@ TEST_CASE("plan: cluster map pending placement stages", "[rebalance][plan]") {
     CHECK(l_back.ContentHash() == l.ContentHash());
     CHECK(l_back.PendingEffectiveReplicas() == 2);
     for (uint64_t t : tokens) CHECK(l_back.PendingReplicas(t) == l.PendingReplicas(t));
-    const ClusterMap gone = Must(l.WithChangeCommitted());
+    const ClusterMap gone = Must(WithChangeCommitted(l));
     CHECK(gone.FindNode(2) == nullptr);
     CHECK(gone.nodes().size() == 2);
     CHECK(gone.EffectiveReplicas() == 2);
@@ -253,22 +254,22 @@ TEST_CASE("plan: cluster map pending placement stages", "[rebalance][plan]") {
       CHECK_FALSE(Has(gone.Replicas(t), 2));
       CHECK(gone.Replicas(t) == l.PendingReplicas(t));
     }
-    const ClusterMap l_cancel = Must(l.WithChangeCancelled());
+    const ClusterMap l_cancel = Must(WithChangeCancelled(l));
     CHECK(l_cancel.nodes() == m.nodes());
     for (uint64_t t : tokens) CHECK(l_cancel.Replicas(t) == m.Replicas(t));
 
     // Errors.
-    CHECK(j.WithNodeJoining({5, "127.0.0.1:7005", 1}).status().code() ==
+    CHECK(WithNodeJoining(j, {5, "127.0.0.1:7005", 1}).status().code() ==
           Status::Code::kFailedPrecondition);
-    CHECK(j.WithNodeLeaving(1).status().code() == Status::Code::kFailedPrecondition);
-    CHECK(m.WithNodeJoining({1, "127.0.0.1:7009", 1}).status().IsInvalidArgument());
-    CHECK(m.WithNodeJoining({9, "127.0.0.1:7001", 1}).status().IsInvalidArgument());
-    CHECK(m.WithNodeJoining({9, "127.0.0.1:7009", 0}).status().IsInvalidArgument());
-    CHECK(m.WithNodeLeaving(9).status().IsNotFound());
-    CHECK(m.WithChangeCommitted().status().code() == Status::Code::kFailedPrecondition);
-    CHECK(m.WithChangeCancelled().status().code() == Status::Code::kFailedPrecondition);
+    CHECK(WithNodeLeaving(j, 1).status().code() == Status::Code::kFailedPrecondition);
+    CHECK(WithNodeJoining(m, {1, "127.0.0.1:7009", 1}).status().IsInvalidArgument());
+    CHECK(WithNodeJoining(m, {9, "127.0.0.1:7001", 1}).status().IsInvalidArgument());
+    CHECK(WithNodeJoining(m, {9, "127.0.0.1:7009", 0}).status().IsInvalidArgument());
+    CHECK(WithNodeLeaving(m, 9).status().IsNotFound());
+    CHECK(WithChangeCommitted(m).status().code() == Status::Code::kFailedPrecondition);
+    CHECK(WithChangeCancelled(m).status().code() == Status::Code::kFailedPrecondition);
     const ClusterMap single = MustCreate(Params(mode, 1, 256), 1);
-    CHECK(single.WithNodeLeaving(1).status().code() == Status::Code::kFailedPrecondition);
+    CHECK(WithNodeLeaving(single, 1).status().code() == Status::Code::kFailedPrecondition);
   }
 }
 
@@ -300,8 +301,8 @@ TEST_CASE("plan: moving ranges match per-key movement and are near minimal", "[r
     const ClusterParams p = Params(sc.mode, sc.rf, 1024, 160);
     const ClusterMap base = MustCreate(p, sc.add ? 3 : 4);
     const uint32_t moved_node = 4;
-    const ClusterMap map = sc.add ? Must(base.WithNodeJoining(Node(moved_node)))
-                                  : Must(base.WithNodeLeaving(moved_node));
+    const ClusterMap map = sc.add ? Must(WithNodeJoining(base, Node(moved_node)))
+                                  : Must(WithNodeLeaving(base, moved_node));
     const auto moving = MovingRanges(map);
     REQUIRE_FALSE(moving.empty());
     for (const auto& r : moving) REQUIRE_FALSE(SameSet(r.old_set, r.new_set));
@@ -361,8 +362,8 @@ TEST_CASE("plan: AllRanges covers the token space exactly once", "[rebalance][pl
     INFO("mode " << ModeName(mode));
     const uint32_t shards = 256;
     const ClusterMap m = MustCreate(Params(mode, 3, shards, 64), 3);
-    const ClusterMap joining = Must(m.WithNodeJoining(Node(4)));
-    const ClusterMap leaving = Must(m.WithNodeLeaving(1));
+    const ClusterMap joining = Must(WithNodeJoining(m, Node(4)));
+    const ClusterMap leaving = Must(WithNodeLeaving(m, 1));
     for (const ClusterMap* map : {&m, &joining, &leaving}) {
       const auto all = AllRanges(*map);
       REQUIRE_FALSE(all.empty());
@@ -453,7 +454,7 @@ TEST_CASE("plan: AssignPieces pairs destinations with distinct sources", "[rebal
         INFO("mode " << ModeName(mode) << " rf " << rf);
         const ClusterMap m = MustCreate(Params(mode, rf, 256, 64), 3);
         for (const ClusterMap& map :
-             {Must(m.WithNodeJoining(Node(4))), Must(m.WithNodeLeaving(2))}) {
+             {Must(WithNodeJoining(m, Node(4))), Must(WithNodeLeaving(m, 2))}) {
           const auto moving = MovingRanges(map);
           const auto tasks = AssignPieces(moving);
           CheckTasks(moving, tasks);
@@ -474,7 +475,8 @@ TEST_CASE("plan: AssignTasks groups pieces by pair, the task count follows pairs
       INFO("mode " << ModeName(mode) << " size " << size);
       // Four nodes: removing one of three at RF 3 would stream nothing (RF drops to 2).
       const ClusterMap m = MustCreate(Params(mode, 3, size, size), 4);
-      for (const ClusterMap& map : {Must(m.WithNodeJoining(Node(5))), Must(m.WithNodeLeaving(2))}) {
+      for (const ClusterMap& map :
+           {Must(WithNodeJoining(m, Node(5))), Must(WithNodeLeaving(m, 2))}) {
         const auto moving = MovingRanges(map);
         const auto pieces = AssignPieces(moving);
         const auto tasks = AssignTasks(moving);
@@ -595,8 +597,8 @@ TEST_CASE("plan: HeldRanges and DestinationRanges match per-key placement", "[re
   for (auto mode : {PlacementMode::kRing, PlacementMode::kJump}) {
     INFO("mode " << ModeName(mode));
     const ClusterMap m = MustCreate(Params(mode, 2, 256, 64), 3);
-    const ClusterMap joining = Must(m.WithNodeJoining(Node(4)));
-    const ClusterMap leaving = Must(m.WithNodeLeaving(3));
+    const ClusterMap joining = Must(WithNodeJoining(m, Node(4)));
+    const ClusterMap leaving = Must(WithNodeLeaving(m, 3));
     const auto tokens = KeyTokens(m, kKeys);
     for (const ClusterMap* map : {&m, &joining, &leaving}) {
       INFO(map->DebugString());

@@ -5,6 +5,7 @@
 
 #include "cluster/map_store.h"
 #include "clustermap/change_record.h"
+#include "clustermap/cluster_map_builder.h"
 #include "rebalance/plan.h"
 #include "rebalance/reconciler.h"
 #include "rebalance/stream_source.h"
@@ -94,14 +95,14 @@ TEST_CASE("reconciler: a destination drops leftovers before a new change is publ
                 ->Put(base.TokenOf("k" + std::to_string(i)), "k" + std::to_string(i), "old")
                 .ok());
   }
-  auto joining = base.WithNodeJoining({4, "127.0.0.1:4", 1, NodeState::kJoining});
+  auto joining = WithNodeJoining(base, {4, "127.0.0.1:4", 1, NodeState::kJoining});
   REQUIRE(joining.ok());
   rebalance::ChangeRecord rec;
   rec.change_id = 99;
   rec.kind = "add";
   rec.node_id = 4;
   rec.state = rebalance::ChangeState::kStreaming;
-  const ClusterMap e2 = joining->WithChangeDetail(rec.Encode()).WithEpoch(2, 1);
+  const ClusterMap e2 = WithEpoch(WithChangeDetail(*joining, rec.Encode()), 2, 1);
   REQUIRE(maps.Reset(e2).ok());
   // Nothing is left in the ranges it streams into (leftovers) nor anywhere else (it held
   // nothing under its old standalone view of the world: the install dropped it as lost).
@@ -113,7 +114,7 @@ TEST_CASE("reconciler: a destination drops leftovers before a new change is publ
   }
   // A resumed change (same id) keeps what was streamed: no second drop.
   REQUIRE((*storage)->Put(e2.TokenOf("k1"), "k1", "streamed").ok());
-  const ClusterMap e3 = e2.WithEpoch(3, 2);
+  const ClusterMap e3 = WithEpoch(e2, 3, 2);
   REQUIRE(maps.Install(e3).ok());
   if (e3.Holds(4, e3.TokenOf("k1"))) {
     CHECK(*(*storage)->Get(e3.TokenOf("k1"), "k1") == "streamed");

@@ -1,0 +1,70 @@
+// The mutators of ClusterMap, internal to the library (the node, the rebalancer, the commit
+// protocol and the tests): each returns a new map and changes nothing until it is installed by
+// the commit protocol. Their contracts are documented at the declarations in
+// include/shardkv/cluster_map.h.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "shardkv/cluster_map.h"
+
+namespace shardkv {
+
+class ClusterMapBuilder {
+ public:
+  static ClusterMap WithEpoch(const ClusterMap& map, uint64_t epoch, uint32_t claimant) {
+    return map.WithEpoch(epoch, claimant);
+  }
+  static StatusOr<ClusterMap> WithNodeUpdated(const ClusterMap& map, uint32_t id, NodeState state,
+                                              std::string_view address) {
+    return map.WithNodeUpdated(id, state, address);
+  }
+  static StatusOr<ClusterMap> WithNodeJoining(const ClusterMap& map, ClusterNode node) {
+    return map.WithNodeJoining(std::move(node));
+  }
+  static StatusOr<ClusterMap> WithNodeLeaving(const ClusterMap& map, uint32_t id) {
+    return map.WithNodeLeaving(id);
+  }
+  static ClusterMap WithStage(const ClusterMap& map, ChangeStage stage) {
+    return map.WithStage(stage);
+  }
+  static ClusterMap WithChangeDetail(const ClusterMap& map, std::string detail) {
+    return map.WithChangeDetail(std::move(detail));
+  }
+  static StatusOr<ClusterMap> WithChangeCommitted(const ClusterMap& map) {
+    return map.WithChangeCommitted();
+  }
+  static StatusOr<ClusterMap> WithChangeCancelled(const ClusterMap& map) {
+    return map.WithChangeCancelled();
+  }
+};
+
+inline ClusterMap WithEpoch(const ClusterMap& map, uint64_t epoch, uint32_t claimant) {
+  return ClusterMapBuilder::WithEpoch(map, epoch, claimant);
+}
+inline StatusOr<ClusterMap> WithNodeUpdated(const ClusterMap& map, uint32_t id, NodeState state,
+                                            std::string_view address = {}) {
+  return ClusterMapBuilder::WithNodeUpdated(map, id, state, address);
+}
+inline StatusOr<ClusterMap> WithNodeJoining(const ClusterMap& map, ClusterNode node) {
+  return ClusterMapBuilder::WithNodeJoining(map, std::move(node));
+}
+inline StatusOr<ClusterMap> WithNodeLeaving(const ClusterMap& map, uint32_t id) {
+  return ClusterMapBuilder::WithNodeLeaving(map, id);
+}
+inline ClusterMap WithStage(const ClusterMap& map, ChangeStage stage) {
+  return ClusterMapBuilder::WithStage(map, stage);
+}
+inline ClusterMap WithChangeDetail(const ClusterMap& map, std::string detail) {
+  return ClusterMapBuilder::WithChangeDetail(map, std::move(detail));
+}
+inline StatusOr<ClusterMap> WithChangeCommitted(const ClusterMap& map) {
+  return ClusterMapBuilder::WithChangeCommitted(map);
+}
+inline StatusOr<ClusterMap> WithChangeCancelled(const ClusterMap& map) {
+  return ClusterMapBuilder::WithChangeCancelled(map);
+}
+
+}  // namespace shardkv
