@@ -142,7 +142,7 @@ class Rebalancer {
   std::deque<std::pair<net::AdminRequest, Reply>> admin_queue_ GUARDED_BY(mu_);
   bool tasks_changed_ GUARDED_BY(mu_) = false;  // a task finished a call; schedule again
   std::deque<std::function<void()>> ready_ GUARDED_BY(mu_);  // scheduled tasks for the workers
-  std::condition_variable task_wake_;        // ready_ or stopping_tasks_ changed
+  std::condition_variable task_wake_;                        // ready_ or stopping_tasks_ changed
   std::string fatal_error_ GUARDED_BY(mu_);  // a worker hit an exception; fails the change
   std::vector<std::thread> admin_threads_;
   std::thread drive_thread_;

@@ -9,8 +9,8 @@
 #include <cstdlib>
 #include <sstream>
 
-#include "common/hlc.h"
 #include "clustermap/change_record.h"
+#include "common/hlc.h"
 #include "rebalance/plan.h"
 #include "rebalance/stream_source.h"
 #include "shardkv/hash.h"

@@ -1,8 +1,8 @@
 #include <catch2/catch.hpp>
 #include <sstream>
 
-#include "placement_lab/comparison.h"
 #include "lab/json_value.h"
+#include "placement_lab/comparison.h"
 #include "placement_lab/report_format.h"
 #include "placement_lab/svg_report.h"
 

@@ -9,7 +9,7 @@
 namespace shardkv::testing {
 
 struct ProcessResult {
-  int exit_code = -1;  // -1 when the program could not be started or did not exit normally
+  int exit_code = -1;      // -1 when the program could not be started or did not exit normally
   bool timed_out = false;  // it ran past its time limit and was SIGKILLed
   std::string out;
   std::string err;

@@ -10,7 +10,6 @@
 
 namespace shardkv::cli {
 
-
 namespace {
 
 // JSON has no NaN or infinity.
@@ -110,8 +109,7 @@ void PrintPlanTable(std::FILE* out, const ChangeReport& plan, const PlanContext&
                HumanBytes(static_cast<double>(r.rate_bytes_per_s)).c_str(), r.streams_per_node);
 }
 
-std::string PlanJson(const ChangeReport& plan, const PlanContext& ctx,
-                     const ChangeReport* begun) {
+std::string PlanJson(const ChangeReport& plan, const PlanContext& ctx, const ChangeReport* begun) {
   const ChangeRecord& r = plan.record;
   const bool add = r.kind == "add";
   JsonWriter w;

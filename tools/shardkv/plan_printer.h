@@ -45,8 +45,7 @@ struct PlanContext {
 // beside the ideal, and the keys remapped.
 void PrintPlanTable(std::FILE* out, const ChangeReport& plan, const PlanContext& ctx);
 // The plan as one JSON object (schema above). `begun`: the reply to "begin", or null.
-std::string PlanJson(const ChangeReport& plan, const PlanContext& ctx,
-                     const ChangeReport* begun);
+std::string PlanJson(const ChangeReport& plan, const PlanContext& ctx, const ChangeReport* begun);
 
 // A status snapshot as one JSON object:
 //   {"state": "streaming" | ... | "none",   // none: no change was ever made (other fields null)
