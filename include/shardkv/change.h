@@ -117,8 +117,6 @@ struct ChangeReport {
   uint64_t copies_during_change = 0;  // of copies_done, versions written during the change
   std::vector<StreamProgress> streams;
   std::vector<NodeShare> shares;  // plan only
-  // Set by Admin, not sent: the node whose answer this is (host:port).
-  std::string answered_by;
 
   std::string Encode() const;
   static StatusOr<ChangeReport> Decode(std::string_view text);

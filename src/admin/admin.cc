@@ -53,7 +53,6 @@ class Admin::Impl {
       return out;
     }
     out.report = std::move(report).value();
-    out.report.answered_by = address;
     if (out.report.from_driver) last_driver = address;
     return out;
   }

@@ -57,18 +57,18 @@ AdminReply AdminClient::Status(const std::vector<std::string>& addresses,
   return With(addresses, timeout)->ChangeStatus(preferred);
 }
 
-AdminReply AdminClient::Steer(const std::vector<std::string>& addresses,
-                              const SteerCommand& command, std::chrono::milliseconds timeout) {
-  Admin* admin = With(addresses, timeout);
+AdminReply AdminClient::Steer(const std::string& driver, const SteerCommand& command,
+                              std::chrono::milliseconds timeout) {
+  Admin* admin = With({driver}, timeout);
   switch (command.kind) {
     case SteerCommand::Kind::kCancel:
-      return admin->Cancel();
+      return admin->Cancel(driver);
     case SteerCommand::Kind::kResume:
-      return admin->Resume();
+      return admin->Resume(driver);
     case SteerCommand::Kind::kThrottle:
       break;
   }
-  return admin->SetThrottle(command.rate_bytes_per_s, command.streams_per_node);
+  return admin->SetThrottle(command.rate_bytes_per_s, command.streams_per_node, driver);
 }
 
 StatusOr<ClusterMap> AdminClient::NewestMap(const std::vector<std::string>& addresses,

@@ -56,8 +56,8 @@ class AdminClient {
   // The change status, from the driver when it answers; `preferred` first.
   AdminReply Status(const std::vector<std::string>& addresses, const std::string& preferred,
                     std::chrono::milliseconds timeout);
-  // Sends `command` to the node driving the change.
-  AdminReply Steer(const std::vector<std::string>& addresses, const SteerCommand& command,
+  // Sends `command` to `driver` (the node driving the change, as a status just said).
+  AdminReply Steer(const std::string& driver, const SteerCommand& command,
                    std::chrono::milliseconds timeout);
   // The newest map (highest epoch) of the expected cluster among `addresses`.
   StatusOr<ClusterMap> NewestMap(const std::vector<std::string>& addresses,

@@ -256,7 +256,7 @@ int DoSteer(const GlobalOptions& g, const SteerCommand& cmd) {
   if (!pre.status.ok()) {
     return ReportError(pre.status, pre.unreachable || pre.foreign ? kExitUnreachable : kExitFailed);
   }
-  AdminReply reply = client.Steer({pre.address}, cmd, timeout);
+  AdminReply reply = client.Steer(pre.address, cmd, timeout);
   if (reply.status.ok()) {
     PrintSteered(g, command, reply.report, reply.address);
     return kExitOk;
