@@ -33,6 +33,16 @@ enum class ChangeState : uint8_t {
 std::string_view ChangeStateName(ChangeState s);
 StatusOr<ChangeState> ParseChangeState(std::string_view name);
 
+// One stream task's share of the plan, counted once when the change began, so that a driver
+// (or a takeover driver) need not count keys again when the streams start.
+struct TaskPlan {
+  uint64_t task_id = 0;
+  uint32_t destination = 0;
+  uint64_t copies = 0;
+  uint64_t tombstones = 0;
+  uint64_t bytes = 0;
+};
+
 struct ChangeRecord {
   uint64_t change_id = 0;
   std::string kind;  // "add" or "remove"
@@ -75,7 +85,8 @@ struct ChangeRecord {
   uint64_t started_ms = 0;
   uint64_t finished_ms = 0;
   int64_t client_errors_at_start = 0;
-  int64_t client_errors = 0;  // during the change, summed over the nodes
+  int64_t client_errors = 0;         // during the change, summed over the nodes
+  std::vector<TaskPlan> task_plans;  // in task id order
 
   std::string Encode() const;
   static StatusOr<ChangeRecord> Decode(std::string_view text);

@@ -32,6 +32,7 @@ namespace shardkv::stats {
   X(redriven, "operations re-driven after a map change")                                        \
   X(rebalance_commits, "cluster maps this node committed as rebalance driver")                  \
   X(rebalance_task_errors, "failed stream task calls while driving a change")                   \
+  X(rebalance_plans_counted, "change plans this node counted (each counts every key once)")     \
   X(stream_tasks_resumed, "stream tasks continued from a checkpoint on this node")              \
   X(stream_entries_pulled, "entries this node pulled as a stream destination")                  \
   X(ranges_dropped, "token ranges dropped after a change moved them away")                      \

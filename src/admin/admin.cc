@@ -1,9 +1,8 @@
-// Admin (include/shardkv/admin.h): typed calls over the rebalancer's admin requests
-// (net::AdminRequest, answered by src/rebalance/rebalancer.cc with an encoded ChangeReport).
+// Admin (include/shardkv/admin.h): typed calls over the rebalancer's change commands
+// (net::AdminRequest, answered by src/rebalance/change_frontend.cc with a ChangeReport).
 #include "shardkv/admin.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <future>
 #include <random>
 #include <set>
@@ -16,7 +15,6 @@ namespace shardkv {
 
 using admin::AdminTransport;
 using admin::CallFailure;
-using Args = std::map<std::string, std::string>;
 
 class Admin::Impl {
  public:
@@ -30,12 +28,12 @@ class Admin::Impl {
     return std::chrono::milliseconds(std::max(options.plan_timeout_ms, options.timeout_ms));
   }
 
-  AdminReply Send(const std::string& address, const std::string& command, const Args& args,
+  AdminReply Send(const std::string& address, const net::ChangeCommand& command,
                   std::chrono::milliseconds t) {
     AdminReply out;
     out.address = address;
     CallFailure failure;
-    auto body = transport.Call(address, net::AdminRequest{command, args}, t, &failure);
+    auto body = transport.Call(address, net::AdminRequest{command}, t, &failure);
     out.unreachable = failure.unreachable;
     out.foreign = failure.foreign;
     if (!body.ok()) {
@@ -44,26 +42,22 @@ class Admin::Impl {
     }
     const auto* reply = std::get_if<net::AdminResponse>(&*body);
     if (reply == nullptr) {
-      out.status = Status::Corruption(address + " sent an unexpected reply to '" + command + "'");
+      out.status = Status::Corruption(address + " sent an unexpected reply to '" +
+                                      std::string(net::ChangeCommandName(command)) + "'");
       return out;
     }
-    auto report = ChangeReport::Decode(reply->payload);
-    if (!report.ok()) {
-      out.status = report.status().WithContext(address);
-      return out;
-    }
-    out.report = std::move(report).value();
+    out.report = reply->report;
     if (out.report.from_driver) last_driver = address;
     return out;
   }
 
   // The first of `addresses` that answers (an error reply counts as an answer).
-  AdminReply SendFirst(const std::vector<std::string>& addresses, const std::string& command,
-                       const Args& args, std::chrono::milliseconds t) {
+  AdminReply SendFirst(const std::vector<std::string>& addresses, const net::ChangeCommand& command,
+                       std::chrono::milliseconds t) {
     std::string tried;
     bool foreign = false, down = false;
     for (const std::string& a : addresses) {
-      AdminReply r = Send(a, command, args, t);
+      AdminReply r = Send(a, command, t);
       if (!r.unreachable && !r.foreign) return r;
       foreign = foreign || r.foreign;
       down = down || r.unreachable;
@@ -77,31 +71,30 @@ class Admin::Impl {
     return none;
   }
 
-  AdminReply Status(const std::string& preferred) {
+  AdminReply StatusFrom(const std::string& preferred) {
     std::vector<std::string> order;
     const std::string first_choice = !preferred.empty() ? preferred : last_driver;
     if (!first_choice.empty()) order.push_back(first_choice);
     for (const auto& a : options.seeds) {
       if (a != first_choice) order.push_back(a);
     }
-    AdminReply first = SendFirst(order, "status", {}, timeout());
+    AdminReply first = SendFirst(order, net::ChangeStatusCommand{}, timeout());
     if (!first.status.ok() || first.report.from_driver || first.report.driver_address.empty() ||
         first.report.driver_address == first.address) {
       return first;
     }
-    AdminReply driver = Send(first.report.driver_address, "status", {}, timeout());
+    AdminReply driver = Send(first.report.driver_address, net::ChangeStatusCommand{}, timeout());
     // A driver that answers with an older map than the first node (it was replaced, or it is a
     // removed node that learns nothing more) does not win.
     if (driver.status.ok() && driver.report.epoch >= first.report.epoch) return driver;
     return first;
   }
 
-  AdminReply SendToDriver(const std::string& command, const Args& args,
-                          const std::string& address) {
-    if (!address.empty()) return Send(address, command, args, plan_timeout());
-    AdminReply status = Status("");
+  AdminReply SendToDriver(const net::ChangeCommand& command, const std::string& address) {
+    if (!address.empty()) return Send(address, command, plan_timeout());
+    AdminReply status = StatusFrom("");
     if (!status.status.ok()) return status;
-    return Send(status.address, command, args, plan_timeout());
+    return Send(status.address, command, plan_timeout());
   }
 
   // The seeds to ask for a plan or begin: never the node being removed (it cannot drive its own
@@ -158,10 +151,9 @@ class Admin::Impl {
                                (errors.empty() ? std::string() : " (" + errors + ")"));
   }
 
-  // The add request's arguments; join resolves the node id from the node itself.
-  StatusOr<Args> ChangeArgs(const ChangeRequest& c, const ChangeThrottle& t, uint32_t* node_id) {
-    *node_id = c.node_id;
-    Args args;
+  // The change as sent: join resolves node id 0 from the node itself.
+  StatusOr<ChangeRequest> Resolve(const ChangeRequest& c) {
+    ChangeRequest out = c;
     if (c.kind == ChangeKind::kJoin && c.node_id == 0) {
       NodeProbe p = Probe(c.address);
       if (!p.reachable) return p.error;
@@ -175,19 +167,13 @@ class Admin::Impl {
       if (reported <= 0 || reported > UINT32_MAX) {
         return Status::InvalidArgument(c.address + " did not report its node id");
       }
-      *node_id = static_cast<uint32_t>(reported);
+      out.node_id = static_cast<uint32_t>(reported);
     }
-    args["kind"] = c.kind == ChangeKind::kRemove ? "remove" : "add";
-    args["node_id"] = std::to_string(*node_id);
-    args["rate_mb"] = std::to_string(t.rate_bytes_per_s >> 20);
-    args["streams"] = std::to_string(t.streams_per_node);
-    if (c.kind != ChangeKind::kRemove) {
-      char weight[32];
-      std::snprintf(weight, sizeof(weight), "%.17g", c.weight);
-      args["address"] = c.address;
-      args["weight"] = weight;
+    if (c.kind == ChangeKind::kRemove) {
+      out.address.clear();
+      out.weight = 1.0;
     }
-    return args;
+    return out;
   }
 
   NodeProbe Probe(const std::string& address) {
@@ -306,47 +292,47 @@ StatusOr<NodeStatsSnapshot> Admin::NodeStats(const std::string& address) {
 }
 
 AdminReply Admin::Plan(const ChangeRequest& change) {
-  uint32_t id = 0;
-  auto args = impl_->ChangeArgs(change, ChangeThrottle{}, &id);
-  if (!args.ok()) return AdminReply{args.status(), false, false, change.address, {}};
-  auto askees = impl_->Askees(change, id);
+  auto resolved = impl_->Resolve(change);
+  if (!resolved.ok()) return AdminReply{resolved.status(), false, false, change.address, {}};
+  auto askees = impl_->Askees(*resolved, resolved->node_id);
   if (!askees.ok()) return AdminReply{askees.status(), false, false, "", {}};
-  return impl_->SendFirst(*askees, "plan", *args, impl_->plan_timeout());
+  return impl_->SendFirst(*askees, net::PlanChangeCommand{*resolved, ChangeThrottle{}},
+                          impl_->plan_timeout());
 }
 
 AdminReply Admin::Begin(const ChangeRequest& change, const ChangeThrottle& throttle,
                         const std::string& address) {
-  uint32_t id = 0;
-  auto args = impl_->ChangeArgs(change, throttle, &id);
-  if (!args.ok()) return AdminReply{args.status(), false, false, change.address, {}};
-  if (!address.empty()) return impl_->Send(address, "begin", *args, impl_->plan_timeout());
-  auto askees = impl_->Askees(change, id);
+  auto resolved = impl_->Resolve(change);
+  if (!resolved.ok()) return AdminReply{resolved.status(), false, false, change.address, {}};
+  const net::ChangeCommand begin = net::BeginChangeCommand{*resolved, throttle};
+  if (!address.empty()) return impl_->Send(address, begin, impl_->plan_timeout());
+  auto askees = impl_->Askees(*resolved, resolved->node_id);
   if (!askees.ok()) return AdminReply{askees.status(), false, false, "", {}};
-  return impl_->SendFirst(*askees, "begin", *args, impl_->plan_timeout());
+  return impl_->SendFirst(*askees, begin, impl_->plan_timeout());
 }
 
-AdminReply Admin::ChangeStatus(const std::string& preferred) { return impl_->Status(preferred); }
+AdminReply Admin::ChangeStatus(const std::string& preferred) {
+  return impl_->StatusFrom(preferred);
+}
 AdminReply Admin::Cancel(const std::string& address) {
-  return impl_->SendToDriver("cancel", {}, address);
+  return impl_->SendToDriver(net::CancelChangeCommand{}, address);
 }
 AdminReply Admin::Resume(const std::string& address) {
-  return impl_->SendToDriver("resume", {}, address);
+  return impl_->SendToDriver(net::ResumeChangeCommand{}, address);
 }
 
 AdminReply Admin::SetThrottle(std::optional<uint64_t> rate_bytes_per_s,
                               std::optional<uint32_t> streams_per_node,
                               const std::string& address) {
-  Args args;
-  if (rate_bytes_per_s) args["rate_mb"] = std::to_string(*rate_bytes_per_s >> 20);
-  if (streams_per_node) args["streams"] = std::to_string(*streams_per_node);
-  if (args.empty()) {
+  if (!rate_bytes_per_s && !streams_per_node) {
     return AdminReply{Status::InvalidArgument("throttle needs a rate and/or a stream count"),
                       false,
                       false,
                       "",
                       {}};
   }
-  return impl_->SendToDriver("throttle", args, address);
+  return impl_->SendToDriver(net::ThrottleChangeCommand{rate_bytes_per_s, streams_per_node},
+                             address);
 }
 
 int64_t Admin::SumCounter(const std::string& name) {

@@ -12,40 +12,13 @@
 #include <memory>
 #include <type_traits>
 
-#include "shardkv.capnp.h"
+#include "net/codec_internal.h"
 
 namespace shardkv::net {
 
-// The rebalancer's ops, defined in codec_stream.cc to keep this file short. Declared here, not
-// in a header, because nothing but this file may call them: they take generated capnp types,
-// which stay private to src/net.
-namespace codec_internal {
-void FillStreamScan(const StreamScanRequest& s, wire::StreamScan::Builder b);
-StreamScanRequest ReadStreamScan(wire::StreamScan::Reader r);
-void FillStreamRange(const StreamRangeRequest& s, wire::StreamRange::Builder b);
-StreamRangeRequest ReadStreamRange(wire::StreamRange::Reader r);
-void FillCountRanges(const CountRangesRequest& c, capnp::List<wire::TokenSpan>::Builder list);
-CountRangesRequest ReadCountRanges(capnp::List<wire::TokenSpan>::Reader list);
-void FillAdmin(const AdminRequest& a, wire::Admin::Builder b);
-AdminRequest ReadAdmin(wire::Admin::Reader r);
-void FillStreamScan(const StreamScanResponse& s, wire::Response::Body::StreamScan::Builder b);
-StreamScanResponse ReadStreamScan(wire::Response::Body::StreamScan::Reader r);
-void FillStreamRange(const StreamRangeResponse& s, wire::Response::Body::StreamRange::Builder b);
-StreamRangeResponse ReadStreamRange(wire::Response::Body::StreamRange::Reader r);
-void FillCountRanges(const CountRangesResponse& c, capnp::List<wire::RangeCount>::Builder list);
-CountRangesResponse ReadCountRanges(capnp::List<wire::RangeCount>::Reader list);
-}  // namespace codec_internal
-
 namespace {
 
-namespace wire = ::shardkv::net::wire;
-
-template <class... Ts>
-struct Overloaded : Ts... {
-  using Ts::operator()...;
-};
-template <class... Ts>
-Overloaded(Ts...) -> Overloaded<Ts...>;
+using namespace codec_internal;  // NOLINT: the codec's own helpers
 
 // First segment for MallocMessageBuilder: point ops fit in it, so encoding them allocates
 // nothing but the output string. Must start zeroed; the builder re-zeroes what it used.
@@ -55,50 +28,11 @@ constexpr size_t kScratchWords = 1024;  // 8 KiB
 constexpr uint32_t kMaxSegments = 512;
 thread_local capnp::word tls_scratch[kScratchWords];
 
-capnp::Data::Reader AsData(const std::string& s) {
-  return capnp::Data::Reader(reinterpret_cast<const kj::byte*>(s.data()), s.size());
-}
-
-std::string ToString(capnp::Data::Reader d) {
-  return std::string(reinterpret_cast<const char*>(d.begin()), d.size());
-}
-
-std::string ToString(capnp::Text::Reader t) { return std::string(t.cStr(), t.size()); }
-
 void StoreLe32(char* p, uint32_t v) {
   p[0] = static_cast<char>(v);
   p[1] = static_cast<char>(v >> 8);
   p[2] = static_cast<char>(v >> 16);
   p[3] = static_cast<char>(v >> 24);
-}
-
-// Status::Code and wire::ErrorCode are kept numerically identical (shardkv.capnp says so);
-// these casts still go through a range check so an unknown code from a newer peer degrades to
-// kInternal instead of an out-of-range enum.
-constexpr uint16_t kMaxKnownCode = static_cast<uint16_t>(Status::Code::kInternal);
-static_assert(static_cast<uint16_t>(wire::ErrorCode::INTERNAL) == kMaxKnownCode);
-static_assert(static_cast<uint16_t>(wire::ErrorCode::STALE_EPOCH) ==
-              static_cast<uint16_t>(Status::Code::kStaleEpoch));
-
-wire::ErrorCode ToWire(Status::Code code) { return static_cast<wire::ErrorCode>(code); }
-
-Status::Code FromWire(wire::ErrorCode code) {
-  auto v = static_cast<uint16_t>(code);
-  return v <= kMaxKnownCode ? static_cast<Status::Code>(v) : Status::Code::kInternal;
-}
-
-wire::Consistency ToWire(Consistency c) {
-  switch (c) {
-    case Consistency::kOne:
-      return wire::Consistency::ONE;
-    case Consistency::kQuorum:
-      return wire::Consistency::QUORUM;
-    case Consistency::kAll:
-      return wire::Consistency::ALL;
-    case Consistency::kDefault:
-      break;
-  }
-  return wire::Consistency::DEFAULT;
 }
 
 capnp::ReaderOptions MakeReaderOptions(const CodecOptions& o, size_t message_words) {
@@ -157,84 +91,6 @@ Status EncodeFrame(std::string* out, const CodecOptions& options, Fill&& fill) {
     out->resize(old_size);
     return Status::ResourceExhausted(std::string("cannot encode message: ") + e.what());
   }
-}
-
-void FillRequest(const Request& r, wire::Request::Builder b) {
-  b.setId(r.id);
-  b.setEpoch(r.epoch);
-  b.setClusterId(r.cluster_id);
-  b.setClientTs(r.client_ts);
-  b.setDeadlineMs(r.deadline_ms);
-  b.setConsistency(ToWire(r.consistency));
-  auto body = b.getBody();
-  std::visit(Overloaded{
-                 [&](const PingRequest&) { body.setPing(); },
-                 [&](const GetRequest& g) {
-                   auto k = body.initGet();
-                   k.setToken(g.token);
-                   k.setKey(AsData(g.key));
-                 },
-                 [&](const PutRequest& p) {
-                   auto kv = body.initPut();
-                   kv.setToken(p.token);
-                   kv.setKey(AsData(p.key));
-                   kv.setValue(AsData(p.value));
-                 },
-                 [&](const DeleteRequest& d) {
-                   auto k = body.initDelete();
-                   k.setToken(d.token);
-                   k.setKey(AsData(d.key));
-                 },
-                 [&](const MultiGetRequest& m) {
-                   auto list = body.initMultiGet(static_cast<unsigned>(m.keys.size()));
-                   for (unsigned i = 0; i < m.keys.size(); ++i) {
-                     list[i].setToken(m.keys[i].token);
-                     list[i].setKey(AsData(m.keys[i].key));
-                   }
-                 },
-                 [&](const MultiPutRequest& m) {
-                   auto list = body.initMultiPut(static_cast<unsigned>(m.items.size()));
-                   for (unsigned i = 0; i < m.items.size(); ++i) {
-                     list[i].setToken(m.items[i].token);
-                     list[i].setKey(AsData(m.items[i].key));
-                     list[i].setValue(AsData(m.items[i].value));
-                   }
-                 },
-                 [&](const StatsRequest&) { body.setStats(); },
-                 [&](const GetClusterMapRequest&) { body.setGetClusterMap(); },
-                 [&](const ReplicaWriteRequest& w) {
-                   auto out = body.initReplicaWrite();
-                   out.setToken(w.token);
-                   out.setKey(AsData(w.key));
-                   out.setTs(w.ts);
-                   out.setNodeId(w.node_id);
-                   out.setTombstone(w.tombstone);
-                   if (!w.value.empty()) out.setValue(AsData(w.value));
-                 },
-                 [&](const ReplicaReadRequest& rr) {
-                   auto k = body.initReplicaRead();
-                   k.setToken(rr.token);
-                   k.setKey(AsData(rr.key));
-                 },
-                 [&](const InstallMapRequest& m) {
-                   auto out = body.initInstallMap();
-                   out.setMap(AsData(m.map));
-                   out.setExpectedEpoch(m.expected_epoch);
-                   out.setAdopt(m.adopt);
-                 },
-                 [&](const StreamScanRequest& s) {
-                   codec_internal::FillStreamScan(s, body.initStreamScan());
-                 },
-                 [&](const StreamRangeRequest& s) {
-                   codec_internal::FillStreamRange(s, body.initStreamRange());
-                 },
-                 [&](const CountRangesRequest& c) {
-                   codec_internal::FillCountRanges(
-                       c, body.initCountRanges(static_cast<unsigned>(c.ranges.size())));
-                 },
-                 [&](const AdminRequest& a) { codec_internal::FillAdmin(a, body.initAdmin()); },
-             },
-             r.body);
 }
 
 void FillItems(const std::vector<ItemResult>& items, capnp::List<wire::ItemResult>::Builder list) {
@@ -304,18 +160,13 @@ void FillResponse(const Response& r, wire::Response::Builder b) {
             out.setAccepted(m.accepted);
             out.setEpoch(m.epoch);
           },
-          [&](const StreamScanResponse& s) {
-            codec_internal::FillStreamScan(s, body.initStreamScan());
-          },
-          [&](const StreamRangeResponse& s) {
-            codec_internal::FillStreamRange(s, body.initStreamRange());
-          },
+          [&](const StreamScanResponse& s) { FillStreamScan(s, body.initStreamScan()); },
+          [&](const StreamRangeResponse& s) { FillStreamRange(s, body.initStreamRange()); },
           [&](const CountRangesResponse& c) {
-            codec_internal::FillCountRanges(
-                c, body.initCountRanges(static_cast<unsigned>(c.counts.size())));
+            FillCountRanges(c, body.initCountRanges(static_cast<unsigned>(c.counts.size())));
           },
           // Always set, even when empty: setting the member is what selects the union arm.
-          [&](const AdminResponse& a) { body.setAdmin(AsData(a.payload)); },
+          [&](const AdminResponse& a) { body.setChangeReport(AsData(EncodeChangeReport(a))); },
       },
       r.body);
 }
@@ -340,111 +191,6 @@ Status CheckPayload(std::string_view payload, const CodecOptions& options) {
                               " segments (at most " + std::to_string(kMaxSegments) + ")");
   }
   return Status::OK();
-}
-
-StatusOr<Request> ReadRequest(wire::Request::Reader root, uint64_t* request_id) {
-  Request r;
-  r.id = root.getId();
-  if (request_id != nullptr) *request_id = r.id;
-  r.epoch = root.getEpoch();
-  r.cluster_id = root.getClusterId();
-  r.client_ts = root.getClientTs();
-  r.deadline_ms = root.getDeadlineMs();
-  switch (root.getConsistency()) {
-    case wire::Consistency::DEFAULT:
-      r.consistency = Consistency::kDefault;
-      break;
-    case wire::Consistency::ONE:
-      r.consistency = Consistency::kOne;
-      break;
-    case wire::Consistency::QUORUM:
-      r.consistency = Consistency::kQuorum;
-      break;
-    case wire::Consistency::ALL:
-      r.consistency = Consistency::kAll;
-      break;
-    default:
-      return Status::NotSupported("unknown consistency level " +
-                                  std::to_string(static_cast<int>(root.getConsistency())));
-  }
-  auto body = root.getBody();
-  switch (body.which()) {
-    case wire::Request::Body::PING:
-      r.body = PingRequest{};
-      break;
-    case wire::Request::Body::GET: {
-      auto k = body.getGet();
-      r.body = GetRequest{k.getToken(), ToString(k.getKey())};
-      break;
-    }
-    case wire::Request::Body::PUT: {
-      auto kv = body.getPut();
-      r.body = PutRequest{kv.getToken(), ToString(kv.getKey()), ToString(kv.getValue())};
-      break;
-    }
-    case wire::Request::Body::DELETE: {
-      auto k = body.getDelete();
-      r.body = DeleteRequest{k.getToken(), ToString(k.getKey())};
-      break;
-    }
-    case wire::Request::Body::MULTI_GET: {
-      MultiGetRequest m;
-      auto list = body.getMultiGet();
-      m.keys.reserve(list.size());
-      for (auto k : list) m.keys.push_back(GetRequest{k.getToken(), ToString(k.getKey())});
-      r.body = std::move(m);
-      break;
-    }
-    case wire::Request::Body::MULTI_PUT: {
-      MultiPutRequest m;
-      auto list = body.getMultiPut();
-      m.items.reserve(list.size());
-      for (auto kv : list) {
-        m.items.push_back(
-            PutRequest{kv.getToken(), ToString(kv.getKey()), ToString(kv.getValue())});
-      }
-      r.body = std::move(m);
-      break;
-    }
-    case wire::Request::Body::STATS:
-      r.body = StatsRequest{};
-      break;
-    case wire::Request::Body::GET_CLUSTER_MAP:
-      r.body = GetClusterMapRequest{};
-      break;
-    case wire::Request::Body::REPLICA_WRITE: {
-      auto w = body.getReplicaWrite();
-      r.body = ReplicaWriteRequest{w.getToken(),  ToString(w.getKey()), w.getTs(),
-                                   w.getNodeId(), w.getTombstone(),     ToString(w.getValue())};
-      break;
-    }
-    case wire::Request::Body::REPLICA_READ: {
-      auto k = body.getReplicaRead();
-      r.body = ReplicaReadRequest{k.getToken(), ToString(k.getKey())};
-      break;
-    }
-    case wire::Request::Body::INSTALL_MAP: {
-      auto m = body.getInstallMap();
-      r.body = InstallMapRequest{ToString(m.getMap()), m.getExpectedEpoch(), m.getAdopt()};
-      break;
-    }
-    case wire::Request::Body::STREAM_SCAN:
-      r.body = codec_internal::ReadStreamScan(body.getStreamScan());
-      break;
-    case wire::Request::Body::STREAM_RANGE:
-      r.body = codec_internal::ReadStreamRange(body.getStreamRange());
-      break;
-    case wire::Request::Body::COUNT_RANGES:
-      r.body = codec_internal::ReadCountRanges(body.getCountRanges());
-      break;
-    case wire::Request::Body::ADMIN:
-      r.body = codec_internal::ReadAdmin(body.getAdmin());
-      break;
-    default:
-      return Status::NotSupported("unknown request op " +
-                                  std::to_string(static_cast<int>(body.which())));
-  }
-  return r;
 }
 
 std::vector<ItemResult> ReadItems(capnp::List<wire::ItemResult>::Reader list) {
@@ -529,17 +275,23 @@ StatusOr<Response> ReadResponse(wire::Response::Reader root) {
       break;
     }
     case wire::Response::Body::STREAM_SCAN:
-      r.body = codec_internal::ReadStreamScan(body.getStreamScan());
+      r.body = ReadStreamScan(body.getStreamScan());
       break;
     case wire::Response::Body::STREAM_RANGE:
-      r.body = codec_internal::ReadStreamRange(body.getStreamRange());
+      r.body = ReadStreamRange(body.getStreamRange());
       break;
     case wire::Response::Body::COUNT_RANGES:
-      r.body = codec_internal::ReadCountRanges(body.getCountRanges());
+      r.body = ReadCountRanges(body.getCountRanges());
       break;
     case wire::Response::Body::ADMIN:
-      r.body = AdminResponse{ToString(body.getAdmin())};
+      return Status::NotSupported(
+          "the node answered with a shardkv 0.1.0 text change report; upgrade the node");
+    case wire::Response::Body::CHANGE_REPORT: {
+      auto report = DecodeChangeReport(body.getChangeReport());
+      if (!report.ok()) return report.status();
+      r.body = std::move(*report);
       break;
+    }
     default:
       return Status::NotSupported("unknown response op " +
                                   std::to_string(static_cast<int>(body.which())));

@@ -1,34 +1,16 @@
-// Encoding and decoding of the rebalancer's ops (streamScan, streamRange, countRanges, admin).
-// Split from codec.cc only to keep that file readable; codec.cc declares these functions and
-// calls them from its FillRequest / FillResponse / ReadRequest / ReadResponse, so framing,
-// limits and exception handling stay in one place. Each reader visits every pointer once: the
-// traversal limit (codec.cc, MakeReaderOptions) assumes a legitimate message costs about its
-// own size.
+// Encoding and decoding of the rebalancer's stream ops (streamScan, streamRange, countRanges),
+// called from the request and response fill/read functions (codec_internal.h), so framing,
+// limits and exception handling stay in codec.cc.
 #include <capnp/list.h>
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "net/messages.h"
-#include "shardkv.capnp.h"
+#include "net/codec_internal.h"
 
 namespace shardkv::net::codec_internal {
 namespace {
-
-capnp::Data::Reader AsData(const std::string& s) {
-  return capnp::Data::Reader(reinterpret_cast<const kj::byte*>(s.data()), s.size());
-}
-
-// Explicit length: kj's conversion from std::string goes through strlen, which would silently
-// cut an address or argument at an embedded NUL instead of round-tripping it.
-capnp::Text::Reader AsText(const std::string& s) { return capnp::Text::Reader(s.data(), s.size()); }
-
-std::string ToString(capnp::Data::Reader d) {
-  return std::string(reinterpret_cast<const char*>(d.begin()), d.size());
-}
-
-std::string ToString(capnp::Text::Reader t) { return std::string(t.cStr(), t.size()); }
 
 void FillSpans(const std::vector<TokenSpan>& spans, capnp::List<wire::TokenSpan>::Builder list) {
   for (unsigned i = 0; i < spans.size(); ++i) {
@@ -122,25 +104,6 @@ CountRangesRequest ReadCountRanges(capnp::List<wire::TokenSpan>::Reader list) {
   c.ranges.reserve(list.size());
   for (auto span : list) c.ranges.push_back(TokenSpan{span.getFirst(), span.getLast()});
   return c;
-}
-
-void FillAdmin(const AdminRequest& a, wire::Admin::Builder b) {
-  b.setCommand(AsText(a.command));
-  auto args = b.initArgs(static_cast<unsigned>(a.args.size()));
-  unsigned i = 0;
-  for (const auto& [key, value] : a.args) {
-    args[i].setKey(AsText(key));
-    args[i++].setValue(AsText(value));
-  }
-}
-
-AdminRequest ReadAdmin(wire::Admin::Reader r) {
-  AdminRequest a;
-  a.command = ToString(r.getCommand());
-  // Our encoder never repeats a key; for a hand-made message the last value wins, as a map
-  // assignment would, rather than failing the whole command.
-  for (auto arg : r.getArgs()) a.args[ToString(arg.getKey())] = ToString(arg.getValue());
-  return a;
 }
 
 // ---- Responses ----

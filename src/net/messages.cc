@@ -20,4 +20,11 @@ std::string_view OpName(const ResponseBody& body) {
   return body.valueless_by_exception() ? "invalid" : kNames[body.index()];
 }
 
+std::string_view ChangeCommandName(const ChangeCommand& command) {
+  static constexpr std::string_view kNames[] = {"plan",   "begin",  "status",
+                                                "cancel", "resume", "throttle"};
+  static_assert(std::size(kNames) == std::variant_size_v<ChangeCommand>);
+  return command.valueless_by_exception() ? "invalid" : kNames[command.index()];
+}
+
 }  // namespace shardkv::net

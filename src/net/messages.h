@@ -17,12 +17,15 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <variant>
 #include <vector>
 
+#include "shardkv/admin.h"
+#include "shardkv/change.h"
 #include "shardkv/status.h"
 
 namespace shardkv::net {
@@ -130,12 +133,31 @@ struct CountRangesRequest {
   std::vector<TokenSpan> ranges;
 };
 
-// CLI to a node: a rebalancer command ("plan", "begin", "status", "cancel", "resume",
-// "throttle") with string arguments. The answer's payload is encoded by src/rebalance.
-struct AdminRequest {
-  std::string command;
-  std::map<std::string, std::string> args;
+// Admin (src/admin) to a node: one typed change command for the rebalancer. Plan and begin
+// carry the change and its stream limits; throttle carries the limits to change (nullopt keeps
+// one). The answer is an AdminResponse with the node's ChangeReport.
+struct PlanChangeCommand {
+  ChangeRequest change;
+  ChangeThrottle throttle;
 };
+struct BeginChangeCommand {
+  ChangeRequest change;
+  ChangeThrottle throttle;
+};
+struct ChangeStatusCommand {};
+struct CancelChangeCommand {};
+struct ResumeChangeCommand {};
+struct ThrottleChangeCommand {
+  std::optional<uint64_t> rate_bytes_per_s;
+  std::optional<uint32_t> streams_per_node;
+};
+using ChangeCommand = std::variant<PlanChangeCommand, BeginChangeCommand, ChangeStatusCommand,
+                                   CancelChangeCommand, ResumeChangeCommand, ThrottleChangeCommand>;
+struct AdminRequest {
+  ChangeCommand command;
+};
+// "plan", "begin", "status", "cancel", "resume", "throttle" (for logs and errors).
+std::string_view ChangeCommandName(const ChangeCommand& command);
 
 using RequestBody =
     std::variant<PingRequest, GetRequest, PutRequest, DeleteRequest, MultiGetRequest,
@@ -265,7 +287,7 @@ struct CountRangesResponse {
 };
 
 struct AdminResponse {
-  std::string payload;  // opaque to src/net
+  ChangeReport report;
 };
 
 using ResponseBody =

@@ -16,10 +16,13 @@
 #   streamRange   StreamRange -> {done, copies, tombstones, bytes, resumed, sourceId,
 #                 sourcesMerged}
 #   countRanges   List(TokenSpan) -> List(RangeCount), one per span
-#   admin         Admin {command, args :List(AdminArg)} -> payload :Data
+#   admin         Admin {command, args :List(AdminArg)} -> payload :Data   (0.1.0; refused now)
+#   change        ChangeCommand (a typed union: plan, begin, status, cancel, resume, throttle)
+#                 -> changeReport :Data (a ChangeReport message, src/clustermap/change.capnp)
 # The earlier plans for a push-style streamBatch and proposeMap were replaced by the pull-style
-# streamScan and by installMap; the rebalancer's admin commands share one `admin` member (their
-# payload is encoded by src/rebalance) instead of one member per command.
+# streamScan and by installMap. The rebalancer's commands share one member whose struct is a
+# union of typed commands; 0.1.0 sent them as text (`admin`), which a node now refuses with a
+# message that says to upgrade the CLI.
 # The Status code list in ErrorCode grows with shardkv::Status::Code, appended only.
 
 @0x96f5cac81178cbab;
@@ -141,10 +144,46 @@ struct AdminArg {
   value @1 :Text;
 }
 
-# A rebalancer command ("plan", "begin", "status", ...) from the CLI.
+# The text admin command of shardkv 0.1.0 ("plan", "begin", ... with string arguments). Kept
+# only so that a node can refuse one from an old CLI with a message that says to upgrade it,
+# instead of misreading it; nothing sends it any more (superseded by ChangeCommand).
 struct Admin {
   command @0 :Text;
   args @1 :List(AdminArg);
+}
+
+enum ChangeKind {
+  add @0;
+  join @1;    # a standalone node (its own cluster of one) joins
+  remove @2;
+}
+
+struct ChangeSpec {
+  kind @0 :ChangeKind;
+  nodeId @1 :UInt32;
+  address @2 :Text;   # add, join
+  weight @3 :Float64; # add, join
+  rateBytesPerS @4 :UInt64;  # per destination node; 0 = unthrottled
+  streamsPerNode @5 :UInt32;
+}
+
+struct ThrottleSpec {
+  setRate @0 :Bool;  # false: keep the change's rate
+  rateBytesPerS @1 :UInt64;
+  setStreams @2 :Bool;
+  streamsPerNode @3 :UInt32;
+}
+
+# A rebalancer command from the admin API (src/admin). Answered with a ChangeReport.
+struct ChangeCommand {
+  union {
+    plan @0 :ChangeSpec;
+    begin @1 :ChangeSpec;
+    status @2 :Void;
+    cancel @3 :Void;
+    resume @4 :Void;
+    throttle @5 :ThrottleSpec;
+  }
 }
 
 struct Request {
@@ -169,7 +208,8 @@ struct Request {
     streamScan @16 :StreamScan;
     streamRange @17 :StreamRange;
     countRanges @18 :List(TokenSpan);
-    admin @19 :Admin;
+    admin @19 :Admin;  # 0.1.0 only: refused (see Admin)
+    change @21 :ChangeCommand;
   }
   # Wall-clock ms (Unix epoch) after which the sender no longer waits for this request (0 =
   # none). A node drops a client request that reaches it later, e.g. one queued in its socket
@@ -255,6 +295,9 @@ struct Response {
       copiesDuringChange @39 :UInt64;  # of copies, versions written after the change began
     }
     countRanges @35 :List(RangeCount);  # one per requested span, same order
-    admin @36 :Data;  # opaque to src/net
+    admin @36 :Data;  # 0.1.0 only: a text report; never sent any more
+    # The node's ChangeReport, encoded by src/clustermap (a Cap'n Proto message with its own
+    # format version, so the report can grow without this schema).
+    changeReport @40 :Data;
   }
 }

@@ -25,48 +25,40 @@
 // cancelling its own add) installs it as a departing node.
 //
 // Streams run on a fixed pool of at most kMaxStreamWorkers threads (schedule.h), whatever the
-// task count; tasks group the moving ranges by (destination, sources) (plan.h).
+// task count; tasks group the moving ranges by (destination, sources) (plan.h). Each destination
+// keeps the change's rate with one limiter for all its streams (StreamSink).
 //
-// Admin commands (net::AdminRequest): plan, begin, status, cancel, resume, throttle. Replies
-// carry an encoded RebalanceReport.
+// The parts, each in its own file pair:
+//   ChangeFrontend  the typed commands (net::AdminRequest: plan, begin, status, cancel, resume,
+//                   throttle), answered with a ChangeReport; it commits but drives nothing;
+//   ChangePlanner   the plan: checks and exact counts, made once per change;
+//   ChangeDriver    the backend: takeover, streams, the stage commits;
+//   MapCommitter    the commit protocol (cluster/map_committer.h), shared by the two above.
+// Rebalancer owns them and is what the node sees.
 //
 // Thread-safety: all public methods are thread-safe.
 #pragma once
 
-#include <atomic>
-#include <chrono>
-#include <condition_variable>
-#include <deque>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
 #include <string>
-#include <thread>
-#include <vector>
 
 #include "cluster/map_committer.h"
 #include "cluster/map_store.h"
 #include "cluster/membership.h"
-#include "clustermap/change_record.h"
-#include "common/mutex.h"
 #include "net/messages.h"
 #include "net/peer_pool.h"
-#include "rebalance/plan.h"
+#include "rebalance/change_driver.h"
+#include "rebalance/change_frontend.h"
+#include "rebalance/change_planner.h"
 
 namespace shardkv::rebalance {
 
-struct RebalancerOptions {
-  uint32_t self_id = 0;
-  std::chrono::milliseconds tick{100};
-  std::chrono::milliseconds rpc_timeout{5000};
-  // A task failing this long without progress fails the change (state failed).
-  std::chrono::milliseconds task_failure_timeout{30000};
-  uint32_t slice_ms = 500;
-};
-
 class Rebalancer {
  public:
-  using Reply = std::function<void(net::ResponseBody)>;
+  using Reply = ChangeFrontend::Reply;
 
   // REQUIRES: the pointers outlive the object (Stop() first).
   Rebalancer(RebalancerOptions options, MapStore* maps, PeerPool* peers, Membership* membership);
@@ -79,74 +71,10 @@ class Rebalancer {
   void AddCounters(std::map<std::string, int64_t>* counters) const;
 
  private:
-  struct TaskState {
-    StreamTask task;
-    uint64_t planned_copies = 0;
-    uint64_t planned_bytes = 0;
-    uint64_t rate = 0;  // bytes/s, set when scheduled
-    bool running = false;
-    bool done = false;
-    bool resumed = false;  // its destination had a checkpoint when this driver first asked
-    bool had_error = false;
-    uint64_t calls = 0;
-    uint64_t copies = 0, tombstones = 0, bytes = 0;
-    uint64_t ranges_done = 0, copies_during_change = 0;
-    uint64_t resumed_copies = 0;  // what its checkpoint already had when this driver first asked
-    std::chrono::steady_clock::time_point failing_since{};
-    std::chrono::steady_clock::time_point retry_after{};
-    std::string last_error;
-  };
-
-  net::ResponseBody Admin(const net::AdminRequest& request);
-  StatusOr<RebalanceReport> PlanChange(const std::map<std::string, std::string>& args,
-                                       ClusterMap* target);
-  RebalanceReport Report();
-  // Commits `make`'s map at the next epoch (MapCommitter::Commit, cluster/map_committer.h).
-  ::shardkv::Status Commit(const std::function<StatusOr<ClusterMap>(const ClusterMap&)>& make) {
-    return committer_.Commit(make);
-  }
-  // Commits state failed for change `change_id` with `reason` (and the moved counts so far).
-  void FailChange(uint64_t change_id, const std::string& reason, uint32_t failed_driver);
-  // Adds the tasks' progress to the record's moved counts.
-  void FillMovedLocked(ChangeRecord* rec) const REQUIRES(mu_);
-  ::shardkv::Status CheckJoiningNode(const ClusterMap& map, uint32_t node_id,
-                                     const std::string& address);
-
-  void AdminLoop();
-  void DriveLoop();
-  void DriveOnce();
-  bool IsDriver(const ClusterMap& map) const;
-  ::shardkv::Status RunStreams(const ClusterMap& map, const ChangeRecord& record);
-  void RunTask(size_t index, const ClusterMap& map, uint64_t change_id, uint32_t merge_count);
-  void StreamWorker();
-  StatusOr<std::vector<net::RangeCount>> CountRanges(const ClusterMap& map,
-                                                     const std::vector<MovingRange>& ranges);
-  int64_t SumClientErrors(const ClusterMap& map);
-  bool ChangeStillRunning(uint64_t change_id) const;
-
-  const RebalancerOptions options_;
-  MapStore* maps_;
-  PeerPool* peers_;
-  Membership* membership_;
-
   MapCommitter committer_;
-
-  mutable Mutex mu_;
-  std::condition_variable wake_;
-  bool stopping_ GUARDED_BY(mu_) = false;
-  bool stopping_tasks_ GUARDED_BY(mu_) = false;  // RunStreams is winding down
-  uint64_t active_change_ GUARDED_BY(mu_) = 0;   // the change RunStreams works on
-  std::vector<TaskState> tasks_ GUARDED_BY(mu_);
-  std::string phase_ GUARDED_BY(mu_);  // cleanup while committing the end
-  std::chrono::steady_clock::time_point streams_started_ GUARDED_BY(mu_);
-  std::deque<std::pair<net::AdminRequest, Reply>> admin_queue_ GUARDED_BY(mu_);
-  bool tasks_changed_ GUARDED_BY(mu_) = false;  // a task finished a call; schedule again
-  std::deque<std::function<void()>> ready_ GUARDED_BY(mu_);  // scheduled tasks for the workers
-  std::condition_variable task_wake_;                        // ready_ or stopping_tasks_ changed
-  std::string fatal_error_ GUARDED_BY(mu_);  // a worker hit an exception; fails the change
-  std::vector<std::thread> admin_threads_;
-  std::thread drive_thread_;
-  std::atomic<uint64_t> task_errors_{0};
+  ChangePlanner planner_;
+  ChangeDriver driver_;
+  ChangeFrontend frontend_;
 };
 
 }  // namespace shardkv::rebalance

@@ -24,17 +24,6 @@ std::vector<size_t> PickTasksToStart(const std::vector<TaskSlot>& tasks, uint32_
   return out;
 }
 
-uint64_t PerTaskRate(const std::vector<TaskSlot>& tasks, uint32_t destination, uint32_t streams,
-                     uint64_t rate_bytes_per_s) {
-  if (rate_bytes_per_s == 0) return 0;
-  uint64_t unfinished = 0;
-  for (const TaskSlot& t : tasks) {
-    if (t.destination == destination && !t.done) ++unfinished;
-  }
-  const uint64_t share = std::clamp<uint64_t>(unfinished, 1, std::max<uint32_t>(1, streams));
-  return std::max<uint64_t>(1, rate_bytes_per_s / share);
-}
-
 size_t StreamWorkers(size_t tasks, size_t destinations, uint32_t streams) {
   const size_t wanted = std::max<size_t>(1, destinations) * std::max<uint32_t>(1, streams);
   return std::clamp<size_t>(std::min(wanted, tasks), 1, kMaxStreamWorkers);

@@ -3,11 +3,11 @@
 // without timing.
 //
 // `--rate R` is per destination node, as documented: each destination receives at most R in
-// total, whatever the number of sources. At most `streams` tasks run at once per destination;
-// a source is not limited (a remove with one leaving node and three destinations streams to all
-// three at once, so it sends up to 3R), and each task's rate is R divided by the number of tasks
-// that can run at its destination (min(streams, its unfinished tasks)), so the running tasks of a
-// destination never add up to more than R. R = 0 means unthrottled.
+// total, whatever the number of sources, because every task pulling into it takes its bytes from
+// the destination's one limiter (rate_limiter.h; the driver sends each task the whole R). At most
+// `streams` tasks run at once per destination; a source is not limited (a remove with one
+// leaving node and three destinations streams to all three at once, so it sends up to 3R).
+// R = 0 means unthrottled.
 //
 // Thread-safety: pure functions.
 #pragma once
@@ -29,11 +29,6 @@ struct TaskSlot {
 // `streams` (>= 1) running per destination, and at most `free_workers` of them.
 std::vector<size_t> PickTasksToStart(const std::vector<TaskSlot>& tasks, uint32_t streams,
                                      size_t free_workers);
-
-// The rate (bytes/s) of one task started now at `destination`: rate_bytes_per_s divided by
-// min(streams, unfinished tasks there); 0 stays 0 (unthrottled).
-uint64_t PerTaskRate(const std::vector<TaskSlot>& tasks, uint32_t destination, uint32_t streams,
-                     uint64_t rate_bytes_per_s);
 
 // Worker threads for a change: enough for `streams` per destination, at most kMaxStreamWorkers,
 // whatever the task count.

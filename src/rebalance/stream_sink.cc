@@ -259,8 +259,16 @@ net::ResponseBody StreamSink::Run(const net::StreamRangeRequest& r) {
 
   const auto start = std::chrono::steady_clock::now();
   const auto deadline = start + std::chrono::milliseconds(r.slice_ms);
-  uint64_t bytes_this_call = 0;
+  // The request carries the destination's whole rate; this node's one limiter shares it among
+  // every task streaming here (rate_limiter.h).
+  limiter_.SetRate(r.rate_bytes_per_s);
   while (!ck.done) {
+    // Within the rate before pulling the next batch; a wait past this slice ends the slice (the
+    // driver calls again), so a low rate never turns into a quick succession of empty calls.
+    if (const auto ready = limiter_.Ready(); ready > std::chrono::steady_clock::now()) {
+      std::this_thread::sleep_until(std::min(ready, deadline));
+      if (limiter_.Ready() > std::chrono::steady_clock::now()) break;
+    }
     uint32_t source;
     std::string address;
     if (ck.phase == 0) {
@@ -357,15 +365,7 @@ net::ResponseBody StreamSink::Run(const net::StreamRangeRequest& r) {
     // failure only means re-applying a batch (LWW makes that a no-op).
     Status s = storage_->PutAux(AuxColumn::kMeta, key, ck.Encode(), /*sync=*/false);
     if (!s.ok()) return Error(s.WithContext("checkpointing a stream"));
-    bytes_this_call += batch_bytes;
-    // Throttle: keep this task's rate at or below rate_bytes_per_s.
-    const auto now = std::chrono::steady_clock::now();
-    if (r.rate_bytes_per_s > 0) {
-      const auto due =
-          start + std::chrono::microseconds(bytes_this_call * 1000000 / r.rate_bytes_per_s);
-      if (due > now)
-        std::this_thread::sleep_until(std::min(due, deadline + std::chrono::seconds(1)));
-    }
+    limiter_.Take(batch_bytes, std::chrono::steady_clock::now());
     if (std::chrono::steady_clock::now() >= deadline) break;
   }
   return progress(ck);

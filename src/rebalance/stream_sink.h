@@ -34,6 +34,7 @@
 #include "common/mutex.h"
 #include "net/messages.h"
 #include "net/peer_pool.h"
+#include "rebalance/rate_limiter.h"
 #include "storage/storage.h"
 
 namespace shardkv::rebalance {
@@ -102,6 +103,7 @@ class StreamSink {
   // Sources that failed recently: later tasks merge at once instead of each waiting out a
   // timeout on a dead or paused node.
   std::map<uint32_t, std::chrono::steady_clock::time_point> failed_sources_ GUARDED_BY(mu_);
+  RateLimiter limiter_;  // every stream into this node (design.md "throttling")
   std::vector<std::thread> threads_;
   std::atomic<uint64_t> entries_pulled_{0};
 };

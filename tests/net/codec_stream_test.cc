@@ -1,4 +1,4 @@
-// Round trips of the rebalancer's ops (streamScan, streamRange, countRanges, admin) through the
+// Round trips of the rebalancer's stream ops (streamScan, streamRange, countRanges) through the
 // codec, and the failure of a truncated stream batch. The helpers mirror those in
 // codec_test.cc; they are file-local there, and copying three short functions is simpler than
 // a shared header for two files.
@@ -211,32 +211,6 @@ TEST_CASE("codec: countRanges request and response round-trip", "[net][codec]") 
   CHECK(std::get<CountRangesResponse>(RoundTrip(CountRangesResponse{}).body).counts.empty());
 }
 
-TEST_CASE("codec: admin request and response round-trip", "[net][codec]") {
-  {
-    AdminRequest in;
-    in.command = "begin";
-    in.args = {{"plan", "p-17"},
-               {"rate", "50MiB"},
-               {"empty", ""},
-               {"", "empty key"},
-               {std::string("n\0ul", 4), std::string("v\0al", 4)}};
-    const auto out = std::get<AdminRequest>(RoundTrip(in).body);
-    CHECK(out.command == "begin");
-    CHECK(out.args == in.args);
-  }
-  {
-    const auto out = std::get<AdminRequest>(RoundTrip(AdminRequest{"status", {}}).body);
-    CHECK(out.command == "status");
-    CHECK(out.args.empty());
-  }
-  {
-    const std::string payload("\0\x01\x02json-ish\0\xff", 13);
-    CHECK(std::get<AdminResponse>(RoundTrip(AdminResponse{payload}).body).payload == payload);
-  }
-  // An empty payload still selects the admin arm of the union.
-  CHECK(std::get<AdminResponse>(RoundTrip(AdminResponse{}).body).payload.empty());
-}
-
 TEST_CASE("codec: a truncated streamScan response fails cleanly", "[net][codec]") {
   const std::string payload = EncodedResponse(ThreeEntryBatch());
   REQUIRE(DecodeResponse(payload).ok());
@@ -255,11 +229,9 @@ TEST_CASE("codec: stream op names", "[net][codec]") {
   CHECK(OpName(RequestBody{StreamScanRequest{}}) == "streamScan");
   CHECK(OpName(RequestBody{StreamRangeRequest{}}) == "streamRange");
   CHECK(OpName(RequestBody{CountRangesRequest{}}) == "countRanges");
-  CHECK(OpName(RequestBody{AdminRequest{}}) == "admin");
   CHECK(OpName(ResponseBody{StreamScanResponse{}}) == "streamScan");
   CHECK(OpName(ResponseBody{StreamRangeResponse{}}) == "streamRange");
   CHECK(OpName(ResponseBody{CountRangesResponse{}}) == "countRanges");
-  CHECK(OpName(ResponseBody{AdminResponse{}}) == "admin");
 }
 
 }  // namespace shardkv::net

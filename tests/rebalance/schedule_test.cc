@@ -14,9 +14,6 @@ TEST_CASE("schedule: --rate and --streams are per destination", "[rebalance][sch
     }
     const auto picked = PickTasksToStart(tasks, 2, 16);
     CHECK(picked == std::vector<size_t>{0, 1, 3, 4, 6, 7});
-    // Each destination's running tasks add up to at most the rate.
-    const uint64_t rate = 32u << 20;
-    for (size_t i : picked) CHECK(PerTaskRate(tasks, tasks[i].destination, 2, rate) == rate / 2);
   }
   SECTION("busy, done and backing-off tasks, and the worker limit") {
     std::vector<TaskSlot> tasks = {
@@ -31,15 +28,6 @@ TEST_CASE("schedule: --rate and --streams are per destination", "[rebalance][sch
     CHECK(PickTasksToStart(tasks, 2, 1) == std::vector<size_t>{1});
     CHECK(PickTasksToStart(tasks, 2, 0).empty());
     CHECK(PickTasksToStart(tasks, 0, 16) == std::vector<size_t>{5});  // streams 0 acts as 1
-  }
-  SECTION("rate: 0 is unthrottled; a lone task gets the whole rate") {
-    std::vector<TaskSlot> tasks = {{1, false, false, false}, {1, false, true, false}};
-    CHECK(PerTaskRate(tasks, 1, 4, 0) == 0);
-    CHECK(PerTaskRate(tasks, 1, 4, 1000) == 1000);  // one unfinished task: all of it
-    tasks.push_back({1, false, false, false});
-    tasks.push_back({1, false, false, false});
-    CHECK(PerTaskRate(tasks, 1, 4, 999) == 333);
-    CHECK(PerTaskRate(tasks, 1, 2, 1000) == 500);
   }
   SECTION("worker pool size is bounded whatever the task count") {
     CHECK(StreamWorkers(45000, 1, 2) == 2);

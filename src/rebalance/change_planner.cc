@@ -1,78 +1,108 @@
-// Rebalancer, planning: what a change moves, counted exactly on the old replicas, and the checks
-// that refuse a change before anything is committed.
+// ChangePlanner (change_planner.h): planning a change and the checks before it is committed.
+#include "rebalance/change_planner.h"
+
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <future>
+#include <map>
 #include <random>
 #include <set>
 
 #include "clustermap/cluster_map_builder.h"
-#include "rebalance/rebalancer.h"
 
 namespace shardkv::rebalance {
 namespace {
-std::string Arg(const std::map<std::string, std::string>& args, const std::string& k,
-                const std::string& fallback = "") {
-  auto it = args.find(k);
-  return it == args.end() ? fallback : it->second;
+
+bool SameChange(const ChangeRequest& a, const ChangeRequest& b) {
+  return a.kind == b.kind && a.node_id == b.node_id && a.address == b.address &&
+         a.weight == b.weight;
 }
+
 }  // namespace
 
-StatusOr<RebalanceReport> Rebalancer::PlanChange(const std::map<std::string, std::string>& args,
-                                                 ClusterMap* target) {
-  auto map = maps_->Current();
-  const std::string kind = Arg(args, "kind");
+ChangePlanner::ChangePlanner(uint32_t self_id, std::chrono::milliseconds rpc_timeout,
+                             PeerPool* peers, Membership* membership)
+    : self_id_(self_id), rpc_timeout_(rpc_timeout), peers_(peers), membership_(membership) {}
+
+uint64_t ChangePlanner::plans_counted() const {
+  MutexLock lock(&mu_);
+  return plans_counted_;
+}
+
+StatusOr<ChangePlan> ChangePlanner::Plan(const ClusterMap& map, const ChangeRequest& change,
+                                         const ChangeThrottle& throttle, bool reuse) {
+  if (throttle.streams_per_node == 0) {
+    return Status::InvalidArgument("streams per node must be at least 1");
+  }
+  const auto now = std::chrono::steady_clock::now();
+  std::optional<ChangePlan> plan;
+  {
+    MutexLock lock(&mu_);
+    if (reuse && cached_ && cached_->cluster_id == map.cluster_id() &&
+        cached_->epoch == map.epoch() && SameChange(cached_->change, change) &&
+        now - cached_->made < kPlanReuse) {
+      plan = cached_->plan;
+    }
+  }
+  if (plan && change.kind != ChangeKind::kRemove) {
+    // The counts may be reused, the check of the joining node may not: it is one request, and
+    // the node could have been given data or another cluster since the plan.
+    SHARDKV_RETURN_IF_ERROR(CheckJoiningNode(map, change.node_id, change.address));
+  }
+  if (!plan) {
+    auto counted = Count(map, change);
+    if (!counted.ok()) return counted.status();
+    plan = std::move(*counted);
+    MutexLock lock(&mu_);
+    ++plans_counted_;
+    cached_ = Cached{map.cluster_id(), map.epoch(), change, now, *plan};
+  }
+  // Every plan is a new change, even one that reuses the counts.
+  std::random_device rd;
+  ChangeRecord& rec = plan->report.record;
+  rec.change_id = ((uint64_t{rd()} << 32) | rd()) | 1;
+  rec.rate_bytes_per_s = throttle.rate_bytes_per_s;
+  rec.streams_per_node = throttle.streams_per_node;
+  return *std::move(plan);
+}
+
+StatusOr<ChangePlan> ChangePlanner::Count(const ClusterMap& cur, const ChangeRequest& change) {
+  const ClusterMap* map = &cur;
   ChangeRecord rec;
-  rec.kind = kind;
-  try {
-    rec.node_id = static_cast<uint32_t>(std::stoul(Arg(args, "node_id", "0")));
-    const std::string rate = Arg(args, "rate_mb", "32");
-    rec.rate_bytes_per_s = std::stoull(rate) << 20;
-    rec.streams_per_node = static_cast<uint32_t>(std::max(1, std::stoi(Arg(args, "streams", "2"))));
-  } catch (const std::exception&) {
-    return ::shardkv::Status::InvalidArgument("bad numeric argument to the rebalancer");
-  }
-  double weight = 1.0;
-  try {
-    weight = std::stod(Arg(args, "weight", "1"));
-  } catch (const std::exception&) {
-    return ::shardkv::Status::InvalidArgument("bad weight");
-  }
-  StatusOr<ClusterMap> next = ::shardkv::Status::InvalidArgument("kind must be add or remove");
+  rec.kind = change.kind == ChangeKind::kRemove ? "remove" : "add";
+  rec.node_id = change.node_id;
+  const double weight = change.weight;  // the map refuses a weight <= 0
+  StatusOr<ClusterMap> next = Status::InvalidArgument("unknown change kind");
   double total_weight_before = 0;
   for (const ClusterNode& n : map->nodes()) total_weight_before += n.weight;
-  if (kind == "add") {
-    const std::string address = Arg(args, "address");
-    if (address.empty()) return ::shardkv::Status::InvalidArgument("add needs the node's address");
+  if (change.kind != ChangeKind::kRemove) {
+    const std::string& address = change.address;
+    if (address.empty()) return Status::InvalidArgument("add needs the node's address");
     if (map->FindNode(rec.node_id) != nullptr) {
-      return ::shardkv::Status::InvalidArgument("node " + std::to_string(rec.node_id) +
-                                                " is already a member");
+      return Status::InvalidArgument("node " + std::to_string(rec.node_id) +
+                                     " is already a member");
     }
     // Before anything is committed: a node of another cluster would be half-joined otherwise.
     SHARDKV_RETURN_IF_ERROR(CheckJoiningNode(*map, rec.node_id, address));
     next = WithNodeJoining(*map, {rec.node_id, address, weight, NodeState::kJoining});
     rec.ideal_fraction = weight / (total_weight_before + weight);
-  } else if (kind == "remove") {
+  } else {
     const ClusterNode* node = map->FindNode(rec.node_id);
     if (node == nullptr) {
-      return ::shardkv::Status::NotFound("node " + std::to_string(rec.node_id) +
-                                         " is not a member");
+      return Status::NotFound("node " + std::to_string(rec.node_id) + " is not a member");
     }
     if (map->nodes().size() == 1) {
-      return ::shardkv::Status::InvalidArgument("cannot remove the last node");
+      return Status::InvalidArgument("cannot remove the last node");
     }
-    if (rec.node_id == options_.self_id) {
-      return ::shardkv::Status::InvalidArgument("ask another node to remove node " +
-                                                std::to_string(rec.node_id) +
-                                                " (the driving node must stay in the cluster)");
+    if (rec.node_id == self_id_) {
+      return Status::InvalidArgument("ask another node to remove node " +
+                                     std::to_string(rec.node_id) +
+                                     " (the driving node must stay in the cluster)");
     }
     rec.ideal_fraction = node->weight / total_weight_before;
     next = WithNodeLeaving(*map, rec.node_id);
   }
   if (!next.ok()) return next.status();
-  std::random_device rd;
-  rec.change_id = ((uint64_t{rd()} << 32) | rd()) | 1;
   rec.from_epoch = map->epoch();
   rec.replicas_configured = map->params().replication_factor;
   rec.replicas_after = next->PendingEffectiveReplicas();
@@ -82,10 +112,10 @@ StatusOr<RebalanceReport> Rebalancer::PlanChange(const std::map<std::string, std
   const auto ranges = AllRanges(*next);
   auto counts = CountRanges(*next, ranges);
   if (!counts.ok()) return counts.status().WithContext("counting keys for the plan");
-  RebalanceReport report;
+  ChangeReport report;
   report.has_change = true;
   report.epoch = map->epoch();
-  report.driver = options_.self_id;
+  report.driver = self_id_;
   report.from_driver = true;
   std::map<uint32_t, double> before, after;
   double copies_before = 0, copies_after = 0;
@@ -111,6 +141,7 @@ StatusOr<RebalanceReport> Rebalancer::PlanChange(const std::map<std::string, std
   std::map<std::pair<uint32_t, uint32_t>, StreamProgress> pairs;
   for (const StreamTask& t : AssignTasks(moving)) {
     ++rec.planned_ranges;
+    TaskPlan task{t.id, t.destination, 0, 0, 0};
     StreamProgress& p = pairs[{t.sources[0], t.destination}];
     p.source = t.sources[0];
     p.destination = t.destination;
@@ -124,7 +155,11 @@ StatusOr<RebalanceReport> Rebalancer::PlanChange(const std::map<std::string, std
       rec.planned_bytes += c.bytes;
       p.copies_planned += c.live;
       p.bytes_planned += c.bytes;
+      task.copies += c.live;
+      task.tombstones += c.tombstones;
+      task.bytes += c.bytes;
     }
+    rec.task_plans.push_back(task);
   }
   rec.total_copies = rec.live_keys * map->EffectiveReplicas();
   for (auto& [k, p] : pairs) report.streams.push_back(p);
@@ -139,69 +174,67 @@ StatusOr<RebalanceReport> Rebalancer::PlanChange(const std::map<std::string, std
   }
   rec.state = ChangeState::kPlanned;
   report.record = rec;
-  *target = *next;
-  return report;
+  return ChangePlan{*std::move(next), std::move(report)};
 }
 
-::shardkv::Status Rebalancer::CheckJoiningNode(const ClusterMap& map, uint32_t node_id,
-                                               const std::string& address) {
+Status ChangePlanner::CheckJoiningNode(const ClusterMap& map, uint32_t node_id,
+                                       const std::string& address) {
   net::Request req;
   req.body = net::GetClusterMapRequest{};
-  auto reply = peers_->CallSync(address, std::move(req), options_.rpc_timeout);
-  ::shardkv::Status s = reply.ok() ? reply->status() : reply.status();
+  auto reply = peers_->CallSync(address, std::move(req), rpc_timeout_);
+  Status s = reply.ok() ? reply->status() : reply.status();
   if (!s.ok()) {
-    return ::shardkv::Status::Unavailable("node at " + address +
-                                          " does not answer: " + s.ToString());
+    return Status::Unavailable("node at " + address + " does not answer: " + s.ToString());
   }
   const auto* body = std::get_if<net::GetClusterMapResponse>(&reply->body);
-  if (body == nullptr) return ::shardkv::Status::Corruption("node at " + address + ": no map");
-  if (body->map.empty()) return ::shardkv::Status::OK();  // no map at all: fresh
+  if (body == nullptr) return Status::Corruption("node at " + address + ": no map");
+  if (body->map.empty()) return Status::OK();  // no map at all: fresh
   auto theirs = ClusterMap::Decode(body->map);
   if (!theirs.ok()) {
-    return ::shardkv::Status::FailedPrecondition(
-        "node at " + address + " holds an unreadable map: " + theirs.status().ToString());
+    return Status::FailedPrecondition("node at " + address +
+                                      " holds an unreadable map: " + theirs.status().ToString());
   }
   if (theirs->cluster_id() == map.cluster_id()) {
     // Ours: a node of this cluster at that address (a leftover of a cancelled add is fine only
     // if it is this id).
     const ClusterNode* there = theirs->FindNodeByAddress(address);
     if (there != nullptr && there->id != node_id) {
-      return ::shardkv::Status::FailedPrecondition("node at " + address + " is node " +
-                                                   std::to_string(there->id) + ", not node " +
-                                                   std::to_string(node_id));
+      return Status::FailedPrecondition("node at " + address + " is node " +
+                                        std::to_string(there->id) + ", not node " +
+                                        std::to_string(node_id));
     }
-    return ::shardkv::Status::OK();
+    return Status::OK();
   }
   // A fresh standalone node: a one-node map of its own, naming the id we are adding.
   const bool standalone = theirs->nodes().size() == 1;
   if (!standalone) {
-    return ::shardkv::Status::FailedPrecondition(
-        "node at " + address + " belongs to cluster " + std::to_string(theirs->cluster_id()) +
-        ", not this cluster " + std::to_string(map.cluster_id()));
+    return Status::FailedPrecondition("node at " + address + " belongs to cluster " +
+                                      std::to_string(theirs->cluster_id()) + ", not this cluster " +
+                                      std::to_string(map.cluster_id()));
   }
   if (theirs->nodes().front().id != node_id) {
-    return ::shardkv::Status::FailedPrecondition("node at " + address + " was started as node " +
-                                                 std::to_string(theirs->nodes().front().id) +
-                                                 ", not node " + std::to_string(node_id));
+    return Status::FailedPrecondition("node at " + address + " was started as node " +
+                                      std::to_string(theirs->nodes().front().id) + ", not node " +
+                                      std::to_string(node_id));
   }
   // A one-node cluster in use is not fresh: it holds data of its own.
   net::Request count;
   count.body = net::CountRangesRequest{{{0, UINT64_MAX}}};
-  auto counted = peers_->CallSync(address, std::move(count), options_.rpc_timeout);
+  auto counted = peers_->CallSync(address, std::move(count), rpc_timeout_);
   const auto* c = counted.ok() ? std::get_if<net::CountRangesResponse>(&counted->body) : nullptr;
   if (c == nullptr || c->counts.size() != 1) {
-    return ::shardkv::Status::Unavailable("node at " + address + " did not count its keys");
+    return Status::Unavailable("node at " + address + " did not count its keys");
   }
   if (c->counts[0].live + c->counts[0].tombstones > 0) {
-    return ::shardkv::Status::FailedPrecondition(
+    return Status::FailedPrecondition(
         "node at " + address + " belongs to cluster " + std::to_string(theirs->cluster_id()) +
         " (a one-node cluster holding " + std::to_string(c->counts[0].live) +
         " keys), not this cluster " + std::to_string(map.cluster_id()));
   }
-  return ::shardkv::Status::OK();
+  return Status::OK();
 }
 
-StatusOr<std::vector<net::RangeCount>> Rebalancer::CountRanges(
+StatusOr<std::vector<net::RangeCount>> ChangePlanner::CountRanges(
     const ClusterMap& map, const std::vector<MovingRange>& ranges) {
   // Count each range on one old replica, live ones first; a node that fails is excluded and its
   // ranges go to the next old replica.
@@ -236,16 +269,15 @@ StatusOr<std::vector<net::RangeCount>> Rebalancer::CountRanges(
         if (!excluded.count(id) && !membership_->IsAlive(id)) candidates.push_back(id);
       }
       if (candidates.empty()) {
-        return ::shardkv::Status::Unavailable("no replica could count tokens from " +
-                                              std::to_string(ranges[i].range.first) + ": " +
-                                              errors);
+        return Status::Unavailable("no replica could count tokens from " +
+                                   std::to_string(ranges[i].range.first) + ": " + errors);
       }
       by_node[candidates.front()].push_back(i);
     }
     todo.clear();
     for (const auto& [id, indexes] : by_node) {
       const ClusterNode* node = map.FindNode(id);
-      ::shardkv::Status failed;
+      Status failed;
       for (size_t start = 0; start < indexes.size() && failed.ok(); start += 4096) {
         net::CountRangesRequest req;
         const size_t end = std::min(indexes.size(), start + 4096);
@@ -263,7 +295,7 @@ StatusOr<std::vector<net::RangeCount>> Rebalancer::CountRanges(
         const auto* body =
             failed.ok() ? std::get_if<net::CountRangesResponse>(&reply->body) : nullptr;
         if (failed.ok() && (body == nullptr || body->counts.size() != end - start)) {
-          failed = ::shardkv::Status::Corruption("bad count reply");
+          failed = Status::Corruption("bad count reply");
         }
         if (!failed.ok()) break;
         for (size_t k = start; k < end; ++k) out[indexes[k]] = body->counts[k - start];
@@ -279,7 +311,7 @@ StatusOr<std::vector<net::RangeCount>> Rebalancer::CountRanges(
   return out;
 }
 
-int64_t Rebalancer::SumClientErrors(const ClusterMap& map) {
+int64_t ChangePlanner::SumClientErrors(const ClusterMap& map) {
   int64_t sum = 0;
   for (const ClusterNode& n : map.nodes()) {
     if (!membership_->IsAlive(n.id)) continue;

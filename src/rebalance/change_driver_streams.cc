@@ -1,22 +1,26 @@
-// Rebalancer, the streaming stage: runs every stream task of a change to completion on a fixed
+// ChangeDriver, the streaming stage: runs every stream task of a change to completion on a fixed
 // pool of worker threads, at most `streams_per_node` at a time per destination (schedule.h), each
-// through slices of StreamRange calls to its destination (which pulls, applies and checkpoints;
-// see StreamSink).
+// through slices of StreamRange calls to its destination (which pulls, applies, checkpoints and
+// keeps to the change's rate with its one limiter; see StreamSink).
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
 
-#include "rebalance/rebalancer.h"
+#include "rebalance/change_driver.h"
 #include "rebalance/schedule.h"
 
 namespace shardkv::rebalance {
 
-::shardkv::Status Rebalancer::RunStreams(const ClusterMap& map, const ChangeRecord& record) {
+Status ChangeDriver::RunStreams(const ClusterMap& map, const ChangeRecord& record) {
   const auto moving = MovingRanges(map);
   const auto tasks = AssignTasks(moving);
-  // Totals up front: count each moving range once (on a live old replica), then sum per task.
-  auto counts = CountRanges(map, moving);
+  // The plan's per-task counts, from when the change began (never counted again here). The
+  // tasks are the plan's (AssignTasks is deterministic for a map); a task the record does not
+  // match shows 0 planned rather than another task's figures.
+  std::map<uint64_t, const TaskPlan*> planned;
+  for (const TaskPlan& p : record.task_plans) planned[p.task_id] = &p;
   std::set<uint32_t> destinations;
   {
     MutexLock lock(&mu_);
@@ -26,17 +30,15 @@ namespace shardkv::rebalance {
     for (const StreamTask& task : tasks) {
       TaskState st;
       st.task = task;
-      if (counts.ok()) {
-        for (size_t m : task.moving_indexes) {
-          st.planned_copies += (*counts)[m].live;
-          st.planned_bytes += (*counts)[m].bytes;
-        }
+      if (auto it = planned.find(task.id);
+          it != planned.end() && it->second->destination == task.destination) {
+        st.planned_copies = it->second->copies;
+        st.planned_bytes = it->second->bytes;
       }
       destinations.insert(task.destination);
       tasks_.push_back(std::move(st));
     }
     active_change_ = record.change_id;
-    streams_started_ = std::chrono::steady_clock::now();
   }
   const uint32_t rf = map.EffectiveReplicas();
   const uint32_t w = std::min(map.params().write_quorum, rf);
@@ -47,12 +49,11 @@ namespace shardkv::rebalance {
   const size_t pool_size = StreamWorkers(tasks.size(), destinations.size(),
                                          std::max<uint32_t>(1, record.streams_per_node));
   std::vector<std::thread> pool;
-  ::shardkv::Status result;
+  Status result;
   try {
     for (size_t i = 0; i < pool_size; ++i) pool.emplace_back([this] { StreamWorker(); });
   } catch (const std::exception& e) {
-    result =
-        ::shardkv::Status::ResourceExhausted(std::string("starting stream workers: ") + e.what());
+    result = Status::ResourceExhausted(std::string("starting stream workers: ") + e.what());
   }
   while (result.ok()) {
     {
@@ -64,11 +65,11 @@ namespace shardkv::rebalance {
       }
       tasks_changed_ = false;
       if (stopping_) {
-        result = ::shardkv::Status::Aborted("node is stopping");
+        result = Status::Aborted("node is stopping");
         break;
       }
       if (!fatal_error_.empty()) {
-        result = ::shardkv::Status::Internal(fatal_error_);
+        result = Status::Internal(fatal_error_);
         break;
       }
     }
@@ -77,7 +78,7 @@ namespace shardkv::rebalance {
     if (!now_map || !now_map->has_pending() || !now_rec.ok() ||
         now_rec->change_id != record.change_id || now_rec->state != ChangeState::kStreaming ||
         now_map->claimant() != options_.self_id) {
-      result = ::shardkv::Status::Aborted("the change is no longer streaming here");
+      result = Status::Aborted("the change is no longer streaming here");
       break;
     }
     const uint32_t streams = std::max<uint32_t>(1, now_rec->streams_per_node);
@@ -104,13 +105,12 @@ namespace shardkv::rebalance {
     }
     if (all_done) break;
     if (!failing.empty()) {
-      result = ::shardkv::Status::Unavailable(failing);
+      result = Status::Unavailable(failing);
       break;
     }
     const size_t free_workers = pool.size() > running ? pool.size() - running : 0;
     for (size_t i : PickTasksToStart(slots, streams, free_workers)) {
       TaskState& t = tasks_[i];
-      t.rate = PerTaskRate(slots, t.task.destination, streams, now_rec->rate_bytes_per_s);
       t.running = slots[i].running = true;
       ready_.emplace_back([this, i, now_map, change = record.change_id, merge_count] {
         RunTask(i, *now_map, change, merge_count);
@@ -131,7 +131,7 @@ namespace shardkv::rebalance {
   return result;
 }
 
-void Rebalancer::StreamWorker() {
+void ChangeDriver::StreamWorker() {
   for (;;) {
     std::function<void()> job;
     {
@@ -153,14 +153,12 @@ void Rebalancer::StreamWorker() {
   }
 }
 
-void Rebalancer::RunTask(size_t index, const ClusterMap& map, uint64_t change_id,
-                         uint32_t merge_count) {
+void ChangeDriver::RunTask(size_t index, const ClusterMap& map, uint64_t change_id,
+                           uint32_t merge_count) {
   StreamTask task;
-  uint64_t rate = 0;
   {
     MutexLock lock(&mu_);
     task = tasks_[index].task;
-    rate = tasks_[index].rate;
   }
   const ClusterNode* dst = map.FindNode(task.destination);
   net::StreamRangeRequest req;
@@ -178,25 +176,32 @@ void Rebalancer::RunTask(size_t index, const ClusterMap& map, uint64_t change_id
     req.source_addresses.push_back(n ? n->address : std::string());
   }
   req.merge_count = merge_count;
-  req.rate_bytes_per_s = rate;
   req.slice_ms = options_.slice_ms;
+  auto at_start = ChangeRecord::Decode(map.change_detail());
+  const uint64_t map_rate = at_start.ok() ? at_start->rate_bytes_per_s : 0;
   for (;;) {
     {
       MutexLock lock(&mu_);
       if (stopping_ || stopping_tasks_) break;
     }
+    // The destination's whole budget, as the record has it now (a throttle applies at the next
+    // slice): the destination's one limiter shares it among every task streaming into it.
+    auto now_map = maps_->Current();
+    auto now_rec = ChangeRecord::Decode(now_map ? now_map->change_detail() : std::string());
+    req.rate_bytes_per_s =
+        now_rec.ok() && now_rec->change_id == change_id ? now_rec->rate_bytes_per_s : map_rate;
     net::Request request;
     request.epoch = map.epoch();
     request.cluster_id = map.cluster_id();
     request.body = req;
     auto reply =
         dst == nullptr
-            ? StatusOr<net::Response>(::shardkv::Status::NotFound("not in the map"))
+            ? StatusOr<net::Response>(Status::NotFound("not in the map"))
             : peers_->CallSync(dst->address, std::move(request),
                                std::chrono::milliseconds(options_.slice_ms) + options_.rpc_timeout);
-    ::shardkv::Status s = reply.ok() ? reply->status() : reply.status();
+    Status s = reply.ok() ? reply->status() : reply.status();
     const auto* body = s.ok() ? std::get_if<net::StreamRangeResponse>(&reply->body) : nullptr;
-    if (s.ok() && body == nullptr) s = ::shardkv::Status::Corruption("unexpected stream reply");
+    if (s.ok() && body == nullptr) s = Status::Corruption("unexpected stream reply");
     MutexLock lock(&mu_);
     TaskState& t = tasks_[index];
     if (!s.ok()) {

@@ -1,0 +1,82 @@
+// The codec's private helpers and the per-op fill/read functions, shared by the codec's
+// translation units (codec.cc: framing, limits and responses; codec_request.cc: requests;
+// codec_stream.cc: the rebalancer's stream ops; codec_admin.cc: change commands and reports).
+// They take generated Cap'n Proto types, so this header is private to src/net: nothing outside
+// it may include a capnp header (design.md "Layers and what each may touch").
+//
+// Each reader visits every pointer once: the traversal limit (codec.cc, MakeReaderOptions)
+// assumes a legitimate message costs about its own size.
+#pragma once
+
+#include <capnp/list.h>
+
+#include <cstdint>
+#include <string>
+
+#include "net/messages.h"
+#include "shardkv.capnp.h"
+
+namespace shardkv::net::codec_internal {
+
+namespace wire = ::shardkv::net::wire;
+
+template <class... Ts>
+struct Overloaded : Ts... {
+  using Ts::operator()...;
+};
+template <class... Ts>
+Overloaded(Ts...) -> Overloaded<Ts...>;
+
+inline capnp::Data::Reader AsData(const std::string& s) {
+  return capnp::Data::Reader(reinterpret_cast<const kj::byte*>(s.data()), s.size());
+}
+// Explicit length: kj's conversion from std::string goes through strlen, which would silently
+// cut an address or argument at an embedded NUL instead of round-tripping it.
+inline capnp::Text::Reader AsText(const std::string& s) {
+  return capnp::Text::Reader(s.data(), s.size());
+}
+inline std::string ToString(capnp::Data::Reader d) {
+  return std::string(reinterpret_cast<const char*>(d.begin()), d.size());
+}
+inline std::string ToString(capnp::Text::Reader t) { return std::string(t.cStr(), t.size()); }
+
+// Status::Code and wire::ErrorCode are kept numerically identical (shardkv.capnp says so);
+// these casts still go through a range check so an unknown code from a newer peer degrades to
+// kInternal instead of an out-of-range enum.
+inline constexpr uint16_t kMaxKnownCode = static_cast<uint16_t>(Status::Code::kInternal);
+static_assert(static_cast<uint16_t>(wire::ErrorCode::INTERNAL) == kMaxKnownCode);
+static_assert(static_cast<uint16_t>(wire::ErrorCode::STALE_EPOCH) ==
+              static_cast<uint16_t>(Status::Code::kStaleEpoch));
+inline wire::ErrorCode ToWire(Status::Code code) { return static_cast<wire::ErrorCode>(code); }
+inline Status::Code FromWire(wire::ErrorCode code) {
+  auto v = static_cast<uint16_t>(code);
+  return v <= kMaxKnownCode ? static_cast<Status::Code>(v) : Status::Code::kInternal;
+}
+
+// codec_request.cc
+void FillRequest(const Request& r, wire::Request::Builder b);
+StatusOr<Request> ReadRequest(wire::Request::Reader root, uint64_t* request_id);
+
+// codec_stream.cc
+void FillStreamScan(const StreamScanRequest& s, wire::StreamScan::Builder b);
+StreamScanRequest ReadStreamScan(wire::StreamScan::Reader r);
+void FillStreamRange(const StreamRangeRequest& s, wire::StreamRange::Builder b);
+StreamRangeRequest ReadStreamRange(wire::StreamRange::Reader r);
+void FillCountRanges(const CountRangesRequest& c, capnp::List<wire::TokenSpan>::Builder list);
+CountRangesRequest ReadCountRanges(capnp::List<wire::TokenSpan>::Reader list);
+void FillStreamScan(const StreamScanResponse& s, wire::Response::Body::StreamScan::Builder b);
+StreamScanResponse ReadStreamScan(wire::Response::Body::StreamScan::Reader r);
+void FillStreamRange(const StreamRangeResponse& s, wire::Response::Body::StreamRange::Builder b);
+StreamRangeResponse ReadStreamRange(wire::Response::Body::StreamRange::Reader r);
+void FillCountRanges(const CountRangesResponse& c, capnp::List<wire::RangeCount>::Builder list);
+CountRangesResponse ReadCountRanges(capnp::List<wire::RangeCount>::Reader list);
+
+// codec_admin.cc
+void FillChangeCommand(const AdminRequest& a, wire::ChangeCommand::Builder b);
+StatusOr<AdminRequest> ReadChangeCommand(wire::ChangeCommand::Reader r);
+// A 0.1.0 CLI's text command: always an error that says what to do.
+Status RefuseTextAdmin(wire::Admin::Reader r);
+std::string EncodeChangeReport(const AdminResponse& a);
+StatusOr<AdminResponse> DecodeChangeReport(capnp::Data::Reader bytes);
+
+}  // namespace shardkv::net::codec_internal

@@ -1,0 +1,214 @@
+// Encoding and decoding of requests: the header every request carries and each op's body. The
+// rebalancer's ops are in codec_stream.cc and codec_admin.cc; framing, limits and exception
+// handling are in codec.cc, which calls these.
+#include <capnp/message.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "net/codec_internal.h"
+
+namespace shardkv::net::codec_internal {
+namespace {
+
+wire::Consistency ToWire(Consistency c) {
+  switch (c) {
+    case Consistency::kOne:
+      return wire::Consistency::ONE;
+    case Consistency::kQuorum:
+      return wire::Consistency::QUORUM;
+    case Consistency::kAll:
+      return wire::Consistency::ALL;
+    case Consistency::kDefault:
+      break;
+  }
+  return wire::Consistency::DEFAULT;
+}
+
+}  // namespace
+
+void FillRequest(const Request& r, wire::Request::Builder b) {
+  b.setId(r.id);
+  b.setEpoch(r.epoch);
+  b.setClusterId(r.cluster_id);
+  b.setClientTs(r.client_ts);
+  b.setDeadlineMs(r.deadline_ms);
+  b.setConsistency(ToWire(r.consistency));
+  auto body = b.getBody();
+  std::visit(Overloaded{
+                 [&](const PingRequest&) { body.setPing(); },
+                 [&](const GetRequest& g) {
+                   auto k = body.initGet();
+                   k.setToken(g.token);
+                   k.setKey(AsData(g.key));
+                 },
+                 [&](const PutRequest& p) {
+                   auto kv = body.initPut();
+                   kv.setToken(p.token);
+                   kv.setKey(AsData(p.key));
+                   kv.setValue(AsData(p.value));
+                 },
+                 [&](const DeleteRequest& d) {
+                   auto k = body.initDelete();
+                   k.setToken(d.token);
+                   k.setKey(AsData(d.key));
+                 },
+                 [&](const MultiGetRequest& m) {
+                   auto list = body.initMultiGet(static_cast<unsigned>(m.keys.size()));
+                   for (unsigned i = 0; i < m.keys.size(); ++i) {
+                     list[i].setToken(m.keys[i].token);
+                     list[i].setKey(AsData(m.keys[i].key));
+                   }
+                 },
+                 [&](const MultiPutRequest& m) {
+                   auto list = body.initMultiPut(static_cast<unsigned>(m.items.size()));
+                   for (unsigned i = 0; i < m.items.size(); ++i) {
+                     list[i].setToken(m.items[i].token);
+                     list[i].setKey(AsData(m.items[i].key));
+                     list[i].setValue(AsData(m.items[i].value));
+                   }
+                 },
+                 [&](const StatsRequest&) { body.setStats(); },
+                 [&](const GetClusterMapRequest&) { body.setGetClusterMap(); },
+                 [&](const ReplicaWriteRequest& w) {
+                   auto out = body.initReplicaWrite();
+                   out.setToken(w.token);
+                   out.setKey(AsData(w.key));
+                   out.setTs(w.ts);
+                   out.setNodeId(w.node_id);
+                   out.setTombstone(w.tombstone);
+                   if (!w.value.empty()) out.setValue(AsData(w.value));
+                 },
+                 [&](const ReplicaReadRequest& rr) {
+                   auto k = body.initReplicaRead();
+                   k.setToken(rr.token);
+                   k.setKey(AsData(rr.key));
+                 },
+                 [&](const InstallMapRequest& m) {
+                   auto out = body.initInstallMap();
+                   out.setMap(AsData(m.map));
+                   out.setExpectedEpoch(m.expected_epoch);
+                   out.setAdopt(m.adopt);
+                 },
+                 [&](const StreamScanRequest& s) { FillStreamScan(s, body.initStreamScan()); },
+                 [&](const StreamRangeRequest& s) { FillStreamRange(s, body.initStreamRange()); },
+                 [&](const CountRangesRequest& c) {
+                   FillCountRanges(c, body.initCountRanges(static_cast<unsigned>(c.ranges.size())));
+                 },
+                 [&](const AdminRequest& a) { FillChangeCommand(a, body.initChange()); },
+             },
+             r.body);
+}
+
+StatusOr<Request> ReadRequest(wire::Request::Reader root, uint64_t* request_id) {
+  Request r;
+  r.id = root.getId();
+  if (request_id != nullptr) *request_id = r.id;
+  r.epoch = root.getEpoch();
+  r.cluster_id = root.getClusterId();
+  r.client_ts = root.getClientTs();
+  r.deadline_ms = root.getDeadlineMs();
+  switch (root.getConsistency()) {
+    case wire::Consistency::DEFAULT:
+      r.consistency = Consistency::kDefault;
+      break;
+    case wire::Consistency::ONE:
+      r.consistency = Consistency::kOne;
+      break;
+    case wire::Consistency::QUORUM:
+      r.consistency = Consistency::kQuorum;
+      break;
+    case wire::Consistency::ALL:
+      r.consistency = Consistency::kAll;
+      break;
+    default:
+      return Status::NotSupported("unknown consistency level " +
+                                  std::to_string(static_cast<int>(root.getConsistency())));
+  }
+  auto body = root.getBody();
+  switch (body.which()) {
+    case wire::Request::Body::PING:
+      r.body = PingRequest{};
+      break;
+    case wire::Request::Body::GET: {
+      auto k = body.getGet();
+      r.body = GetRequest{k.getToken(), ToString(k.getKey())};
+      break;
+    }
+    case wire::Request::Body::PUT: {
+      auto kv = body.getPut();
+      r.body = PutRequest{kv.getToken(), ToString(kv.getKey()), ToString(kv.getValue())};
+      break;
+    }
+    case wire::Request::Body::DELETE: {
+      auto k = body.getDelete();
+      r.body = DeleteRequest{k.getToken(), ToString(k.getKey())};
+      break;
+    }
+    case wire::Request::Body::MULTI_GET: {
+      MultiGetRequest m;
+      auto list = body.getMultiGet();
+      m.keys.reserve(list.size());
+      for (auto k : list) m.keys.push_back(GetRequest{k.getToken(), ToString(k.getKey())});
+      r.body = std::move(m);
+      break;
+    }
+    case wire::Request::Body::MULTI_PUT: {
+      MultiPutRequest m;
+      auto list = body.getMultiPut();
+      m.items.reserve(list.size());
+      for (auto kv : list) {
+        m.items.push_back(
+            PutRequest{kv.getToken(), ToString(kv.getKey()), ToString(kv.getValue())});
+      }
+      r.body = std::move(m);
+      break;
+    }
+    case wire::Request::Body::STATS:
+      r.body = StatsRequest{};
+      break;
+    case wire::Request::Body::GET_CLUSTER_MAP:
+      r.body = GetClusterMapRequest{};
+      break;
+    case wire::Request::Body::REPLICA_WRITE: {
+      auto w = body.getReplicaWrite();
+      r.body = ReplicaWriteRequest{w.getToken(),  ToString(w.getKey()), w.getTs(),
+                                   w.getNodeId(), w.getTombstone(),     ToString(w.getValue())};
+      break;
+    }
+    case wire::Request::Body::REPLICA_READ: {
+      auto k = body.getReplicaRead();
+      r.body = ReplicaReadRequest{k.getToken(), ToString(k.getKey())};
+      break;
+    }
+    case wire::Request::Body::INSTALL_MAP: {
+      auto m = body.getInstallMap();
+      r.body = InstallMapRequest{ToString(m.getMap()), m.getExpectedEpoch(), m.getAdopt()};
+      break;
+    }
+    case wire::Request::Body::STREAM_SCAN:
+      r.body = ReadStreamScan(body.getStreamScan());
+      break;
+    case wire::Request::Body::STREAM_RANGE:
+      r.body = ReadStreamRange(body.getStreamRange());
+      break;
+    case wire::Request::Body::COUNT_RANGES:
+      r.body = ReadCountRanges(body.getCountRanges());
+      break;
+    case wire::Request::Body::ADMIN:
+      return RefuseTextAdmin(body.getAdmin());
+    case wire::Request::Body::CHANGE: {
+      auto command = ReadChangeCommand(body.getChange());
+      if (!command.ok()) return command.status();
+      r.body = std::move(*command);
+      break;
+    }
+    default:
+      return Status::NotSupported("unknown request op " +
+                                  std::to_string(static_cast<int>(body.which())));
+  }
+  return r;
+}
+
+}  // namespace shardkv::net::codec_internal
