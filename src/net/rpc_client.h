@@ -90,7 +90,7 @@ class RpcClient {
   const std::string& address() const;
   Stats stats() const;
 
-  class Channel;  // one pooled connection (rpc_client.cc)
+  class Channel;  // one pooled connection (rpc_channel.h)
 
  private:
   struct Shared;

@@ -1,3 +1,6 @@
+// Rebalance plan tests, part 1: the pending placement of a cluster map, the moving ranges, the
+// token-space tiling and the per-node ranges (HeldRanges, DestinationRanges, Subtract). The
+// task-assignment cases are in plan_tasks_test.cc; the shared helpers in plan_test_util.h.
 #include "rebalance/plan.h"
 
 #include <algorithm>
@@ -5,129 +8,17 @@
 #include <cstdint>
 #include <iostream>
 #include <random>
-#include <set>
 #include <string>
 #include <vector>
 
 #include "clustermap/cluster_map_builder.h"
+#include "plan_test_util.h"
 #include "shardkv/cluster_map.h"
 #include "shardkv/token_range.h"
 
 using namespace shardkv;
 using namespace shardkv::rebalance;
-
-namespace {
-
-ClusterNode Node(uint32_t id) {
-  return {id, "127.0.0.1:" + std::to_string(7000 + id), 1.0, NodeState::kUp};
-}
-
-std::vector<ClusterNode> Nodes(uint32_t n) {
-  std::vector<ClusterNode> out;
-  for (uint32_t id = 1; id <= n; ++id) out.push_back(Node(id));
-  return out;
-}
-
-ClusterParams Params(PlacementMode mode, uint32_t rf, uint32_t shards, uint32_t vnodes = 160) {
-  ClusterParams p;
-  p.mode = mode;
-  p.vnodes = vnodes;
-  p.shards = shards;
-  p.replication_factor = rf;
-  p.write_quorum = p.read_quorum = std::min<uint32_t>(rf, 2);
-  return p;
-}
-
-ClusterMap MustCreate(ClusterParams p, uint32_t nodes) {
-  auto m = ClusterMap::Create(42, p, Nodes(nodes), 1);
-  INFO(m.status().ToString());
-  REQUIRE(m.ok());
-  return *m;
-}
-
-template <typename T>
-T Must(StatusOr<T> s) {
-  INFO(s.status().ToString());
-  REQUIRE(s.ok());
-  return std::move(s).value();
-}
-
-std::vector<uint32_t> Sorted(std::vector<uint32_t> v) {
-  std::sort(v.begin(), v.end());
-  return v;
-}
-
-bool SameSet(const std::vector<uint32_t>& a, const std::vector<uint32_t>& b) {
-  return Sorted(a) == Sorted(b);
-}
-
-bool Has(const std::vector<uint32_t>& v, uint32_t id) {
-  return std::find(v.begin(), v.end(), id) != v.end();
-}
-
-// a \ b, as a set.
-std::vector<uint32_t> Minus(const std::vector<uint32_t>& a, const std::vector<uint32_t>& b) {
-  std::vector<uint32_t> out;
-  for (uint32_t x : a) {
-    if (!Has(b, x)) out.push_back(x);
-  }
-  return Sorted(out);
-}
-
-// Random tokens valid for the map's mode (jump: inside the shards' token space).
-std::vector<uint64_t> RandomTokens(const ClusterMap& m, size_t n, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::vector<uint64_t> out;
-  out.reserve(n);
-  for (size_t i = 0; i < n; ++i) {
-    uint64_t t = rng();
-    if (m.params().mode == PlacementMode::kJump) {
-      t = ((t >> 32) % m.params().shards) << 32 | (t & 0xffffffffu);
-    }
-    out.push_back(t);
-  }
-  return out;
-}
-
-std::vector<uint64_t> KeyTokens(const ClusterMap& m, size_t n) {
-  std::vector<uint64_t> out;
-  out.reserve(n);
-  for (size_t i = 0; i < n; ++i) out.push_back(m.TokenOf("key:" + std::to_string(i)));
-  return out;
-}
-
-// Index of the range (sorted, non-overlapping) containing `token`, or -1.
-template <typename R, typename Get>
-ptrdiff_t Locate(const std::vector<R>& ranges, uint64_t token, Get get) {
-  auto it = std::upper_bound(ranges.begin(), ranges.end(), token,
-                             [&](uint64_t t, const R& r) { return t < get(r).first; });
-  if (it == ranges.begin()) return -1;
-  --it;
-  return get(*it).Contains(token) ? it - ranges.begin() : -1;
-}
-
-ptrdiff_t LocateMoving(const std::vector<MovingRange>& ranges, uint64_t token) {
-  return Locate(ranges, token, [](const MovingRange& r) -> const TokenRange& { return r.range; });
-}
-
-bool InRanges(const std::vector<TokenRange>& ranges, uint64_t token) {
-  return Locate(ranges, token, [](const TokenRange& r) -> const TokenRange& { return r; }) >= 0;
-}
-
-// Sorted, non-overlapping, and not adjacent (merged).
-void CheckSortedMerged(const std::vector<TokenRange>& ranges) {
-  for (size_t i = 0; i < ranges.size(); ++i) {
-    REQUIRE(ranges[i].Valid());
-    if (i > 0) {
-      REQUIRE(ranges[i - 1].last < ranges[i].first);
-      CHECK(ranges[i - 1].last + 1 < ranges[i].first);
-    }
-  }
-}
-
-const char* ModeName(PlacementMode mode) { return mode == PlacementMode::kRing ? "ring" : "jump"; }
-
-}  // namespace
+using namespace shardkv::rebalance::plan_test;
 
 // ---------------------------------------------------------------------------------------------
 // 1. ClusterMap with a pending placement.
@@ -397,143 +288,7 @@ TEST_CASE("plan: AllRanges covers the token space exactly once", "[rebalance][pl
 }
 
 // ---------------------------------------------------------------------------------------------
-// 4. AssignTasks.
-
-namespace {
-
-void CheckTasks(const std::vector<MovingRange>& moving, const std::vector<StreamPiece>& tasks) {
-  size_t next = 0;
-  for (const MovingRange& r : moving) {
-    const auto joining = Minus(r.new_set, r.old_set);
-    const auto leaving = Minus(r.old_set, r.new_set);
-    std::vector<uint32_t> dests;
-    std::set<uint32_t> preferred;
-    for (size_t k = 0; k < joining.size(); ++k, ++next) {
-      REQUIRE(next < tasks.size());
-      const StreamPiece& t = tasks[next];
-      CHECK(&moving[t.moving_index] == &r);
-      CHECK(t.range == r.range);
-      dests.push_back(t.destination);
-      REQUIRE_FALSE(t.sources.empty());
-      CHECK(Sorted(t.sources) == Sorted(r.old_set));  // all of O, each once
-      if (!leaving.empty() && k < leaving.size()) CHECK(Has(leaving, t.sources[0]));
-      preferred.insert(t.sources[0]);
-    }
-    CHECK(Sorted(dests) == joining);
-    if (joining.size() <= r.old_set.size()) CHECK(preferred.size() == joining.size());
-  }
-  CHECK(next == tasks.size());
-}
-
-}  // namespace
-
-TEST_CASE("plan: AssignPieces pairs destinations with distinct sources", "[rebalance][plan]") {
-  SECTION("hand-built ranges") {
-    std::vector<MovingRange> moving = {
-        {{0, 99}, {1, 2, 3}, {4, 5, 3}},        // two replace two
-        {{100, 199}, {1, 2}, {1, 2, 3, 4}},     // RF grows: staying replicas as sources
-        {{200, 299}, {3, 1, 2}, {2, 4, 5, 6}},  // 2 leave, 3 join
-        {{300, 399}, {1, 2, 3}, {3, 2, 4}},     // one replaces one
-        {{400, UINT64_MAX}, {2, 1}, {1, 2, 3}},
-    };
-    const auto tasks = AssignPieces(moving);
-    REQUIRE(tasks.size() == 2 + 2 + 3 + 1 + 1);
-    CheckTasks(moving, tasks);
-    // Sorted pairing: 4 <- 1, 5 <- 2.
-    CHECK(tasks[0].destination == 4);
-    CHECK(tasks[0].sources == std::vector<uint32_t>{1, 2, 3});
-    CHECK(tasks[1].destination == 5);
-    CHECK(tasks[1].sources == std::vector<uint32_t>{2, 1, 3});
-    CHECK(tasks[7].destination == 4);
-    CHECK(tasks[7].sources[0] == 1);
-    CHECK(AssignPieces({}).empty());
-  }
-  SECTION("real changes") {
-    for (auto mode : {PlacementMode::kRing, PlacementMode::kJump}) {
-      for (uint32_t rf : {1u, 2u, 3u}) {
-        INFO("mode " << ModeName(mode) << " rf " << rf);
-        const ClusterMap m = MustCreate(Params(mode, rf, 256, 64), 3);
-        for (const ClusterMap& map :
-             {Must(WithNodeJoining(m, Node(4))), Must(WithNodeLeaving(m, 2))}) {
-          const auto moving = MovingRanges(map);
-          const auto tasks = AssignPieces(moving);
-          CheckTasks(moving, tasks);
-          size_t expected = 0;
-          for (const auto& r : moving) expected += Minus(r.new_set, r.old_set).size();
-          CHECK(tasks.size() == expected);
-        }
-      }
-    }
-  }
-}
-
-TEST_CASE("plan: AssignTasks groups pieces by pair, the task count follows pairs, not vnodes",
-          "[rebalance][plan]") {
-  for (auto mode : {PlacementMode::kRing, PlacementMode::kJump}) {
-    size_t tasks_at_small = 0;
-    for (uint32_t size : {64u, 4000u}) {
-      INFO("mode " << ModeName(mode) << " size " << size);
-      // Four nodes: removing one of three at RF 3 would stream nothing (RF drops to 2).
-      const ClusterMap m = MustCreate(Params(mode, 3, size, size), 4);
-      for (const ClusterMap& map :
-           {Must(WithNodeJoining(m, Node(5))), Must(WithNodeLeaving(m, 2))}) {
-        const auto moving = MovingRanges(map);
-        const auto pieces = AssignPieces(moving);
-        const auto tasks = AssignTasks(moving);
-        // Every piece is in exactly one task, with its destination and sources.
-        std::set<std::pair<uint32_t, std::vector<uint32_t>>> groups;
-        std::set<std::pair<uint32_t, uint32_t>> pairs;
-        for (const StreamPiece& p : pieces) {
-          groups.insert({p.destination, p.sources});
-          pairs.insert({p.sources[0], p.destination});
-        }
-        size_t covered = 0;
-        for (size_t i = 0; i < tasks.size(); ++i) {
-          const StreamTask& t = tasks[i];
-          CHECK(t.id == i);
-          REQUIRE_FALSE(t.ranges.empty());
-          CHECK(t.ranges.size() <= kMaxRangesPerTask);
-          CHECK(groups.count({t.destination, t.sources}) == 1);
-          for (size_t k = 1; k < t.ranges.size(); ++k) {
-            CHECK(t.ranges[k - 1].last + 1 < t.ranges[k].first);  // sorted, merged
-          }
-          for (size_t m_index : t.moving_indexes) {
-            const MovingRange& r = moving[m_index];
-            CHECK(Has(r.new_set, t.destination));
-            CHECK_FALSE(Has(r.old_set, t.destination));
-            CHECK(InRanges(t.ranges, r.range.first));
-            CHECK(InRanges(t.ranges, r.range.last));
-          }
-          covered += t.moving_indexes.size();
-        }
-        CHECK(covered == pieces.size());
-        // Bounded by the groups (a few per pair), whatever the size: with 4000 vnodes there
-        // are thousands of pieces.
-        CHECK(tasks.size() == groups.size());
-        CHECK(tasks.size() <= pairs.size() * 6);
-        if (size == 64) tasks_at_small = std::max(tasks_at_small, tasks.size());
-        if (size == 4000) {
-          CHECK(pieces.size() > 1000);
-          CHECK(tasks.size() <= std::max<size_t>(tasks_at_small, 12));
-        }
-      }
-    }
-  }
-  SECTION("a pair with more than kMaxRangesPerTask ranges splits into several tasks") {
-    std::vector<MovingRange> moving;
-    for (uint64_t i = 0; i < kMaxRangesPerTask + 10; ++i) {
-      moving.push_back({{i * 10, i * 10 + 4}, {1, 2, 3}, {4, 2, 3}});
-    }
-    const auto tasks = AssignTasks(moving);
-    REQUIRE(tasks.size() == 2);
-    CHECK(tasks[0].ranges.size() == kMaxRangesPerTask);
-    CHECK(tasks[1].ranges.size() == 10);
-    CHECK(tasks[1].sources == std::vector<uint32_t>{1, 2, 3});
-  }
-}
-
-// ---------------------------------------------------------------------------------------------
-// 5. HeldRanges, DestinationRanges, Subtract.
+// 4. HeldRanges, DestinationRanges, Subtract.
 
 TEST_CASE("plan: Subtract", "[rebalance][plan]") {
   using V = std::vector<TokenRange>;

@@ -1,0 +1,301 @@
+// RpcClient::Channel: one pooled connection of an RpcClient (connect, pipelined writes, the
+// read loop matching responses to calls, deadlines). Split from rpc_client.cc, which keeps the
+// public RpcClient calls; the class itself is declared in rpc_channel.h.
+#include "net/rpc_channel.h"
+
+#include <spdlog/spdlog.h>
+
+#include <exception>
+
+namespace shardkv::net {
+namespace {
+
+constexpr size_t kReadChunkBytes = 16 * 1024;
+constexpr size_t kKeepWriteBufferBytes = size_t{1} << 20;
+
+}  // namespace
+
+void Invoke(const RpcClient::Callback& done, StatusOr<Response> result) {
+  try {
+    done(std::move(result));
+  } catch (const std::exception& e) {
+    spdlog::error("shardkv rpc: a call's callback threw: {}", e.what());
+  } catch (...) {
+    spdlog::error("shardkv rpc: a call's callback threw");
+  }
+}
+
+void RpcClient::Channel::Send(uint64_t id, const std::string& frame, Clock::time_point deadline,
+                              int64_t timeout_ms, Callback done) {
+  bool connect = false, write = false, arm = false;
+  {
+    MutexLock lock(&mu_);
+    if (state_ == State::kClosed) {
+      lock.Unlock();
+      Invoke(done, Status::Aborted(shared_->address + ": client closed"));
+      return;
+    }
+    pending_.emplace(id, PendingCall{std::move(done), deadline, timeout_ms});
+    deadlines_.emplace(deadline, id);
+    out_.append(frame);
+    shared_->in_flight.fetch_add(1, std::memory_order_relaxed);
+    if (state_ == State::kIdle) {
+      state_ = State::kConnecting;
+      connect = true;
+    } else if (state_ == State::kConnected && !write_scheduled_) {
+      write_scheduled_ = true;
+      write = true;
+    }
+    if (deadline < armed_at_) {
+      armed_at_ = deadline;
+      arm = true;
+    }
+  }
+  if (connect || write || arm) {
+    asio::post(loop_, [self = shared_from_this(), connect, write, arm] {
+      if (arm) self->ArmTimer();
+      if (connect) asio::co_spawn(self->loop_, Run(self), asio::detached);
+      if (write) self->StartWrite();
+    });
+  }
+}
+
+void RpcClient::Channel::Close() {
+  std::unordered_map<uint64_t, PendingCall> abandoned;
+  {
+    MutexLock lock(&mu_);
+    if (state_ == State::kClosed) return;
+    state_ = State::kClosed;
+    abandoned.swap(pending_);
+    deadlines_ = {};
+    out_.clear();
+  }
+  asio::post(loop_, [self = shared_from_this()] {
+    self->CloseSocket();
+    self->deadline_timer_.cancel();
+    self->connect_timer_.cancel();
+  });
+  shared_->in_flight.fetch_sub(abandoned.size(), std::memory_order_relaxed);
+  for (auto& [id, call] : abandoned) {
+    Invoke(call.done, Status::Aborted(shared_->address + ": client closed"));
+  }
+}
+
+asio::awaitable<void> RpcClient::Channel::Run(std::shared_ptr<Channel> self) {
+  try {
+    Status st = co_await self->Connect();
+    if (!st.ok()) {
+      self->shared_->connect_failures.fetch_add(1, std::memory_order_relaxed);
+      self->CloseSocket();
+      self->FailAll(st);
+      co_return;
+    }
+    self->shared_->connects.fetch_add(1, std::memory_order_relaxed);
+    {
+      MutexLock lock(&self->mu_);
+      if (self->state_ == State::kClosed) {
+        self->CloseSocket();
+        co_return;
+      }
+      self->state_ = State::kConnected;
+    }
+    self->StartWrite();
+    Status why = co_await self->ReadLoop();
+    self->CloseSocket();
+    self->FailAll(why);
+  } catch (const std::exception& e) {
+    self->CloseSocket();
+    self->FailAll(Status::Internal(self->shared_->address + ": " + e.what()));
+  }
+}
+
+asio::awaitable<Status> RpcClient::Channel::Connect() {
+  const std::string& address = shared_->address;
+  std::vector<asio::ip::tcp::endpoint> endpoints;
+  std::error_code ec;
+  asio::ip::address ip = asio::ip::make_address(shared_->host, ec);
+  if (!ec) {
+    endpoints.emplace_back(ip, shared_->port);
+  } else {
+    asio::ip::tcp::resolver resolver(loop_);
+    auto [rec, results] =
+        co_await resolver.async_resolve(shared_->host, std::to_string(shared_->port), kUseTuple);
+    if (rec) co_return Status::Unavailable(address + ": cannot resolve: " + ErrorText(rec));
+    for (const auto& r : results) endpoints.push_back(r.endpoint());
+  }
+  // The connect timeout closes the socket, which aborts the connect.
+  connecting_ = true;
+  connect_timed_out_ = false;
+  connect_timer_.expires_after(shared_->options.connect_timeout);
+  connect_timer_.async_wait([self = shared_from_this()](const std::error_code& tec) {
+    if (tec || !self->connecting_) return;
+    self->connect_timed_out_ = true;
+    std::error_code ignored;
+    self->socket_.close(ignored);
+  });
+  // The condition stops a multi-address connect from moving on to the next address after the
+  // timeout closed the socket.
+  auto [cec, endpoint] = co_await asio::async_connect(
+      socket_, endpoints,
+      [this](const std::error_code&, const asio::ip::tcp::endpoint&) {
+        return !connect_timed_out_;
+      },
+      kUseTuple);
+  connecting_ = false;
+  connect_timer_.cancel();
+  if (connect_timed_out_) {
+    co_return Status::Unavailable(address + ": connect timed out after " +
+                                  std::to_string(shared_->options.connect_timeout.count()) + " ms");
+  }
+  if (cec) co_return Status::Unavailable(address + ": " + ErrorText(cec));
+  SetNoDelay(socket_);
+  decoder_.Reset();
+  write_error_ = Status::OK();
+  ++generation_;
+  co_return Status::OK();
+}
+
+asio::awaitable<Status> RpcClient::Channel::ReadLoop() {
+  const std::string& address = shared_->address;
+  for (;;) {
+    std::span<char> space = decoder_.PrepareWrite(kReadChunkBytes);
+    auto [ec, n] =
+        co_await socket_.async_read_some(asio::buffer(space.data(), space.size()), kUseTuple);
+    if (ec) {
+      if (!write_error_.ok()) co_return write_error_;
+      if (ec == asio::error::eof) {
+        co_return Status::Unavailable(address + ": connection closed by the server");
+      }
+      if (ec == asio::error::operation_aborted) {
+        co_return Status::Aborted(address + ": connection closed");
+      }
+      co_return Status::Unavailable(address + ": " + ErrorText(ec));
+    }
+    decoder_.CommitWrite(n);
+    std::string_view payload;
+    while (decoder_.Next(&payload)) {
+      StatusOr<Response> response = DecodeResponse(payload, shared_->options.codec);
+      if (!response.ok()) co_return response.status().WithContext(address);
+      if (response->id == 0) {
+        // The server could not parse a request or refused the connection; it is closing.
+        Status st = response->status();
+        if (st.ok()) st = Status::Corruption("response without a request id");
+        co_return st.WithContext(address);
+      }
+      const uint64_t id = response->id;
+      Deliver(id, std::move(response));
+    }
+    if (!decoder_.status().ok()) co_return decoder_.status().WithContext(address);
+  }
+}
+
+void RpcClient::Channel::Deliver(uint64_t id, StatusOr<Response> result) {
+  Callback done;
+  {
+    MutexLock lock(&mu_);
+    auto it = pending_.find(id);
+    if (it == pending_.end()) return;  // timed out earlier: the late answer is dropped
+    done = std::move(it->second.done);
+    pending_.erase(it);
+  }
+  shared_->in_flight.fetch_sub(1, std::memory_order_relaxed);
+  Invoke(done, std::move(result));
+}
+
+void RpcClient::Channel::FailAll(const Status& status) {
+  std::unordered_map<uint64_t, PendingCall> failed;
+  {
+    MutexLock lock(&mu_);
+    failed.swap(pending_);
+    deadlines_ = {};
+    out_.clear();
+    write_scheduled_ = false;
+    armed_at_ = Clock::time_point::max();
+    if (state_ != State::kClosed) state_ = State::kIdle;  // the next call reconnects
+  }
+  shared_->in_flight.fetch_sub(failed.size(), std::memory_order_relaxed);
+  for (auto& [id, call] : failed) Invoke(call.done, status);
+}
+
+void RpcClient::Channel::StartWrite() {
+  if (write_in_progress_) return;  // OnWriteDone continues
+  {
+    MutexLock lock(&mu_);
+    if (state_ != State::kConnected || out_.empty()) {
+      write_scheduled_ = false;
+      return;
+    }
+    write_scheduled_ = true;
+    writing_.swap(out_);
+  }
+  write_in_progress_ = true;
+  asio::async_write(socket_, asio::buffer(writing_),
+                    [self = shared_from_this(), generation = generation_](
+                        const std::error_code& ec, size_t) { self->OnWriteDone(ec, generation); });
+}
+
+void RpcClient::Channel::OnWriteDone(const std::error_code& ec, uint64_t generation) {
+  write_in_progress_ = false;
+  writing_.clear();
+  if (writing_.capacity() > kKeepWriteBufferBytes) std::string().swap(writing_);
+  if (ec && generation == generation_) {
+    // The read loop notices the closed socket and fails the pending calls with this cause.
+    if (ec != asio::error::operation_aborted) {
+      write_error_ = Status::Unavailable(shared_->address + ": " + ErrorText(ec));
+    }
+    CloseSocket();
+    MutexLock lock(&mu_);
+    write_scheduled_ = false;
+    return;
+  }
+  StartWrite();
+}
+
+void RpcClient::Channel::ArmTimer() {
+  Clock::time_point at;
+  {
+    MutexLock lock(&mu_);
+    at = armed_at_;
+  }
+  if (at == Clock::time_point::max()) return;
+  deadline_timer_.expires_at(at);  // cancels an earlier wait; its handler sees the abort
+  deadline_timer_.async_wait([self = shared_from_this()](const std::error_code& ec) {
+    if (ec != asio::error::operation_aborted) self->Sweep();
+  });
+}
+
+void RpcClient::Channel::Sweep() {
+  const Clock::time_point now = Clock::now();
+  std::vector<PendingCall> expired;
+  {
+    MutexLock lock(&mu_);
+    while (!deadlines_.empty() && deadlines_.top().first <= now) {
+      const uint64_t id = deadlines_.top().second;
+      deadlines_.pop();
+      auto it = pending_.find(id);
+      if (it == pending_.end()) continue;
+      expired.push_back(std::move(it->second));
+      pending_.erase(it);
+    }
+    if (deadlines_.size() > 2 * pending_.size() + 1024) {
+      decltype(deadlines_) live;
+      for (const auto& [id, call] : pending_) live.emplace(call.deadline, id);
+      deadlines_.swap(live);
+    }
+    armed_at_ = deadlines_.empty() ? Clock::time_point::max() : deadlines_.top().first;
+  }
+  ArmTimer();
+  shared_->in_flight.fetch_sub(expired.size(), std::memory_order_relaxed);
+  shared_->timeouts.fetch_add(expired.size(), std::memory_order_relaxed);
+  for (auto& call : expired) {
+    Invoke(call.done, Status::Timeout(shared_->address + ": timed out after " +
+                                      std::to_string(call.timeout_ms) + " ms"));
+  }
+}
+
+void RpcClient::Channel::CloseSocket() {
+  std::error_code ignored;
+  socket_.close(ignored);
+}
+
+}  // namespace shardkv::net
