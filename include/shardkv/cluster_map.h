@@ -35,6 +35,7 @@
 #include <string_view>
 #include <vector>
 
+#include "shardkv/change.h"
 #include "shardkv/status.h"
 
 namespace shardkv {
@@ -44,12 +45,10 @@ class ShardMap;
 
 enum class PlacementMode : uint8_t { kRing, kJump };
 enum class NodeState : uint8_t { kUp, kJoining, kLeaving, kDown };
-enum class ChangeStage : uint8_t { kNone = 0, kJointWrites = 1, kReadNew = 2, kNewOnly = 3 };
 
 std::string_view PlacementModeName(PlacementMode mode);
 StatusOr<PlacementMode> ParsePlacementMode(std::string_view name);
 std::string_view NodeStateName(NodeState state);
-std::string_view ChangeStageName(ChangeStage stage);
 
 struct ClusterNode {
   uint32_t id = 0;
@@ -116,17 +115,19 @@ class ClusterMap {
 
   // ---- Membership change ----
   bool has_pending() const;
-  ChangeStage stage() const;  // kNone without a pending placement
-  // The rebalancer's record of the pending (or last) change; opaque here. Kept after the change
-  // completes so every node can report how the last change ended.
-  const std::string& change_detail() const;
+  // The record of the pending change, or of the last one once it ended (kept so that every node
+  // can report how it ended); nullptr when the cluster never had a change. Its state is the one
+  // stage enum of a change (change.h): while has_pending(), it also sets how the placements are
+  // used: kReadNew reads from N; kNewOnly and kCleanup read and write N only; any other state
+  // writes to O and N and reads from O (joint writes).
+  const ChangeRecord* change() const;
   // Under the pending placement (empty without one), primary first.
   std::vector<uint32_t> PendingReplicas(uint64_t token) const;
   uint32_t PendingEffectiveReplicas() const;
   // The replicas a read uses at this stage (O before kReadNew, N from it on).
   std::vector<uint32_t> ReadReplicas(uint64_t token) const;
   // The write sets at this stage: `old_set` always; `new_set` non-empty only while writes are
-  // joint (kJointWrites, kReadNew). At kNewOnly `old_set` is N.
+  // joint (before kNewOnly). At kNewOnly `old_set` is N.
   void WriteReplicas(uint64_t token, std::vector<uint32_t>* old_set,
                      std::vector<uint32_t>* new_set) const;
   // True if `node` holds or is pending for `token` (the fencing rule).
@@ -152,7 +153,7 @@ class ClusterMap {
   StatusOr<ClusterMap> WithNodeUpdated(uint32_t id, NodeState state,
                                        std::string_view address = {}) const;
 
-  // Starts a change (stage kJointWrites) that adds `node` (state set to kJoining). The pending
+  // Starts a change (joint writes) that adds `node` (state set to kJoining). The pending
   // ring is rebuilt with the node; in jump mode the shard map moves the minimum of replicas to
   // it. FailedPrecondition if a change is already pending; InvalidArgument for a duplicate id or
   // address or a bad weight.
@@ -160,9 +161,8 @@ class ClusterMap {
   // Starts a change that removes node `id` (state kLeaving). NotFound if absent;
   // FailedPrecondition if a change is pending or it is the last node.
   StatusOr<ClusterMap> WithNodeLeaving(uint32_t id) const;
-  // The same change at another stage. REQUIRES: has_pending().
-  ClusterMap WithStage(ChangeStage stage) const;
-  ClusterMap WithChangeDetail(std::string detail) const;
+  // A copy whose change record is `record` (its state is the stage of a pending change).
+  ClusterMap WithChange(ChangeRecord record) const;
   // Ends the change: the pending placement becomes current (joining nodes up, leaving nodes
   // gone). FailedPrecondition without a pending change.
   StatusOr<ClusterMap> WithChangeCommitted() const;

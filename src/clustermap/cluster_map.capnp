@@ -49,7 +49,10 @@ struct ClusterMap {
   # A membership change in progress (the rebalancer's transition), or absent.
   hasPending @11 :Bool;
   pending @12 :Placement;
+  # 0.1.0's stage number (0 none, 1 joint writes, 2 read new, 3 new only). Still written, from
+  # the record's state, but never read: the record's state is the one stage (change.h).
   pendingStage @13 :UInt8;
-  # Opaque state of the pending change, owned by the rebalancer.
+  # The change record (ChangeRecord::Encode: a change.capnp message, or 0.1.0's key=value text,
+  # read only), of the pending change or of the last one after it ended. Empty: never a change.
   pendingDetail @14 :Data;
 }

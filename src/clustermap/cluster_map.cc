@@ -127,19 +127,19 @@ std::string_view NodeStateName(NodeState state) {
   return "?";
 }
 
-std::string_view ChangeStageName(ChangeStage stage) {
-  switch (stage) {
-    case ChangeStage::kNone:
-      return "none";
-    case ChangeStage::kJointWrites:
-      return "joint_writes";
-    case ChangeStage::kReadNew:
-      return "read_new";
-    case ChangeStage::kNewOnly:
-      return "new_only";
-  }
-  return "?";
+namespace {
+// How a pending change uses the placements (cluster_map.h, change()).
+bool ReadsNew(bool pending, const std::optional<ChangeRecord>& change) {
+  if (!pending || !change) return false;
+  const ChangeState s = change->state;
+  return s == ChangeState::kReadNew || s == ChangeState::kNewOnly || s == ChangeState::kCleanup;
 }
+bool NewOnly(bool pending, const std::optional<ChangeRecord>& change) {
+  if (!pending || !change) return false;
+  const ChangeState s = change->state;
+  return s == ChangeState::kNewOnly || s == ChangeState::kCleanup;
+}
+}  // namespace
 
 std::string PlacementName(uint32_t node_id) { return "node-" + std::to_string(node_id); }
 
@@ -177,11 +177,9 @@ StatusOr<ClusterMap> ClusterMap::Build(std::shared_ptr<Rep> rep) {
   Status s = BuildPlacement(p, rep->nodes, InCurrent, &rep->shard_rows, &rep->current);
   if (!s.ok()) return s;
   if (rep->has_pending) {
-    if (rep->stage == ChangeStage::kNone) return Status::Corruption("pending change without stage");
     s = BuildPlacement(p, rep->nodes, InPending, &rep->pending_shard_rows, &rep->pending);
     if (!s.ok()) return s.WithContext("pending placement");
   } else {
-    rep->stage = ChangeStage::kNone;
     rep->pending_shard_rows.clear();
   }
   return ClusterMap(std::move(rep));
@@ -223,8 +221,7 @@ const ShardMap* ClusterMap::shard_map() const { return rep_->current.shard_map.g
 const HashRing* ClusterMap::pending_ring() const { return rep_->pending.ring.get(); }
 const ShardMap* ClusterMap::pending_shard_map() const { return rep_->pending.shard_map.get(); }
 bool ClusterMap::has_pending() const { return rep_->has_pending; }
-ChangeStage ClusterMap::stage() const { return rep_->stage; }
-const std::string& ClusterMap::change_detail() const { return rep_->detail; }
+const ChangeRecord* ClusterMap::change() const { return rep_->change ? &*rep_->change : nullptr; }
 
 const ClusterNode* ClusterMap::FindNode(uint32_t id) const {
   for (const ClusterNode& n : rep_->nodes) {
@@ -267,7 +264,7 @@ std::vector<uint32_t> ClusterMap::PendingReplicas(uint64_t token) const {
 }
 
 std::vector<uint32_t> ClusterMap::ReadReplicas(uint64_t token) const {
-  if (rep_->has_pending && rep_->stage >= ChangeStage::kReadNew) {
+  if (ReadsNew(rep_->has_pending, rep_->change)) {
     return rep_->pending.Replicas(token);
   }
   return rep_->current.Replicas(token);
@@ -280,7 +277,7 @@ void ClusterMap::WriteReplicas(uint64_t token, std::vector<uint32_t>* old_set,
     *old_set = rep_->current.Replicas(token);
     return;
   }
-  if (rep_->stage == ChangeStage::kNewOnly) {
+  if (NewOnly(rep_->has_pending, rep_->change)) {
     *old_set = rep_->pending.Replicas(token);
     return;
   }
@@ -337,7 +334,6 @@ StatusOr<ClusterMap> ClusterMap::WithNodeJoining(ClusterNode node) const {
   node.state = NodeState::kJoining;
   rep->nodes.push_back(node);
   rep->has_pending = true;
-  rep->stage = ChangeStage::kJointWrites;
   rep->pending_shard_rows.clear();
   if (rep->params.mode == PlacementMode::kJump) {
     const ShardMap* sm = shard_map();
@@ -365,7 +361,6 @@ StatusOr<ClusterMap> ClusterMap::WithNodeLeaving(uint32_t id) const {
     if (n.id == id) n.state = NodeState::kLeaving;
   }
   rep->has_pending = true;
-  rep->stage = ChangeStage::kJointWrites;
   rep->pending_shard_rows.clear();
   if (rep->params.mode == PlacementMode::kJump) {
     const ShardMap* sm = shard_map();
@@ -380,15 +375,9 @@ StatusOr<ClusterMap> ClusterMap::WithNodeLeaving(uint32_t id) const {
   return Build(std::move(rep));
 }
 
-ClusterMap ClusterMap::WithStage(ChangeStage stage) const {
+ClusterMap ClusterMap::WithChange(ChangeRecord record) const {
   auto rep = std::make_shared<Rep>(*rep_);
-  rep->stage = stage;
-  return ClusterMap(std::move(rep));
-}
-
-ClusterMap ClusterMap::WithChangeDetail(std::string detail) const {
-  auto rep = std::make_shared<Rep>(*rep_);
-  rep->detail = std::move(detail);
+  rep->change = std::move(record);
   return ClusterMap(std::move(rep));
 }
 
@@ -404,7 +393,6 @@ StatusOr<ClusterMap> ClusterMap::WithChangeCommitted() const {
   rep->nodes = std::move(kept);
   rep->shard_rows = rep->pending_shard_rows;
   rep->has_pending = false;
-  rep->stage = ChangeStage::kNone;
   rep->pending_shard_rows.clear();
   return Build(std::move(rep));
 }
@@ -420,7 +408,6 @@ StatusOr<ClusterMap> ClusterMap::WithChangeCancelled() const {
   }
   rep->nodes = std::move(kept);
   rep->has_pending = false;
-  rep->stage = ChangeStage::kNone;
   rep->pending_shard_rows.clear();
   return Build(std::move(rep));
 }
@@ -434,7 +421,10 @@ std::string ClusterMap::DebugString() const {
     out << " " << n.id << "@" << n.address << ":" << NodeStateName(n.state);
   }
   out << " ]";
-  if (rep_->has_pending) out << " pending stage " << ChangeStageName(rep_->stage);
+  if (rep_->has_pending) {
+    out << " pending change "
+        << (rep_->change ? ChangeStateName(rep_->change->state) : std::string_view("(no record)"));
+  }
   return out.str();
 }
 

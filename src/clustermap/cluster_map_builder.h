@@ -27,11 +27,8 @@ class ClusterMapBuilder {
   static StatusOr<ClusterMap> WithNodeLeaving(const ClusterMap& map, uint32_t id) {
     return map.WithNodeLeaving(id);
   }
-  static ClusterMap WithStage(const ClusterMap& map, ChangeStage stage) {
-    return map.WithStage(stage);
-  }
-  static ClusterMap WithChangeDetail(const ClusterMap& map, std::string detail) {
-    return map.WithChangeDetail(std::move(detail));
+  static ClusterMap WithChange(const ClusterMap& map, ChangeRecord record) {
+    return map.WithChange(std::move(record));
   }
   static StatusOr<ClusterMap> WithChangeCommitted(const ClusterMap& map) {
     return map.WithChangeCommitted();
@@ -54,11 +51,8 @@ inline StatusOr<ClusterMap> WithNodeJoining(const ClusterMap& map, ClusterNode n
 inline StatusOr<ClusterMap> WithNodeLeaving(const ClusterMap& map, uint32_t id) {
   return ClusterMapBuilder::WithNodeLeaving(map, id);
 }
-inline ClusterMap WithStage(const ClusterMap& map, ChangeStage stage) {
-  return ClusterMapBuilder::WithStage(map, stage);
-}
-inline ClusterMap WithChangeDetail(const ClusterMap& map, std::string detail) {
-  return ClusterMapBuilder::WithChangeDetail(map, std::move(detail));
+inline ClusterMap WithChange(const ClusterMap& map, ChangeRecord record) {
+  return ClusterMapBuilder::WithChange(map, std::move(record));
 }
 inline StatusOr<ClusterMap> WithChangeCommitted(const ClusterMap& map) {
   return ClusterMapBuilder::WithChangeCommitted(map);
@@ -66,5 +60,13 @@ inline StatusOr<ClusterMap> WithChangeCommitted(const ClusterMap& map) {
 inline StatusOr<ClusterMap> WithChangeCancelled(const ClusterMap& map) {
   return ClusterMapBuilder::WithChangeCancelled(map);
 }
+
+// The change record of `map` (null: no map) as a value: NotFound when there is none. For the
+// rebalancer's "is this still change X" checks, which read better on a StatusOr.
+inline StatusOr<ChangeRecord> RecordOf(const ClusterMap* map) {
+  if (map == nullptr || map->change() == nullptr) return Status::NotFound("no change record");
+  return *map->change();
+}
+inline StatusOr<ChangeRecord> RecordOf(const ClusterMap& map) { return RecordOf(&map); }
 
 }  // namespace shardkv

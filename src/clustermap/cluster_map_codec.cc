@@ -12,6 +12,26 @@
 
 namespace shardkv {
 
+namespace {
+
+// 0.1.0's separate stage number (0 none, 1 joint writes, 2 read new, 3 new only), derived from
+// the record's state and written only so that the field keeps its meaning for old readers.
+uint8_t LegacyStage(bool pending, const std::optional<ChangeRecord>& change) {
+  if (!pending) return 0;
+  if (!change) return 1;
+  switch (change->state) {
+    case ChangeState::kReadNew:
+      return 2;
+    case ChangeState::kNewOnly:
+    case ChangeState::kCleanup:
+      return 3;
+    default:
+      return 1;
+  }
+}
+
+}  // namespace
+
 std::string ClusterMapCodec::Encode(const ClusterMap::Rep& r) {
   const ClusterMap::Rep* rep_ = &r;
   capnp::MallocMessageBuilder message;
@@ -42,7 +62,7 @@ std::string ClusterMapCodec::Encode(const ClusterMap::Rep& r) {
     for (size_t k = 0; k < rep_->shard_rows[s].size(); ++k) row.set(k, rep_->shard_rows[s][k]);
   }
   m.setHasPending(rep_->has_pending);
-  m.setPendingStage(static_cast<uint8_t>(rep_->stage));
+  m.setPendingStage(LegacyStage(rep_->has_pending, rep_->change));
   if (rep_->has_pending) {
     auto prow = m.initPending().initShards(static_cast<unsigned>(rep_->pending_shard_rows.size()));
     for (size_t s = 0; s < rep_->pending_shard_rows.size(); ++s) {
@@ -51,9 +71,10 @@ std::string ClusterMapCodec::Encode(const ClusterMap::Rep& r) {
       for (size_t k = 0; k < ids.size(); ++k) row.set(k, ids[k]);
     }
   }
-  if (!rep_->detail.empty()) {
-    m.setPendingDetail(capnp::Data::Reader(
-        reinterpret_cast<const capnp::byte*>(rep_->detail.data()), rep_->detail.size()));
+  if (rep_->change) {
+    const std::string record = rep_->change->Encode();
+    m.setPendingDetail(
+        capnp::Data::Reader(reinterpret_cast<const capnp::byte*>(record.data()), record.size()));
   }
   kj::Array<capnp::word> words = capnp::messageToFlatArray(message);
   auto bytes = words.asBytes();
@@ -69,6 +90,7 @@ StatusOr<ClusterMap> ClusterMapCodec::Decode(std::string_view bytes) {
   kj::Array<capnp::word> words = kj::heapArray<capnp::word>(bytes.size() / sizeof(capnp::word));
   std::memcpy(words.begin(), bytes.data(), bytes.size());
   auto rep = std::make_shared<ClusterMap::Rep>();
+  std::string record;
   kj::Maybe<kj::Exception> error = kj::runCatchingExceptions([&]() {
     capnp::ReaderOptions options;
     options.traversalLimitInWords = 64 * 1024 * 1024 / sizeof(capnp::word);
@@ -101,8 +123,8 @@ StatusOr<ClusterMap> ClusterMapCodec::Decode(std::string_view bytes) {
       rep->shard_rows.push_back(std::move(ids));
     }
     rep->has_pending = m.getHasPending();
-    const uint8_t stage = m.getPendingStage();
-    rep->stage = stage <= 3 ? static_cast<ChangeStage>(stage) : ChangeStage::kNone;
+    // pendingStage is only written (for readers of 0.1.0's schema): the record's state is the
+    // stage, and 0.1.0 kept the two in step.
     if (rep->has_pending) {
       for (auto row : m.getPending().getShards()) {
         std::vector<uint32_t> ids;
@@ -111,7 +133,7 @@ StatusOr<ClusterMap> ClusterMapCodec::Decode(std::string_view bytes) {
       }
     }
     auto detail = m.getPendingDetail();
-    rep->detail.assign(reinterpret_cast<const char*>(detail.begin()), detail.size());
+    record.assign(reinterpret_cast<const char*>(detail.begin()), detail.size());
   });
   KJ_IF_MAYBE (e, error) {
     return Status::Corruption(std::string("cluster map: ") + e->getDescription().cStr());
@@ -122,6 +144,13 @@ StatusOr<ClusterMap> ClusterMapCodec::Decode(std::string_view bytes) {
                                       " is unknown (this build "
                                       "reads version " +
                                       std::to_string(ClusterMap::kFormatVersion) + ")");
+  }
+  if (!record.empty()) {
+    // A record this build cannot read makes the whole map unreadable: a node refuses it rather
+    // than serve with a change whose stage it does not know (design.md "Upgrade policy").
+    auto change = ChangeRecord::Decode(record);
+    if (!change.ok()) return change.status().WithContext("cluster map: the change record");
+    rep->change = std::move(*change);
   }
   auto built = ClusterMap::Build(std::move(rep));
   if (!built.ok()) return built.status().WithContext("cluster map");

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,9 +33,8 @@ struct ClusterMap::Rep {
   // Jump mode: shard rows as node ids, primary first.
   std::vector<std::vector<uint32_t>> shard_rows;
   bool has_pending = false;
-  ChangeStage stage = ChangeStage::kNone;
   std::vector<std::vector<uint32_t>> pending_shard_rows;
-  std::string detail;
+  std::optional<ChangeRecord> change;
   // Derived at Build().
   PlacementView current;
   PlacementView pending;

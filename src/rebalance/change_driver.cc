@@ -26,7 +26,7 @@ std::string Describe(const ChangeRecord& r) {
 // OK while `cur` still has change `change` pending: a stage commit of a change that ended
 // meanwhile (cancelled, or finished by another driver) is Aborted, never applied to the next.
 Status SameChange(const ClusterMap& cur, uint64_t change) {
-  auto r = ChangeRecord::Decode(cur.change_detail());
+  auto r = RecordOf(cur);
   if (!cur.has_pending() || !r.ok() || r->change_id != change) {
     return Status::Aborted("the change ended meanwhile");
   }
@@ -139,7 +139,7 @@ void ChangeDriver::DriveLoop() {
     }
     if (failure.empty()) continue;
     auto map = maps_->Current();
-    auto rec = ChangeRecord::Decode(map ? map->change_detail() : std::string());
+    auto rec = RecordOf(map.get());
     if (map && map->has_pending() && rec.ok()) change = rec->change_id;
     spdlog::error("driving the change failed: {}", failure);
     if (change != 0) {
@@ -170,7 +170,7 @@ void ChangeDriver::FillMovedLocked(ChangeRecord* rec) const {
 void ChangeDriver::FailChange(uint64_t change_id, const std::string& reason,
                               uint32_t failed_driver) {
   Status s = Commit([&](const ClusterMap& cur) -> StatusOr<ClusterMap> {
-    auto r = ChangeRecord::Decode(cur.change_detail());
+    auto r = RecordOf(cur);
     if (!cur.has_pending() || !r.ok() || r->change_id != change_id) {
       return Status::Aborted("the change ended meanwhile");
     }
@@ -182,7 +182,7 @@ void ChangeDriver::FailChange(uint64_t change_id, const std::string& reason,
     next.state = ChangeState::kFailed;
     next.error = reason;
     next.failed_driver = failed_driver;
-    return WithChangeDetail(cur, next.Encode());
+    return WithChange(cur, next);
   });
   if (!s.ok()) spdlog::warn("marking change {} failed: {}", change_id, s.ToString());
 }
@@ -194,7 +194,7 @@ void ChangeDriver::TakeOver(const ClusterMap& map, const ChangeRecord& rec) {
                Describe(rec));
   static_cast<void>(Commit([&](const ClusterMap& cur) -> StatusOr<ClusterMap> {
     SHARDKV_RETURN_IF_ERROR(SameChange(cur, change));
-    auto r = ChangeRecord::Decode(cur.change_detail());
+    auto r = RecordOf(cur);
     ChangeRecord next = *r;
     if (next.state == ChangeState::kStreaming) {
       // A takeover resumes the streams from their checkpoints once. A second driver death
@@ -212,14 +212,14 @@ void ChangeDriver::TakeOver(const ClusterMap& map, const ChangeRecord& rec) {
       }
       ++next.takeovers;
     }
-    return WithChangeDetail(cur, next.Encode());
+    return WithChange(cur, next);
   }));
 }
 
 void ChangeDriver::DriveOnce() {
   auto map = maps_->Current();
   if (!map || !map->has_pending()) return;
-  auto rec = ChangeRecord::Decode(map->change_detail());
+  auto rec = RecordOf(*map);
   if (!rec.ok() || !IsDriver(*map)) return;
   const uint64_t change = rec->change_id;
   if (map->claimant() != options_.self_id) return TakeOver(*map, *rec);
@@ -244,14 +244,13 @@ void ChangeDriver::DriveOnce() {
       }
       s = Commit([&](const ClusterMap& cur) -> StatusOr<ClusterMap> {
         SHARDKV_RETURN_IF_ERROR(SameChange(cur, change));
-        auto r = ChangeRecord::Decode(cur.change_detail());
+        auto r = RecordOf(cur);
         // Settings changed meanwhile (throttle) are kept: only the outcome is ours.
         ChangeRecord merged = next;
         merged.rate_bytes_per_s = r->rate_bytes_per_s;
         merged.streams_per_node = r->streams_per_node;
         merged.takeovers = r->takeovers;
-        ClusterMap m = WithChangeDetail(cur, merged.Encode());
-        return next.state == ChangeState::kReadNew ? WithStage(m, ChangeStage::kReadNew) : m;
+        return WithChange(cur, merged);  // read_new: the state is the stage
       });
       break;
     }
@@ -260,7 +259,7 @@ void ChangeDriver::DriveOnce() {
       next.state = ChangeState::kNewOnly;
       s = Commit([&](const ClusterMap& cur) -> StatusOr<ClusterMap> {
         SHARDKV_RETURN_IF_ERROR(SameChange(cur, change));
-        return WithChangeDetail(WithStage(cur, ChangeStage::kNewOnly), next.Encode());
+        return WithChange(cur, next);
       });
       break;
     }
@@ -278,7 +277,7 @@ void ChangeDriver::DriveOnce() {
         SHARDKV_RETURN_IF_ERROR(SameChange(cur, change));
         auto committed = WithChangeCommitted(cur);
         if (!committed.ok()) return committed.status();
-        return WithChangeDetail(*committed, next.Encode());
+        return WithChange(*committed, next);
       });
       {
         MutexLock lock(&mu_);

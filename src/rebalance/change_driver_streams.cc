@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 
+#include "clustermap/cluster_map_builder.h"
 #include "rebalance/change_driver.h"
 #include "rebalance/schedule.h"
 
@@ -74,7 +75,7 @@ Status ChangeDriver::RunStreams(const ClusterMap& map, const ChangeRecord& recor
       }
     }
     auto now_map = maps_->Current();
-    auto now_rec = ChangeRecord::Decode(now_map ? now_map->change_detail() : std::string());
+    auto now_rec = RecordOf(now_map.get());
     if (!now_map || !now_map->has_pending() || !now_rec.ok() ||
         now_rec->change_id != record.change_id || now_rec->state != ChangeState::kStreaming ||
         now_map->claimant() != options_.self_id) {
@@ -177,7 +178,7 @@ void ChangeDriver::RunTask(size_t index, const ClusterMap& map, uint64_t change_
   }
   req.merge_count = merge_count;
   req.slice_ms = options_.slice_ms;
-  auto at_start = ChangeRecord::Decode(map.change_detail());
+  auto at_start = RecordOf(map);
   const uint64_t map_rate = at_start.ok() ? at_start->rate_bytes_per_s : 0;
   for (;;) {
     {
@@ -187,7 +188,7 @@ void ChangeDriver::RunTask(size_t index, const ClusterMap& map, uint64_t change_
     // The destination's whole budget, as the record has it now (a throttle applies at the next
     // slice): the destination's one limiter shares it among every task streaming into it.
     auto now_map = maps_->Current();
-    auto now_rec = ChangeRecord::Decode(now_map ? now_map->change_detail() : std::string());
+    auto now_rec = RecordOf(now_map.get());
     req.rate_bytes_per_s =
         now_rec.ok() && now_rec->change_id == change_id ? now_rec->rate_bytes_per_s : map_rate;
     net::Request request;

@@ -96,7 +96,7 @@ net::ResponseBody ChangeFrontend::Execute(const net::AdminRequest& request) {
 
 net::ResponseBody ChangeFrontend::PlanOrBegin(const ClusterMap& map, const ChangeRequest& change,
                                               const ChangeThrottle& throttle, bool begin) {
-  if (auto current = ChangeRecord::Decode(map.change_detail()); map.has_pending() && current.ok()) {
+  if (auto current = RecordOf(map); map.has_pending() && current.ok()) {
     return Error(Status::FailedPrecondition(
         Describe(*current) +
         " is still running; only one change at a time (watch it, or cancel it while it is "
@@ -115,7 +115,7 @@ net::ResponseBody ChangeFrontend::PlanOrBegin(const ClusterMap& map, const Chang
       return Status::Aborted("the cluster map changed while planning; try again");
     }
     rec.from_epoch = cur.epoch();
-    return WithChangeDetail(plan->target, rec.Encode());
+    return WithChange(plan->target, rec);
   });
   if (!s.ok()) return Error(s);
   spdlog::info("{} committed: {} copies to move in {} stream tasks", Describe(rec),
@@ -125,7 +125,7 @@ net::ResponseBody ChangeFrontend::PlanOrBegin(const ClusterMap& map, const Chang
 }
 
 net::ResponseBody ChangeFrontend::Steer(const ClusterMap& map, const net::ChangeCommand& command) {
-  auto current = ChangeRecord::Decode(map.change_detail());
+  auto current = RecordOf(map);
   if (!map.has_pending() || !current.ok()) {
     return Error(Status::FailedPrecondition("no change is running"));
   }
@@ -134,8 +134,8 @@ net::ResponseBody ChangeFrontend::Steer(const ClusterMap& map, const net::Change
   const bool resume = std::holds_alternative<net::ResumeChangeCommand>(command);
   const auto* throttle = std::get_if<net::ThrottleChangeCommand>(&command);
   if (cancel) {
-    if (map.stage() != ChangeStage::kJointWrites ||
-        (rec.state != ChangeState::kStreaming && rec.state != ChangeState::kFailed)) {
+    // Streaming or failed: joint writes, reads still from the old replicas.
+    if (rec.state != ChangeState::kStreaming && rec.state != ChangeState::kFailed) {
       return Error(Status::FailedPrecondition(
           Describe(rec) +
           " is past streaming: the new replicas already serve reads, so cancel is refused; it "
@@ -157,13 +157,13 @@ net::ResponseBody ChangeFrontend::Steer(const ClusterMap& map, const net::Change
     return Error(Status::InvalidArgument("unknown change command"));
   }
   Status s = committer_->Commit([&](const ClusterMap& cur) -> StatusOr<ClusterMap> {
-    auto now_rec = ChangeRecord::Decode(cur.change_detail());
+    auto now_rec = RecordOf(cur);
     if (!cur.has_pending() || !now_rec.ok() || now_rec->change_id != rec.change_id) {
       return Status::Aborted("the change ended meanwhile");
     }
     ChangeRecord next = *now_rec;
     if (cancel) {
-      if (cur.stage() != ChangeStage::kJointWrites) {
+      if (next.state != ChangeState::kStreaming && next.state != ChangeState::kFailed) {
         return Status::FailedPrecondition("the change moved past streaming");
       }
       next.state = ChangeState::kCancelled;
@@ -171,7 +171,7 @@ net::ResponseBody ChangeFrontend::Steer(const ClusterMap& map, const net::Change
       driver_->FillMoved(&next);  // what had been copied (the destinations drop it again)
       auto cancelled = WithChangeCancelled(cur);
       if (!cancelled.ok()) return cancelled.status();
-      return WithChangeDetail(*cancelled, next.Encode());
+      return WithChange(*cancelled, next);
     }
     if (resume) {
       next.state = ChangeState::kStreaming;
@@ -183,7 +183,7 @@ net::ResponseBody ChangeFrontend::Steer(const ClusterMap& map, const net::Change
       if (throttle->rate_bytes_per_s) next.rate_bytes_per_s = *throttle->rate_bytes_per_s;
       if (throttle->streams_per_node) next.streams_per_node = *throttle->streams_per_node;
     }
-    return WithChangeDetail(cur, next.Encode());
+    return WithChange(cur, next);
   });
   if (!s.ok()) return Error(s);
   driver_->Wake();
@@ -194,7 +194,7 @@ ChangeReport ChangeFrontend::Report() {
   ChangeReport report;
   auto map = maps_->Current();
   if (!map) return report;
-  auto rec = ChangeRecord::Decode(map->change_detail());
+  auto rec = RecordOf(*map);
   report.epoch = map->epoch();
   report.driver = map->claimant();
   if (const ClusterNode* d = map->FindNode(map->claimant())) report.driver_address = d->address;

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "clustermap/change_record.h"
+#include "clustermap/cluster_map_builder.h"
 #include "rebalance/plan.h"
 
 namespace shardkv::rebalance {
@@ -12,7 +13,7 @@ namespace {
 
 uint64_t ChangeIdOf(const ClusterMap& map) {
   if (!map.has_pending()) return 0;
-  auto record = ChangeRecord::Decode(map.change_detail());
+  auto record = RecordOf(map);
   return record.ok() ? record->change_id : 0;
 }
 

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "clustermap/change_record.h"
+#include "clustermap/cluster_map_builder.h"
 #include "common/hlc.h"
 #include "rebalance/plan.h"
 #include "rebalance/stream_source.h"
@@ -220,7 +221,7 @@ net::ResponseBody StreamSink::Run(const net::StreamRangeRequest& r) {
     return Error(Status::FailedPrecondition("no change is pending at node " +
                                             std::to_string(options_.self_id)));
   }
-  auto record = ChangeRecord::Decode(map->change_detail());
+  auto record = RecordOf(*map);
   if (!record.ok() || record->change_id != r.change_id) {
     return Error(Status::FailedPrecondition("change " + std::to_string(r.change_id) +
                                             " is not the pending change at node " +

@@ -28,22 +28,33 @@ TEST_CASE("plan: cluster map pending placement stages", "[rebalance][plan]") {
     INFO("mode " << ModeName(mode));
     const ClusterMap m = MustCreate(Params(mode, 3, 256), 3);
     CHECK_FALSE(m.has_pending());
-    CHECK(m.stage() == ChangeStage::kNone);
+    CHECK(m.change() == nullptr);
     CHECK(m.PendingReplicas(123).empty());
 
     const ClusterMap j = Must(WithNodeJoining(m, {4, "127.0.0.1:7004", 1}));
     CHECK(j.has_pending());
-    CHECK(j.stage() == ChangeStage::kJointWrites);
+    CHECK(j.change() == nullptr);  // a pending change without a record yet: joint writes
     REQUIRE(j.FindNode(4) != nullptr);
     CHECK(j.FindNode(4)->state == NodeState::kJoining);
     CHECK(j.nodes().size() == 4);
     CHECK(j.EffectiveReplicas() == 3);
     CHECK(j.PendingEffectiveReplicas() == 3);
 
-    const ClusterMap read_new = WithStage(j, ChangeStage::kReadNew);
-    const ClusterMap new_only = WithStage(j, ChangeStage::kNewOnly);
-    CHECK(read_new.stage() == ChangeStage::kReadNew);
-    CHECK(new_only.stage() == ChangeStage::kNewOnly);
+    // The record's state is the stage (one enum): streaming and failed write to both and read
+    // from O; read_new reads from N; new_only and cleanup use N only.
+    auto at = [&](ChangeState state) {
+      ChangeRecord rec;
+      rec.change_id = 77;
+      rec.state = state;
+      return WithChange(j, rec);
+    };
+    const ClusterMap streaming = at(ChangeState::kStreaming);
+    const ClusterMap failed = at(ChangeState::kFailed);
+    const ClusterMap read_new = at(ChangeState::kReadNew);
+    const ClusterMap new_only = at(ChangeState::kNewOnly);
+    const ClusterMap cleanup = at(ChangeState::kCleanup);
+    REQUIRE(read_new.change() != nullptr);
+    CHECK(read_new.change()->state == ChangeState::kReadNew);
 
     const auto tokens = RandomTokens(m, 2000, 7);
     size_t pending_has_4 = 0;
@@ -59,9 +70,12 @@ TEST_CASE("plan: cluster map pending placement stages", "[rebalance][plan]") {
       const bool differs = !SameSet(o, n);
       if (differs) ++differing;
       CHECK(j.ReadReplicas(t) == o);
+      CHECK(streaming.ReadReplicas(t) == o);
+      CHECK(failed.ReadReplicas(t) == o);
       CHECK(read_new.ReadReplicas(t) == n);
       CHECK(new_only.ReadReplicas(t) == n);
-      for (const ClusterMap* joint : {&j, &read_new}) {
+      CHECK(cleanup.ReadReplicas(t) == n);
+      for (const ClusterMap* joint : {&j, &streaming, &failed, &read_new}) {
         std::vector<uint32_t> ws_old, ws_new;
         joint->WriteReplicas(t, &ws_old, &ws_new);
         CHECK(ws_old == o);
@@ -71,10 +85,12 @@ TEST_CASE("plan: cluster map pending placement stages", "[rebalance][plan]") {
           CHECK(ws_new.empty());
         }
       }
-      std::vector<uint32_t> ws_old{99}, ws_new{99};
-      new_only.WriteReplicas(t, &ws_old, &ws_new);
-      CHECK(ws_old == n);
-      CHECK(ws_new.empty());
+      for (const ClusterMap* only_new : {&new_only, &cleanup}) {
+        std::vector<uint32_t> ws_old{99}, ws_new{99};
+        only_new->WriteReplicas(t, &ws_old, &ws_new);
+        CHECK(ws_old == n);
+        CHECK(ws_new.empty());
+      }
       // Fencing: a node holds what it has now or is pending for.
       for (uint32_t id = 1; id <= 4; ++id) CHECK(j.Holds(id, t) == (Has(o, id) || Has(n, id)));
       CHECK_FALSE(m.Holds(4, t));
@@ -83,15 +99,16 @@ TEST_CASE("plan: cluster map pending placement stages", "[rebalance][plan]") {
     CHECK(differing > 0);
     CHECK(differing < tokens.size());
 
-    // Encode/Decode keeps the pending rows, stage and detail.
-    const ClusterMap detailed = WithChangeDetail(read_new, "x");
-    CHECK(detailed.change_detail() == "x");
+    // Encode/Decode keeps the pending rows and the record (so the stage).
+    const ClusterMap& detailed = read_new;
     const ClusterMap back = Must(ClusterMap::Decode(detailed.Encode()));
     CHECK(back.ContentHash() == detailed.ContentHash());
-    CHECK(back.ContentHash() != read_new.ContentHash());
+    CHECK(back.ContentHash() != j.ContentHash());
+    CHECK(back.ContentHash() != new_only.ContentHash());
     CHECK(back.has_pending());
-    CHECK(back.stage() == ChangeStage::kReadNew);
-    CHECK(back.change_detail() == "x");
+    REQUIRE(back.change() != nullptr);
+    CHECK(back.change()->state == ChangeState::kReadNew);
+    CHECK(back.change()->change_id == 77);
     CHECK(back.nodes() == detailed.nodes());
     for (uint64_t t : tokens) {
       CHECK(back.Replicas(t) == detailed.Replicas(t));
@@ -107,8 +124,9 @@ TEST_CASE("plan: cluster map pending placement stages", "[rebalance][plan]") {
     // Commit: 4 up, current == old pending.
     const ClusterMap committed = Must(WithChangeCommitted(detailed));
     CHECK_FALSE(committed.has_pending());
-    CHECK(committed.stage() == ChangeStage::kNone);
-    CHECK(committed.change_detail() == "x");  // kept after the change completes
+    REQUIRE(committed.change() != nullptr);  // kept after the change completes
+    CHECK(committed.change()->change_id == 77);
+    for (uint64_t t : tokens) CHECK(committed.ReadReplicas(t) == committed.Replicas(t));
     REQUIRE(committed.FindNode(4) != nullptr);
     CHECK(committed.FindNode(4)->state == NodeState::kUp);
     for (uint64_t t : tokens) CHECK(committed.Replicas(t) == j.PendingReplicas(t));
@@ -124,7 +142,7 @@ TEST_CASE("plan: cluster map pending placement stages", "[rebalance][plan]") {
 
     // Leaving.
     const ClusterMap l = Must(WithNodeLeaving(m, 2));
-    CHECK(l.stage() == ChangeStage::kJointWrites);
+    CHECK(l.has_pending());
     REQUIRE(l.FindNode(2) != nullptr);
     CHECK(l.FindNode(2)->state == NodeState::kLeaving);
     CHECK(l.PendingEffectiveReplicas() == 2);

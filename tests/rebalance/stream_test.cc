@@ -102,7 +102,7 @@ TEST_CASE("reconciler: a destination drops leftovers before a new change is publ
   rec.kind = "add";
   rec.node_id = 4;
   rec.state = rebalance::ChangeState::kStreaming;
-  const ClusterMap e2 = WithEpoch(WithChangeDetail(*joining, rec.Encode()), 2, 1);
+  const ClusterMap e2 = WithEpoch(WithChange(*joining, rec), 2, 1);
   REQUIRE(maps.Reset(e2).ok());
   // Nothing is left in the ranges it streams into (leftovers) nor anywhere else (it held
   // nothing under its old standalone view of the world: the install dropped it as lost).
