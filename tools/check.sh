@@ -96,6 +96,14 @@ consume_installed() {
     cmake -S "$ROOT/tests/consumer" -B "$consumer" -DCMAKE_PREFIX_PATH="$prefix" >/dev/null &&
     cmake --build "$consumer" -j "$JOBS" >/dev/null && "$consumer/consumer" &&
     "$consumer/client_only" || return 1
+  # The client component alone, with RocksDB made unfindable: what a client-only app sees.
+  cmake -S "$ROOT/tests/consumer/client_only" -B "$consumer/client_component" \
+    -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_DISABLE_FIND_PACKAGE_RocksDB=ON >/dev/null &&
+    cmake --build "$consumer/client_component" -j "$JOBS" >/dev/null &&
+    "$consumer/client_component/client_only" || {
+    echo "find_package(shardkv COMPONENTS client) failed without RocksDB" >&2
+    return 1
+  }
   # grep -c reads all of nm's output: grep -q could exit first and fail the pipe (pipefail).
   local in_consumer in_client_only
   in_consumer=$(nm -C "$consumer/consumer" | grep -c 'rocksdb::' || true)
