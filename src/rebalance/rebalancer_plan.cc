@@ -24,7 +24,7 @@ StatusOr<RebalanceReport> Rebalancer::PlanChange(const std::map<std::string, std
   auto map = maps_->Current();
   const std::string kind = Arg(args, "kind");
   ChangeRecord rec;
-  rec.kind = kind;
+  rec.kind = kind == "remove" ? ChangeKind::kRemove : ChangeKind::kAdd;
   try {
     rec.node_id = static_cast<uint32_t>(std::stoul(Arg(args, "node_id", "0")));
     const std::string rate = Arg(args, "rate_mb", "32");
