@@ -60,6 +60,8 @@ struct TaskPlan {
   uint64_t copies = 0;
   uint64_t tombstones = 0;
   uint64_t bytes = 0;
+
+  bool operator==(const TaskPlan&) const = default;
 };
 
 struct ChangeRecord {
@@ -108,6 +110,8 @@ struct ChangeRecord {
   // Per stream task, as planned (empty in a v0.1.0 record and until the planner fills it).
   std::vector<TaskPlan> task_plans;
 
+  bool operator==(const ChangeRecord&) const = default;
+
   std::string Encode() const;
   static StatusOr<ChangeRecord> Decode(std::string_view bytes);
 };
@@ -124,6 +128,8 @@ struct StreamProgress {
   uint64_t copies_done = 0;
   uint64_t bytes_planned = 0;
   uint64_t bytes_done = 0;
+
+  bool operator==(const StreamProgress&) const = default;
 };
 
 struct NodeShare {
@@ -132,6 +138,8 @@ struct NodeShare {
   std::string state;
   double share_before = 0;  // of all copies
   double share_after = 0;
+
+  bool operator==(const NodeShare&) const = default;
 };
 
 struct ChangeReport {
@@ -148,6 +156,8 @@ struct ChangeReport {
   uint64_t copies_during_change = 0;  // of copies_done, versions written during the change
   std::vector<StreamProgress> streams;
   std::vector<NodeShare> shares;  // plan only
+
+  bool operator==(const ChangeReport&) const = default;
 
   std::string Encode() const;
   static StatusOr<ChangeReport> Decode(std::string_view bytes);
