@@ -35,6 +35,11 @@ constexpr std::array<std::string_view, 8> kStateNames = {
 // map that carries a record is bounded by the same 64 MiB.
 constexpr uint64_t kTraversalLimitWords = 64 * 1024 * 1024 / sizeof(capnp::word);
 constexpr int kNestingLimit = 8;
+// Elements per list at most (task plans, streams, shares: a plan has a few tasks per node pair).
+// capnp charges a list of zero-sized structs one word per element, so without a cap a 100-byte
+// message could claim millions of task plans, 40 bytes of memory each; the cap keeps what
+// decodes re-encodable under the traversal limit.
+constexpr size_t kMaxListElements = size_t{1} << 18;
 
 std::string ToBytes(capnp::MessageBuilder& message) {
   kj::Array<capnp::word> words = capnp::messageToFlatArray(message);
@@ -52,6 +57,16 @@ Status CheckVersion(uint32_t version, uint32_t known, const std::string& what) {
     return Status::NotSupported(what + " format version " + std::to_string(version) +
                                 " is newer than this build reads (version " +
                                 std::to_string(known) + "); upgrade this node");
+  }
+  return Status::OK();
+}
+
+// A list is refused when it claims more elements than the cap or than the message has words:
+// every element this build writes takes at least a word.
+Status CheckCount(size_t n, size_t message_words, const std::string& what) {
+  if (n > kMaxListElements || n > message_words) {
+    return Status::Corruption(what + ": a list of " + std::to_string(n) + " elements in a " +
+                              std::to_string(message_words) + "-word message");
   }
   return Status::OK();
 }
@@ -104,7 +119,7 @@ void WriteRecord(const ChangeRecord& r, changewire::ChangeRecord::Builder m) {
 
 // Runs inside Decode's catch: capnp throws for what it rejects (bounds, pointers); this returns
 // what only the schema's meaning rejects (versions, enumerants a newer writer may add).
-Status ReadRecord(changewire::ChangeRecord::Reader m, ChangeRecord* r) {
+Status ReadRecord(changewire::ChangeRecord::Reader m, size_t message_words, ChangeRecord* r) {
   Status v = CheckVersion(m.getFormatVersion(), kChangeRecordFormatVersion, "change record");
   if (!v.ok()) return v;
   const auto kind = static_cast<uint16_t>(m.getKind());
@@ -149,6 +164,8 @@ Status ReadRecord(changewire::ChangeRecord::Reader m, ChangeRecord* r) {
   r->client_errors_at_start = m.getClientErrorsAtStart();
   r->client_errors = m.getClientErrors();
   auto plans = m.getTaskPlans();
+  Status count = CheckCount(plans.size(), message_words, "change record task plans");
+  if (!count.ok()) return count;
   r->task_plans.clear();
   r->task_plans.reserve(plans.size());
   for (auto t : plans) {
@@ -158,7 +175,7 @@ Status ReadRecord(changewire::ChangeRecord::Reader m, ChangeRecord* r) {
   return Status::OK();
 }
 
-// Parses `bytes` as one flat-array message and hands the reader to `read`. Every kj exception
+// Parses `bytes` as one flat-array message and hands the reader and its size in words to `read`. Every kj exception
 // (truncated or malformed bytes, the traversal limit) becomes a Corruption here, so nothing
 // throws out of Decode.
 template <typename Fn>
@@ -176,7 +193,7 @@ Status WithMessage(std::string_view bytes, const std::string& what, Fn&& read) {
     options.traversalLimitInWords = kTraversalLimitWords;
     options.nestingLimit = kNestingLimit;
     capnp::FlatArrayMessageReader reader(words.asPtr(), options);
-    result = read(reader);
+    result = read(reader, words.size());
   });
   KJ_IF_MAYBE (e, error) {
     return Status::Corruption(what + ": " + e->getDescription().cStr());
@@ -219,8 +236,8 @@ std::string ChangeRecord::Encode() const {
 StatusOr<ChangeRecord> ChangeRecord::Decode(std::string_view bytes) {
   if (legacy::LooksLikeTextRecord(bytes)) return legacy::DecodeTextRecord(bytes);
   ChangeRecord r;
-  Status s = WithMessage(bytes, "change record", [&](capnp::MessageReader& reader) {
-    return ReadRecord(reader.getRoot<changewire::ChangeRecord>(), &r);
+  Status s = WithMessage(bytes, "change record", [&](capnp::MessageReader& reader, size_t words) {
+    return ReadRecord(reader.getRoot<changewire::ChangeRecord>(), words, &r);
   });
   if (!s.ok()) return s;
   return r;
@@ -270,13 +287,14 @@ std::string ChangeReport::Encode() const {
 StatusOr<ChangeReport> ChangeReport::Decode(std::string_view bytes) {
   if (legacy::LooksLikeTextReport(bytes)) return legacy::DecodeTextReport(bytes);
   ChangeReport r;
-  Status s = WithMessage(bytes, "rebalance report", [&](capnp::MessageReader& reader) {
+  Status s = WithMessage(bytes, "rebalance report", [&](capnp::MessageReader& reader,
+                                                       size_t words) {
     auto m = reader.getRoot<changewire::ChangeReport>();
     Status v = CheckVersion(m.getFormatVersion(), kChangeReportFormatVersion, "rebalance report");
     if (!v.ok()) return v;
     r.has_change = m.getHasChange();
     // A report without a change still carries a (default) record, written by Encode.
-    Status rec = ReadRecord(m.getRecord(), &r.record);
+    Status rec = ReadRecord(m.getRecord(), words, &r.record);
     if (!rec.ok()) return rec.WithContext("rebalance report");
     r.epoch = m.getEpoch();
     r.driver = m.getDriver();
@@ -287,12 +305,17 @@ StatusOr<ChangeReport> ChangeReport::Decode(std::string_view bytes) {
     r.tombstones_done = m.getTombstonesDone();
     r.bytes_done = m.getBytesDone();
     r.copies_during_change = m.getCopiesDuringChange();
-    for (auto s : m.getStreams()) {
+    auto streams = m.getStreams();
+    auto shares = m.getShares();
+    Status count = CheckCount(streams.size(), words, "rebalance report streams");
+    if (count.ok()) count = CheckCount(shares.size(), words, "rebalance report shares");
+    if (!count.ok()) return count;
+    for (auto s : streams) {
       r.streams.push_back({s.getSource(), s.getDestination(), s.getTasksTotal(), s.getTasksDone(),
                            s.getRangesTotal(), s.getRangesDone(), s.getCopiesPlanned(),
                            s.getCopiesDone(), s.getBytesPlanned(), s.getBytesDone()});
     }
-    for (auto s : m.getShares()) {
+    for (auto s : shares) {
       r.shares.push_back({s.getId(), Str(s.getAddress()), Str(s.getState()), s.getShareBefore(),
                           s.getShareAfter()});
     }

@@ -300,6 +300,25 @@ TEST_CASE("change record: garbage and truncated bytes are errors, never a crash"
   }
 }
 
+TEST_CASE("change record: a list of zero-sized elements cannot claim millions", "[change]") {
+  // Found by change_record_fuzz: capnp charges a list of zero-sized structs one word an element,
+  // so a short message could decode into millions of task plans (and fail to re-encode).
+  // Encode writes the (empty) task plan list last: its tag word (element count 0, data 5 words,
+  // no pointers) ends the message. Rewritten to a million elements of no data, the message is
+  // still well-formed capnp.
+  std::string bytes = ChangeRecord{}.Encode();
+  REQUIRE(bytes.size() >= 8);
+  const std::string tag = bytes.substr(bytes.size() - 8);
+  REQUIRE(tag == std::string("\0\0\0\0\x05\0\0\0", 8));
+  const uint32_t count = 1000000u << 2;  // a struct pointer's offset field holds the count
+  std::memcpy(bytes.data() + bytes.size() - 8, &count, 4);
+  std::memset(bytes.data() + bytes.size() - 4, 0, 4);  // data size 0 words, 0 pointers
+  auto r = ChangeRecord::Decode(bytes);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().code() == Status::Code::kCorruption);
+  CHECK_THAT(r.status().message(), Catch::Contains("task plans"));
+}
+
 TEST_CASE("change kind: names for printing", "[change]") {
   CHECK(ChangeKindName(ChangeKind::kAdd) == "add");
   CHECK(ChangeKindName(ChangeKind::kJoin) == "join");
