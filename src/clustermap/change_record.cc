@@ -175,9 +175,43 @@ Status ReadRecord(changewire::ChangeRecord::Reader m, size_t message_words, Chan
   return Status::OK();
 }
 
-// Parses `bytes` as one flat-array message and hands the reader and its size in words to `read`. Every kj exception
-// (truncated or malformed bytes, the traversal limit) becomes a Corruption here, so nothing
-// throws out of Decode.
+// Like ReadRecord, for a report (its record included).
+Status ReadReport(changewire::ChangeReport::Reader m, size_t message_words, ChangeReport* r) {
+  Status v = CheckVersion(m.getFormatVersion(), kChangeReportFormatVersion, "rebalance report");
+  if (!v.ok()) return v;
+  r->has_change = m.getHasChange();
+  // A report without a change still carries a (default) record, written by Encode.
+  Status rec = ReadRecord(m.getRecord(), message_words, &r->record);
+  if (!rec.ok()) return rec.WithContext("rebalance report");
+  r->epoch = m.getEpoch();
+  r->driver = m.getDriver();
+  r->driver_address = Str(m.getDriverAddress());
+  r->from_driver = m.getFromDriver();
+  r->elapsed_s = m.getElapsedS();
+  r->copies_done = m.getCopiesDone();
+  r->tombstones_done = m.getTombstonesDone();
+  r->bytes_done = m.getBytesDone();
+  r->copies_during_change = m.getCopiesDuringChange();
+  auto streams = m.getStreams();
+  auto shares = m.getShares();
+  Status count = CheckCount(streams.size(), message_words, "rebalance report streams");
+  if (count.ok()) count = CheckCount(shares.size(), message_words, "rebalance report shares");
+  if (!count.ok()) return count;
+  for (auto s : streams) {
+    r->streams.push_back({s.getSource(), s.getDestination(), s.getTasksTotal(), s.getTasksDone(),
+                          s.getRangesTotal(), s.getRangesDone(), s.getCopiesPlanned(),
+                          s.getCopiesDone(), s.getBytesPlanned(), s.getBytesDone()});
+  }
+  for (auto s : shares) {
+    r->shares.push_back(
+        {s.getId(), Str(s.getAddress()), Str(s.getState()), s.getShareBefore(), s.getShareAfter()});
+  }
+  return Status::OK();
+}
+
+// Parses `bytes` as one flat-array message and hands the reader and its size in words to `read`.
+// Every kj exception (truncated or malformed bytes, the traversal limit) becomes a Corruption here,
+// so nothing throws out of Decode.
 template <typename Fn>
 Status WithMessage(std::string_view bytes, const std::string& what, Fn&& read) {
   if (bytes.empty() || bytes.size() % sizeof(capnp::word) != 0) {
@@ -287,40 +321,10 @@ std::string ChangeReport::Encode() const {
 StatusOr<ChangeReport> ChangeReport::Decode(std::string_view bytes) {
   if (legacy::LooksLikeTextReport(bytes)) return legacy::DecodeTextReport(bytes);
   ChangeReport r;
-  Status s = WithMessage(bytes, "rebalance report", [&](capnp::MessageReader& reader,
-                                                       size_t words) {
-    auto m = reader.getRoot<changewire::ChangeReport>();
-    Status v = CheckVersion(m.getFormatVersion(), kChangeReportFormatVersion, "rebalance report");
-    if (!v.ok()) return v;
-    r.has_change = m.getHasChange();
-    // A report without a change still carries a (default) record, written by Encode.
-    Status rec = ReadRecord(m.getRecord(), words, &r.record);
-    if (!rec.ok()) return rec.WithContext("rebalance report");
-    r.epoch = m.getEpoch();
-    r.driver = m.getDriver();
-    r.driver_address = Str(m.getDriverAddress());
-    r.from_driver = m.getFromDriver();
-    r.elapsed_s = m.getElapsedS();
-    r.copies_done = m.getCopiesDone();
-    r.tombstones_done = m.getTombstonesDone();
-    r.bytes_done = m.getBytesDone();
-    r.copies_during_change = m.getCopiesDuringChange();
-    auto streams = m.getStreams();
-    auto shares = m.getShares();
-    Status count = CheckCount(streams.size(), words, "rebalance report streams");
-    if (count.ok()) count = CheckCount(shares.size(), words, "rebalance report shares");
-    if (!count.ok()) return count;
-    for (auto s : streams) {
-      r.streams.push_back({s.getSource(), s.getDestination(), s.getTasksTotal(), s.getTasksDone(),
-                           s.getRangesTotal(), s.getRangesDone(), s.getCopiesPlanned(),
-                           s.getCopiesDone(), s.getBytesPlanned(), s.getBytesDone()});
-    }
-    for (auto s : shares) {
-      r.shares.push_back({s.getId(), Str(s.getAddress()), Str(s.getState()), s.getShareBefore(),
-                          s.getShareAfter()});
-    }
-    return Status::OK();
-  });
+  Status s =
+      WithMessage(bytes, "rebalance report", [&](capnp::MessageReader& reader, size_t words) {
+        return ReadReport(reader.getRoot<changewire::ChangeReport>(), words, &r);
+      });
   if (!s.ok()) return s;
   return r;
 }

@@ -29,8 +29,8 @@ std::string Arg(const std::map<std::string, std::string>& args, const std::strin
 }
 
 std::string Describe(const ChangeRecord& r) {
-  return "change " + std::to_string(r.change_id) + " (" + std::string(ChangeKindName(r.kind)) + " node " +
-         std::to_string(r.node_id) + ", " + std::string(ChangeStateName(r.state)) + ")";
+  return "change " + std::to_string(r.change_id) + " (" + std::string(ChangeKindName(r.kind)) +
+         " node " + std::to_string(r.node_id) + ", " + std::string(ChangeStateName(r.state)) + ")";
 }
 
 }  // namespace

@@ -90,8 +90,8 @@ StatusOr<StreamCheckpoint> DecodeText(std::string_view text) {
   // Absent in a checkpoint of the first format (one range per task).
   const std::string_view range_index = NextToken(&in);
   const std::string_view during = NextToken(&in);
-  if (!range_index.empty() &&
-      (!ParseNumber(range_index, &c.range_index) || !ParseNumber(during, &c.copies_during_change))) {
+  if (!range_index.empty() && (!ParseNumber(range_index, &c.range_index) ||
+                               !ParseNumber(during, &c.copies_during_change))) {
     c.range_index = 0;
     c.copies_during_change = 0;
   }
@@ -110,8 +110,8 @@ std::string StreamCheckpoint::Encode() const {
   m.setFormatVersion(kStreamCheckpointFormatVersion);
   m.setPhase(phase == 0 ? ckptwire::Phase::PULL : ckptwire::Phase::MERGE);
   m.setDone(done);
-  m.setCursor(capnp::Data::Reader(reinterpret_cast<const capnp::byte*>(cursor.data()),
-                                  cursor.size()));
+  m.setCursor(
+      capnp::Data::Reader(reinterpret_cast<const capnp::byte*>(cursor.data()), cursor.size()));
   m.setCopies(copies);
   m.setTombstones(tombstones);
   m.setBytes(bytes);
@@ -156,10 +156,10 @@ StatusOr<StreamCheckpoint> StreamCheckpoint::Decode(std::string_view bytes) {
       return;
     }
     if (version > kStreamCheckpointFormatVersion) {
-      result = Status::NotSupported(
-          "stream checkpoint format version " + std::to_string(version) +
-          " is newer than this build reads (version " +
-          std::to_string(kStreamCheckpointFormatVersion) + "); upgrade this node");
+      result = Status::NotSupported("stream checkpoint format version " + std::to_string(version) +
+                                    " is newer than this build reads (version " +
+                                    std::to_string(kStreamCheckpointFormatVersion) +
+                                    "); upgrade this node");
       return;
     }
     const auto phase = static_cast<uint16_t>(m.getPhase());

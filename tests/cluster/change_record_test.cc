@@ -252,8 +252,7 @@ TEST_CASE("change record: a newer format version is refused, naming it", "[chang
   CHECK_THAT(newer.status().message(),
              Catch::Contains("format version 2") && Catch::Contains("upgrade this node"));
   // Version 0 is the text form's: a capnp message claiming it is not a record.
-  CHECK(ChangeRecord::Decode(WithVersion(bytes, 0)).status().code() ==
-        Status::Code::kCorruption);
+  CHECK(ChangeRecord::Decode(WithVersion(bytes, 0)).status().code() == Status::Code::kCorruption);
 
   const std::string report = FullReport().Encode();
   REQUIRE(WithVersion(report, kChangeReportFormatVersion) == report);

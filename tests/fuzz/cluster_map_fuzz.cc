@@ -8,8 +8,8 @@
 #include "shardkv/cluster_map.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  auto map = shardkv::ClusterMap::Decode(
-      std::string_view(reinterpret_cast<const char*>(data), size));
+  auto map =
+      shardkv::ClusterMap::Decode(std::string_view(reinterpret_cast<const char*>(data), size));
   if (!map.ok()) return 0;
   const std::string once = map->Encode();
   auto again = shardkv::ClusterMap::Decode(once);

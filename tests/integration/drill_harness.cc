@@ -73,8 +73,8 @@ double MovedFraction(const ChangeReport& r) {
 std::string Text(const ChangeReport& r) {
   const ChangeRecord& c = r.record;
   auto n = [](const char* k, auto v) { return std::string(" ") + k + "=" + std::to_string(v); };
-  return testing::DescribeChange(r) + "\n" + n("change_id", c.change_id) +
-         n("driver", r.driver) + n("epoch", r.epoch) + n("planned_copies", c.planned_copies) +
+  return testing::DescribeChange(r) + "\n" + n("change_id", c.change_id) + n("driver", r.driver) +
+         n("epoch", r.epoch) + n("planned_copies", c.planned_copies) +
          n("total_copies", c.total_copies) + n("moved_copies", c.moved_copies) +
          n("moved_tombstones", c.moved_tombstones) + n("moved_bytes", c.moved_bytes) +
          n("moved_during_change", c.moved_during_change) + n("resumed_copies", c.resumed_copies) +

@@ -131,7 +131,8 @@ void RecordNodeCount(const std::string& dir) {
 std::optional<std::string> RetireRemovedNode(const GlobalOptions& g, const std::string& dir,
                                              const ChangeReport& report) {
   // A node that left (remove done) or never joined (add cancelled) is no member any more.
-  const bool removed = report.record.kind == ChangeKind::kRemove && report.record.state == ChangeState::kDone;
+  const bool removed =
+      report.record.kind == ChangeKind::kRemove && report.record.state == ChangeState::kDone;
   const bool not_added =
       report.record.kind == ChangeKind::kAdd && report.record.state == ChangeState::kCancelled;
   if (!g.cluster.empty() || !report.has_change || (!removed && !not_added)) return std::nullopt;
