@@ -4,9 +4,18 @@
 
 #include <catch2/catch.hpp>
 #include <cstring>
+#include <future>
 #include <random>
 
-using shardkv::Status;
+#include "cluster/map_store.h"
+#include "clustermap/change_record.h"
+#include "clustermap/cluster_map_builder.h"
+#include "rebalance/stream_sink.h"
+#include "rebalance/stream_source.h"
+#include "storage/storage.h"
+#include "testing/temp_dir.h"
+
+using namespace shardkv;
 using shardkv::rebalance::kStreamCheckpointFormatVersion;
 using shardkv::rebalance::StreamCheckpoint;
 
@@ -138,4 +147,68 @@ TEST_CASE("stream checkpoint: garbage and truncated bytes are errors, never a cr
     for (int k = 0; k < 3; ++k) b[rng() % b.size()] = static_cast<char>(rng());
     CHECK_NOTHROW(static_cast<void>(StreamCheckpoint::Decode(b)));
   }
+}
+
+TEST_CASE("stream sink: a newer checkpoint fails the task, a v0.1.0 one resumes it",
+          "[stream][upgrade]") {
+  shardkv::testing::TempDir dir;
+  StorageOptions so;
+  so.node_id = 1;
+  auto storage = Storage::Open(dir.Sub("db"), so);
+  REQUIRE(storage.ok());
+  MapStore maps(storage->get());
+  auto base = ClusterMap::Create(5, {}, {{1, "127.0.0.1:1", 1, NodeState::kUp}}, 1);
+  REQUIRE(base.ok());
+  auto joining = WithNodeJoining(*base, {2, "127.0.0.1:2", 1, NodeState::kJoining});
+  REQUIRE(joining.ok());
+  rebalance::ChangeRecord rec;
+  rec.change_id = 99;
+  rec.state = rebalance::ChangeState::kStreaming;
+  REQUIRE(maps.Reset(WithEpoch(WithChangeDetail(*joining, rec.Encode()), 2, 1)).ok());
+
+  rebalance::StreamSource source(1, storage->get(), &maps);
+  rebalance::StreamSinkOptions options;
+  options.self_id = 1;
+  options.threads = 1;
+  options.nice = 0;
+  rebalance::StreamSink sink(options, storage->get(), &maps, nullptr, &source);
+  sink.Start();
+  auto run = [&](uint64_t task) {
+    net::StreamRangeRequest r;
+    r.change_id = 99;
+    r.task_id = task;
+    r.first = 0;
+    r.last = UINT64_MAX;
+    r.source_ids = {1};
+    r.source_addresses = {"127.0.0.1:1"};
+    std::promise<net::ResponseBody> reply;
+    sink.HandleStream(r, [&](net::ResponseBody body) { reply.set_value(std::move(body)); });
+    return reply.get_future().get();
+  };
+
+  // Written by a newer node: the task call fails, naming the version, and keeps the checkpoint.
+  std::string newer = StreamCheckpoint{}.Encode();
+  const uint32_t version = kStreamCheckpointFormatVersion + 1;
+  std::memcpy(newer.data() + 16, &version, 4);
+  REQUIRE((*storage)->PutAux(AuxColumn::kMeta, StreamCheckpoint::Key(99, 1), newer, true).ok());
+  const net::ResponseBody refused = run(1);
+  const auto* error = std::get_if<net::ErrorResponse>(&refused);
+  REQUIRE(error != nullptr);
+  CHECK(error->code == Status::Code::kNotSupported);
+  CHECK_THAT(error->message, Catch::Contains("upgrade this node"));
+  CHECK(*(*storage)->GetAux(AuxColumn::kMeta, StreamCheckpoint::Key(99, 1)) == newer);
+
+  // Written by v0.1.0 (done, 7 copies): read and reported as a resumed, finished task.
+  REQUIRE((*storage)
+              ->PutAux(AuxColumn::kMeta, StreamCheckpoint::Key(99, 2), "0 1 7 0 70 0 - -", true)
+              .ok());
+  const net::ResponseBody resumed = run(2);
+  const auto* done = std::get_if<net::StreamRangeResponse>(&resumed);
+  REQUIRE(done != nullptr);
+  CHECK(done->done);
+  CHECK(done->resumed);
+  CHECK(done->copies == 7);
+  CHECK(done->bytes == 70);
+  sink.Stop();
+  source.Close();
 }
