@@ -47,10 +47,7 @@ struct AdminOptions {
   uint32_t plan_timeout_ms = 60000;  // plan and begin (they count keys)
 };
 
-// What a change does. kJoin adds a node that is already running standalone (it was started
-// without a cluster and formed a cluster of one): node_id 0 takes the id the node reports.
-enum class ChangeKind : uint8_t { kAdd, kJoin, kRemove };
-
+// ChangeKind (shardkv/change.h): for kJoin, node_id 0 takes the id the node reports.
 struct ChangeRequest {
   ChangeKind kind = ChangeKind::kAdd;
   uint32_t node_id = 0;
@@ -175,8 +172,6 @@ class Admin {
   std::unique_ptr<Impl> impl_;
 };
 
-// "add", "join", "remove".
-std::string_view ChangeKindName(ChangeKind kind);
 // True when the change ended (done, failed or cancelled: nothing more happens by itself).
 bool ChangeEnded(const ChangeReport& report);
 

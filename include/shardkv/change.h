@@ -3,8 +3,12 @@
 // reports to the admin API (plan, status, watch). One schema, used by the node, the Admin API,
 // the CLI and the tests (design.md "Rebalancing: the transition protocol").
 //
-// Encode/Decode are the persisted form inside the map (implemented in src/clustermap): a field
-// added later is ignored by an older reader instead of breaking it.
+// Encode/Decode are the persisted form inside the map and the admin payload (implemented in
+// src/clustermap, schema src/clustermap/change.capnp): Cap'n Proto flat-array messages carrying
+// a format version. A field added later is ignored by an older reader instead of breaking it; a
+// record of a newer format version is refused (NotSupported, "upgrade this node") rather than
+// misread. Decode also reads the key=value text that v0.1.0 wrote (read-only: nothing writes it
+// any more), so a map persisted by that release keeps its change record.
 //
 // Thread-safety: value types.
 #pragma once
@@ -17,6 +21,21 @@
 #include "shardkv/status.h"
 
 namespace shardkv {
+
+// The format versions Encode writes and the newest Decode reads. Bump one when a change would be
+// misread by a reader of the previous version (a new enumerant, a field whose absence changes the
+// meaning); adding a field a reader may ignore does not need a bump. Version 0 is the v0.1.0
+// key=value text (read-only).
+inline constexpr uint32_t kChangeRecordFormatVersion = 1;
+inline constexpr uint32_t kChangeReportFormatVersion = 1;
+
+// What a membership change does. kJoin adds a node that is already running standalone (it was
+// started without a cluster and formed a cluster of one): Admin's ChangeRequest uses all three.
+// A change record holds kAdd or kRemove only: once Admin has resolved a join's node id, the
+// change is an add like any other, and is recorded as one (as v0.1.0 recorded it, "add").
+enum class ChangeKind : uint8_t { kAdd, kJoin, kRemove };
+// "add", "join", "remove" (the CLI's and the JSON output's names).
+std::string_view ChangeKindName(ChangeKind kind);
 
 // The states `rebalance status` reports (issue: planned|streaming|read_new|new_only|cleanup|
 // done|failed|cancelled).
@@ -33,19 +52,21 @@ enum class ChangeState : uint8_t {
 std::string_view ChangeStateName(ChangeState s);
 StatusOr<ChangeState> ParseChangeState(std::string_view name);
 
-// One stream task's share of the plan, counted once when the change began, so that a driver
-// (or a takeover driver) need not count keys again when the streams start.
+// One stream task's share of the plan, so that a driver starting the streams (or taking them
+// over) need not count the keys again.
 struct TaskPlan {
   uint64_t task_id = 0;
   uint32_t destination = 0;
   uint64_t copies = 0;
   uint64_t tombstones = 0;
   uint64_t bytes = 0;
+
+  bool operator==(const TaskPlan&) const = default;
 };
 
 struct ChangeRecord {
   uint64_t change_id = 0;
-  std::string kind;  // "add" or "remove"
+  ChangeKind kind = ChangeKind::kAdd;  // kAdd or kRemove (see ChangeKind)
   uint32_t node_id = 0;
   ChangeState state = ChangeState::kPlanned;
   std::string error;        // why it failed
@@ -85,11 +106,14 @@ struct ChangeRecord {
   uint64_t started_ms = 0;
   uint64_t finished_ms = 0;
   int64_t client_errors_at_start = 0;
-  int64_t client_errors = 0;         // during the change, summed over the nodes
-  std::vector<TaskPlan> task_plans;  // in task id order
+  int64_t client_errors = 0;  // during the change, summed over the nodes
+  // Per stream task, as planned (empty in a v0.1.0 record and until the planner fills it).
+  std::vector<TaskPlan> task_plans;
+
+  bool operator==(const ChangeRecord&) const = default;
 
   std::string Encode() const;
-  static StatusOr<ChangeRecord> Decode(std::string_view text);
+  static StatusOr<ChangeRecord> Decode(std::string_view bytes);
 };
 
 // One source -> destination stream's progress.
@@ -104,6 +128,8 @@ struct StreamProgress {
   uint64_t copies_done = 0;
   uint64_t bytes_planned = 0;
   uint64_t bytes_done = 0;
+
+  bool operator==(const StreamProgress&) const = default;
 };
 
 struct NodeShare {
@@ -112,6 +138,8 @@ struct NodeShare {
   std::string state;
   double share_before = 0;  // of all copies
   double share_after = 0;
+
+  bool operator==(const NodeShare&) const = default;
 };
 
 struct ChangeReport {
@@ -129,8 +157,10 @@ struct ChangeReport {
   std::vector<StreamProgress> streams;
   std::vector<NodeShare> shares;  // plan only
 
+  bool operator==(const ChangeReport&) const = default;
+
   std::string Encode() const;
-  static StatusOr<ChangeReport> Decode(std::string_view text);
+  static StatusOr<ChangeReport> Decode(std::string_view bytes);
 };
 
 }  // namespace shardkv

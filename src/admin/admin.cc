@@ -345,18 +345,6 @@ int64_t Admin::SumCounter(const std::string& name) {
   return sum;
 }
 
-std::string_view ChangeKindName(ChangeKind kind) {
-  switch (kind) {
-    case ChangeKind::kAdd:
-      return "add";
-    case ChangeKind::kJoin:
-      return "join";
-    case ChangeKind::kRemove:
-      return "remove";
-  }
-  return "?";
-}
-
 bool ChangeEnded(const ChangeReport& r) {
   const ChangeState s = r.record.state;
   return s == ChangeState::kDone || s == ChangeState::kFailed || s == ChangeState::kCancelled;

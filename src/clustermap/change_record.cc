@@ -1,157 +1,253 @@
+// Cap'n Proto encoding of the change record and report (change.capnp), and the names of the
+// change enums. Decode reads the v0.1.0 key=value text too (change_record_legacy.h).
 #include "clustermap/change_record.h"
 
+#include <capnp/message.h>
+#include <capnp/serialize.h>
+#include <kj/exception.h>
+
 #include <array>
-#include <cstdlib>
-#include <map>
+#include <cstring>
+
+#include "clustermap/change.capnp.h"
+#include "clustermap/change_record_legacy.h"
 
 namespace shardkv {
 namespace {
 
+// The C++ enums are cast to and from the schema's: their ordinals must agree.
+static_assert(static_cast<int>(changewire::ChangeKind::ADD) == static_cast<int>(ChangeKind::kAdd));
+static_assert(static_cast<int>(changewire::ChangeKind::JOIN) ==
+              static_cast<int>(ChangeKind::kJoin));
+static_assert(static_cast<int>(changewire::ChangeKind::REMOVE) ==
+              static_cast<int>(ChangeKind::kRemove));
+static_assert(static_cast<int>(changewire::ChangeState::PLANNED) ==
+              static_cast<int>(ChangeState::kPlanned));
+static_assert(static_cast<int>(changewire::ChangeState::READ_NEW) ==
+              static_cast<int>(ChangeState::kReadNew));
+static_assert(static_cast<int>(changewire::ChangeState::CANCELLED) ==
+              static_cast<int>(ChangeState::kCancelled));
+
 constexpr std::array<std::string_view, 8> kStateNames = {
     "planned", "streaming", "read_new", "new_only", "cleanup", "done", "failed", "cancelled"};
 
-using Fields = std::map<std::string, std::string, std::less<>>;
+// Bounds a decode (a record's task plans are its only list that grows; a million tasks fit). The
+// map that carries a record is bounded by the same 64 MiB.
+constexpr uint64_t kTraversalLimitWords = 64 * 1024 * 1024 / sizeof(capnp::word);
+constexpr int kNestingLimit = 8;
+// Elements per list at most (task plans, streams, shares: a plan has a few tasks per node pair).
+// capnp charges a list of zero-sized structs one word per element, so without a cap a 100-byte
+// message could claim millions of task plans, 40 bytes of memory each; the cap keeps what
+// decodes re-encodable under the traversal limit.
+constexpr size_t kMaxListElements = size_t{1} << 18;
 
-std::string Flat(std::string s) {
-  for (char& c : s) {
-    if (c == '\n' || c == '\r') c = ' ';
+std::string ToBytes(capnp::MessageBuilder& message) {
+  kj::Array<capnp::word> words = capnp::messageToFlatArray(message);
+  auto bytes = words.asBytes();
+  return std::string(reinterpret_cast<const char*>(bytes.begin()), bytes.size());
+}
+
+std::string Str(capnp::Text::Reader t) { return std::string(t.cStr(), t.size()); }
+
+Status CheckVersion(uint32_t version, uint32_t known, const std::string& what) {
+  // Version 0 is the v0.1.0 text, never a capnp message: bytes that parse as a message without a
+  // version are not a record.
+  if (version == 0) return Status::Corruption(what + " without a format version");
+  if (version > known) {
+    return Status::NotSupported(what + " format version " + std::to_string(version) +
+                                " is newer than this build reads (version " +
+                                std::to_string(known) + "); upgrade this node");
   }
-  return s;
+  return Status::OK();
 }
 
-Fields Parse(std::string_view text) {
-  Fields f;
-  while (!text.empty()) {
-    const size_t nl = text.find('\n');
-    std::string_view line = text.substr(0, nl);
-    text = nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
-    const size_t eq = line.find('=');
-    if (eq == std::string_view::npos) continue;
-    f.emplace(std::string(line.substr(0, eq)), std::string(line.substr(eq + 1)));
+// A list is refused when it claims more elements than the cap or than the message has words:
+// every element this build writes takes at least a word.
+Status CheckCount(size_t n, size_t message_words, const std::string& what) {
+  if (n > kMaxListElements || n > message_words) {
+    return Status::Corruption(what + ": a list of " + std::to_string(n) + " elements in a " +
+                              std::to_string(message_words) + "-word message");
   }
-  return f;
+  return Status::OK();
 }
 
-uint64_t U(const Fields& f, std::string_view k) {
-  auto it = f.find(k);
-  return it == f.end() ? 0 : std::strtoull(it->second.c_str(), nullptr, 10);
-}
-int64_t I(const Fields& f, std::string_view k) {
-  auto it = f.find(k);
-  return it == f.end() ? 0 : std::strtoll(it->second.c_str(), nullptr, 10);
-}
-double D(const Fields& f, std::string_view k) {
-  auto it = f.find(k);
-  return it == f.end() ? 0 : std::strtod(it->second.c_str(), nullptr);
-}
-std::string S(const Fields& f, std::string_view k) {
-  auto it = f.find(k);
-  return it == f.end() ? std::string() : it->second;
-}
-
-class Writer {
- public:
-  explicit Writer(std::string prefix = "") : prefix_(std::move(prefix)) {}
-  template <typename T>
-  Writer& Num(std::string_view k, T v) {
-    out_ += prefix_;
-    out_ += k;
-    out_ += '=';
-    out_ += std::to_string(v);
-    out_ += '\n';
-    return *this;
+void WriteRecord(const ChangeRecord& r, changewire::ChangeRecord::Builder m) {
+  m.setFormatVersion(kChangeRecordFormatVersion);
+  m.setChangeId(r.change_id);
+  m.setKind(static_cast<changewire::ChangeKind>(r.kind));
+  m.setNodeId(r.node_id);
+  m.setState(static_cast<changewire::ChangeState>(r.state));
+  m.setError(r.error);
+  m.setFromEpoch(r.from_epoch);
+  m.setRateBytesPerS(r.rate_bytes_per_s);
+  m.setStreamsPerNode(r.streams_per_node);
+  m.setPlannedCopies(r.planned_copies);
+  m.setPlannedTombstones(r.planned_tombstones);
+  m.setPlannedBytes(r.planned_bytes);
+  m.setPlannedRanges(r.planned_ranges);
+  m.setPlannedTokenRanges(r.planned_token_ranges);
+  m.setRemappedKeys(r.remapped_keys);
+  m.setLiveKeys(r.live_keys);
+  m.setTotalCopies(r.total_copies);
+  m.setIdealFraction(r.ideal_fraction);
+  m.setReplicasConfigured(r.replicas_configured);
+  m.setReplicasAfter(r.replicas_after);
+  m.setWriteQuorumAfter(r.write_quorum_after);
+  m.setReadQuorumAfter(r.read_quorum_after);
+  m.setMovedCopies(r.moved_copies);
+  m.setMovedTombstones(r.moved_tombstones);
+  m.setMovedBytes(r.moved_bytes);
+  m.setResumedTasks(r.resumed_tasks);
+  m.setMovedDuringChange(r.moved_during_change);
+  m.setResumedCopies(r.resumed_copies);
+  m.setTakeovers(r.takeovers);
+  m.setFailedDriver(r.failed_driver);
+  m.setStartedMs(r.started_ms);
+  m.setFinishedMs(r.finished_ms);
+  m.setClientErrorsAtStart(r.client_errors_at_start);
+  m.setClientErrors(r.client_errors);
+  auto plans = m.initTaskPlans(static_cast<unsigned>(r.task_plans.size()));
+  for (size_t i = 0; i < r.task_plans.size(); ++i) {
+    const TaskPlan& t = r.task_plans[i];
+    plans[i].setTaskId(t.task_id);
+    plans[i].setDestination(t.destination);
+    plans[i].setCopies(t.copies);
+    plans[i].setTombstones(t.tombstones);
+    plans[i].setBytes(t.bytes);
   }
-  Writer& Str(std::string_view k, const std::string& v) {
-    out_ += prefix_;
-    out_ += k;
-    out_ += '=';
-    out_ += Flat(v);
-    out_ += '\n';
-    return *this;
-  }
-  std::string& out() { return out_; }
-
- private:
-  std::string prefix_;
-  std::string out_;
-};
-
-void WriteRecord(const ChangeRecord& r, Writer& w) {
-  w.Num("change_id", r.change_id)
-      .Str("kind", r.kind)
-      .Num("node_id", r.node_id)
-      .Str("state", std::string(ChangeStateName(r.state)))
-      .Str("error", r.error)
-      .Num("from_epoch", r.from_epoch)
-      .Num("rate_bytes_per_s", r.rate_bytes_per_s)
-      .Num("streams_per_node", r.streams_per_node)
-      .Num("planned_copies", r.planned_copies)
-      .Num("planned_tombstones", r.planned_tombstones)
-      .Num("planned_bytes", r.planned_bytes)
-      .Num("planned_ranges", r.planned_ranges)
-      .Num("planned_token_ranges", r.planned_token_ranges)
-      .Num("remapped_keys", r.remapped_keys)
-      .Num("live_keys", r.live_keys)
-      .Num("total_copies", r.total_copies)
-      .Num("ideal_fraction", r.ideal_fraction)
-      .Num("replicas_configured", r.replicas_configured)
-      .Num("replicas_after", r.replicas_after)
-      .Num("write_quorum_after", r.write_quorum_after)
-      .Num("read_quorum_after", r.read_quorum_after)
-      .Num("moved_copies", r.moved_copies)
-      .Num("moved_tombstones", r.moved_tombstones)
-      .Num("moved_bytes", r.moved_bytes)
-      .Num("resumed_tasks", r.resumed_tasks)
-      .Num("moved_during_change", r.moved_during_change)
-      .Num("resumed_copies", r.resumed_copies)
-      .Num("takeovers", r.takeovers)
-      .Num("failed_driver", r.failed_driver)
-      .Num("started_ms", r.started_ms)
-      .Num("finished_ms", r.finished_ms)
-      .Num("client_errors_at_start", r.client_errors_at_start)
-      .Num("client_errors", r.client_errors);
 }
 
-ChangeRecord ReadRecord(const Fields& f) {
-  ChangeRecord r;
-  r.change_id = U(f, "change_id");
-  r.kind = S(f, "kind");
-  r.node_id = static_cast<uint32_t>(U(f, "node_id"));
-  auto st = ParseChangeState(S(f, "state"));
-  r.state = st.ok() ? *st : ChangeState::kFailed;
-  r.error = S(f, "error");
-  r.from_epoch = U(f, "from_epoch");
-  r.rate_bytes_per_s = U(f, "rate_bytes_per_s");
-  r.streams_per_node = static_cast<uint32_t>(U(f, "streams_per_node"));
-  r.planned_copies = U(f, "planned_copies");
-  r.planned_tombstones = U(f, "planned_tombstones");
-  r.planned_bytes = U(f, "planned_bytes");
-  r.planned_ranges = U(f, "planned_ranges");
-  r.planned_token_ranges = U(f, "planned_token_ranges");
-  r.remapped_keys = U(f, "remapped_keys");
-  r.live_keys = U(f, "live_keys");
-  r.total_copies = U(f, "total_copies");
-  r.ideal_fraction = D(f, "ideal_fraction");
-  r.replicas_configured = static_cast<uint32_t>(U(f, "replicas_configured"));
-  r.replicas_after = static_cast<uint32_t>(U(f, "replicas_after"));
-  r.write_quorum_after = static_cast<uint32_t>(U(f, "write_quorum_after"));
-  r.read_quorum_after = static_cast<uint32_t>(U(f, "read_quorum_after"));
-  r.moved_copies = U(f, "moved_copies");
-  r.moved_tombstones = U(f, "moved_tombstones");
-  r.moved_bytes = U(f, "moved_bytes");
-  r.resumed_tasks = U(f, "resumed_tasks");
-  r.moved_during_change = U(f, "moved_during_change");
-  r.resumed_copies = U(f, "resumed_copies");
-  r.takeovers = static_cast<uint32_t>(U(f, "takeovers"));
-  r.failed_driver = static_cast<uint32_t>(U(f, "failed_driver"));
-  r.started_ms = U(f, "started_ms");
-  r.finished_ms = U(f, "finished_ms");
-  r.client_errors_at_start = I(f, "client_errors_at_start");
-  r.client_errors = I(f, "client_errors");
-  return r;
+// Runs inside Decode's catch: capnp throws for what it rejects (bounds, pointers); this returns
+// what only the schema's meaning rejects (versions, enumerants a newer writer may add).
+Status ReadRecord(changewire::ChangeRecord::Reader m, size_t message_words, ChangeRecord* r) {
+  Status v = CheckVersion(m.getFormatVersion(), kChangeRecordFormatVersion, "change record");
+  if (!v.ok()) return v;
+  const auto kind = static_cast<uint16_t>(m.getKind());
+  const auto state = static_cast<uint16_t>(m.getState());
+  if (kind > static_cast<uint16_t>(ChangeKind::kRemove)) {
+    return Status::Corruption("change record of unknown kind " + std::to_string(kind));
+  }
+  if (state >= kStateNames.size()) {
+    return Status::Corruption("change record in unknown state " + std::to_string(state));
+  }
+  r->change_id = m.getChangeId();
+  r->kind = static_cast<ChangeKind>(kind);
+  r->node_id = m.getNodeId();
+  r->state = static_cast<ChangeState>(state);
+  r->error = Str(m.getError());
+  r->from_epoch = m.getFromEpoch();
+  r->rate_bytes_per_s = m.getRateBytesPerS();
+  r->streams_per_node = m.getStreamsPerNode();
+  r->planned_copies = m.getPlannedCopies();
+  r->planned_tombstones = m.getPlannedTombstones();
+  r->planned_bytes = m.getPlannedBytes();
+  r->planned_ranges = m.getPlannedRanges();
+  r->planned_token_ranges = m.getPlannedTokenRanges();
+  r->remapped_keys = m.getRemappedKeys();
+  r->live_keys = m.getLiveKeys();
+  r->total_copies = m.getTotalCopies();
+  r->ideal_fraction = m.getIdealFraction();
+  r->replicas_configured = m.getReplicasConfigured();
+  r->replicas_after = m.getReplicasAfter();
+  r->write_quorum_after = m.getWriteQuorumAfter();
+  r->read_quorum_after = m.getReadQuorumAfter();
+  r->moved_copies = m.getMovedCopies();
+  r->moved_tombstones = m.getMovedTombstones();
+  r->moved_bytes = m.getMovedBytes();
+  r->resumed_tasks = m.getResumedTasks();
+  r->moved_during_change = m.getMovedDuringChange();
+  r->resumed_copies = m.getResumedCopies();
+  r->takeovers = m.getTakeovers();
+  r->failed_driver = m.getFailedDriver();
+  r->started_ms = m.getStartedMs();
+  r->finished_ms = m.getFinishedMs();
+  r->client_errors_at_start = m.getClientErrorsAtStart();
+  r->client_errors = m.getClientErrors();
+  auto plans = m.getTaskPlans();
+  Status count = CheckCount(plans.size(), message_words, "change record task plans");
+  if (!count.ok()) return count;
+  r->task_plans.clear();
+  r->task_plans.reserve(plans.size());
+  for (auto t : plans) {
+    r->task_plans.push_back(
+        {t.getTaskId(), t.getDestination(), t.getCopies(), t.getTombstones(), t.getBytes()});
+  }
+  return Status::OK();
+}
+
+// Like ReadRecord, for a report (its record included).
+Status ReadReport(changewire::ChangeReport::Reader m, size_t message_words, ChangeReport* r) {
+  Status v = CheckVersion(m.getFormatVersion(), kChangeReportFormatVersion, "rebalance report");
+  if (!v.ok()) return v;
+  r->has_change = m.getHasChange();
+  // A report without a change still carries a (default) record, written by Encode.
+  Status rec = ReadRecord(m.getRecord(), message_words, &r->record);
+  if (!rec.ok()) return rec.WithContext("rebalance report");
+  r->epoch = m.getEpoch();
+  r->driver = m.getDriver();
+  r->driver_address = Str(m.getDriverAddress());
+  r->from_driver = m.getFromDriver();
+  r->elapsed_s = m.getElapsedS();
+  r->copies_done = m.getCopiesDone();
+  r->tombstones_done = m.getTombstonesDone();
+  r->bytes_done = m.getBytesDone();
+  r->copies_during_change = m.getCopiesDuringChange();
+  auto streams = m.getStreams();
+  auto shares = m.getShares();
+  Status count = CheckCount(streams.size(), message_words, "rebalance report streams");
+  if (count.ok()) count = CheckCount(shares.size(), message_words, "rebalance report shares");
+  if (!count.ok()) return count;
+  for (auto s : streams) {
+    r->streams.push_back({s.getSource(), s.getDestination(), s.getTasksTotal(), s.getTasksDone(),
+                          s.getRangesTotal(), s.getRangesDone(), s.getCopiesPlanned(),
+                          s.getCopiesDone(), s.getBytesPlanned(), s.getBytesDone()});
+  }
+  for (auto s : shares) {
+    r->shares.push_back(
+        {s.getId(), Str(s.getAddress()), Str(s.getState()), s.getShareBefore(), s.getShareAfter()});
+  }
+  return Status::OK();
+}
+
+// Parses `bytes` as one flat-array message and hands the reader and its size in words to `read`.
+// Every kj exception (truncated or malformed bytes, the traversal limit) becomes a Corruption here,
+// so nothing throws out of Decode.
+template <typename Fn>
+Status WithMessage(std::string_view bytes, const std::string& what, Fn&& read) {
+  if (bytes.empty() || bytes.size() % sizeof(capnp::word) != 0) {
+    return Status::Corruption(what + ": " + std::to_string(bytes.size()) +
+                              " bytes is not a whole Cap'n Proto message");
+  }
+  // Copy into word-aligned memory: the input need not be aligned.
+  kj::Array<capnp::word> words = kj::heapArray<capnp::word>(bytes.size() / sizeof(capnp::word));
+  std::memcpy(words.begin(), bytes.data(), bytes.size());
+  Status result;
+  kj::Maybe<kj::Exception> error = kj::runCatchingExceptions([&]() {
+    capnp::ReaderOptions options;
+    options.traversalLimitInWords = kTraversalLimitWords;
+    options.nestingLimit = kNestingLimit;
+    capnp::FlatArrayMessageReader reader(words.asPtr(), options);
+    result = read(reader, words.size());
+  });
+  KJ_IF_MAYBE (e, error) {
+    return Status::Corruption(what + ": " + e->getDescription().cStr());
+  }
+  return result;
 }
 
 }  // namespace
+
+std::string_view ChangeKindName(ChangeKind kind) {
+  switch (kind) {
+    case ChangeKind::kAdd:
+      return "add";
+    case ChangeKind::kJoin:
+      return "join";
+    case ChangeKind::kRemove:
+      return "remove";
+  }
+  return "?";
+}
 
 std::string_view ChangeStateName(ChangeState s) {
   const auto i = static_cast<size_t>(s);
@@ -166,109 +262,70 @@ StatusOr<ChangeState> ParseChangeState(std::string_view name) {
 }
 
 std::string ChangeRecord::Encode() const {
-  Writer w;
-  WriteRecord(*this, w);
-  return std::move(w.out());
+  capnp::MallocMessageBuilder message;
+  WriteRecord(*this, message.initRoot<changewire::ChangeRecord>());
+  return ToBytes(message);
 }
 
-StatusOr<ChangeRecord> ChangeRecord::Decode(std::string_view text) {
-  Fields f = Parse(text);
-  if (f.find("change_id") == f.end()) return Status::Corruption("change record without an id");
-  return ReadRecord(f);
+StatusOr<ChangeRecord> ChangeRecord::Decode(std::string_view bytes) {
+  if (legacy::LooksLikeTextRecord(bytes)) return legacy::DecodeTextRecord(bytes);
+  ChangeRecord r;
+  Status s = WithMessage(bytes, "change record", [&](capnp::MessageReader& reader, size_t words) {
+    return ReadRecord(reader.getRoot<changewire::ChangeRecord>(), words, &r);
+  });
+  if (!s.ok()) return s;
+  return r;
 }
 
 std::string ChangeReport::Encode() const {
-  Writer w;
-  w.Num("has_change", has_change ? 1 : 0)
-      .Num("epoch", epoch)
-      .Num("driver", driver)
-      .Str("driver_address", driver_address)
-      .Num("from_driver", from_driver ? 1 : 0)
-      .Num("elapsed_s", elapsed_s)
-      .Num("copies_done", copies_done)
-      .Num("tombstones_done", tombstones_done)
-      .Num("bytes_done", bytes_done)
-      .Num("copies_during_change", copies_during_change)
-      .Num("streams", streams.size())
-      .Num("shares", shares.size());
-  std::string out = std::move(w.out());
-  Writer rec("record.");
-  WriteRecord(record, rec);
-  out += rec.out();
+  capnp::MallocMessageBuilder message;
+  auto m = message.initRoot<changewire::ChangeReport>();
+  m.setFormatVersion(kChangeReportFormatVersion);
+  m.setHasChange(has_change);
+  WriteRecord(record, m.initRecord());
+  m.setEpoch(epoch);
+  m.setDriver(driver);
+  m.setDriverAddress(driver_address);
+  m.setFromDriver(from_driver);
+  m.setElapsedS(elapsed_s);
+  m.setCopiesDone(copies_done);
+  m.setTombstonesDone(tombstones_done);
+  m.setBytesDone(bytes_done);
+  m.setCopiesDuringChange(copies_during_change);
+  auto ss = m.initStreams(static_cast<unsigned>(streams.size()));
   for (size_t i = 0; i < streams.size(); ++i) {
     const StreamProgress& s = streams[i];
-    Writer sw("stream." + std::to_string(i) + ".");
-    sw.Num("source", s.source)
-        .Num("destination", s.destination)
-        .Num("tasks_total", s.tasks_total)
-        .Num("tasks_done", s.tasks_done)
-        .Num("ranges_total", s.ranges_total)
-        .Num("ranges_done", s.ranges_done)
-        .Num("copies_planned", s.copies_planned)
-        .Num("copies_done", s.copies_done)
-        .Num("bytes_planned", s.bytes_planned)
-        .Num("bytes_done", s.bytes_done);
-    out += sw.out();
+    ss[i].setSource(s.source);
+    ss[i].setDestination(s.destination);
+    ss[i].setTasksTotal(s.tasks_total);
+    ss[i].setTasksDone(s.tasks_done);
+    ss[i].setRangesTotal(s.ranges_total);
+    ss[i].setRangesDone(s.ranges_done);
+    ss[i].setCopiesPlanned(s.copies_planned);
+    ss[i].setCopiesDone(s.copies_done);
+    ss[i].setBytesPlanned(s.bytes_planned);
+    ss[i].setBytesDone(s.bytes_done);
   }
+  auto sh = m.initShares(static_cast<unsigned>(shares.size()));
   for (size_t i = 0; i < shares.size(); ++i) {
     const NodeShare& s = shares[i];
-    Writer sw("share." + std::to_string(i) + ".");
-    sw.Num("id", s.id)
-        .Str("address", s.address)
-        .Str("state", s.state)
-        .Num("before", s.share_before)
-        .Num("after", s.share_after);
-    out += sw.out();
+    sh[i].setId(s.id);
+    sh[i].setAddress(s.address);
+    sh[i].setState(s.state);
+    sh[i].setShareBefore(s.share_before);
+    sh[i].setShareAfter(s.share_after);
   }
-  return out;
+  return ToBytes(message);
 }
 
-StatusOr<ChangeReport> ChangeReport::Decode(std::string_view text) {
-  Fields f = Parse(text);
-  if (f.find("has_change") == f.end()) return Status::Corruption("not a rebalance report");
+StatusOr<ChangeReport> ChangeReport::Decode(std::string_view bytes) {
+  if (legacy::LooksLikeTextReport(bytes)) return legacy::DecodeTextReport(bytes);
   ChangeReport r;
-  r.has_change = U(f, "has_change") != 0;
-  r.epoch = U(f, "epoch");
-  r.driver = static_cast<uint32_t>(U(f, "driver"));
-  r.driver_address = S(f, "driver_address");
-  r.from_driver = U(f, "from_driver") != 0;
-  r.elapsed_s = D(f, "elapsed_s");
-  r.copies_done = U(f, "copies_done");
-  r.tombstones_done = U(f, "tombstones_done");
-  r.bytes_done = U(f, "bytes_done");
-  r.copies_during_change = U(f, "copies_during_change");
-  Fields rec;
-  for (const auto& [k, v] : f) {
-    if (k.rfind("record.", 0) == 0) rec.emplace(k.substr(7), v);
-  }
-  r.record = ReadRecord(rec);
-  const uint64_t n_streams = std::min<uint64_t>(U(f, "streams"), 1u << 20);
-  for (uint64_t i = 0; i < n_streams; ++i) {
-    const std::string p = "stream." + std::to_string(i) + ".";
-    StreamProgress s;
-    s.source = static_cast<uint32_t>(U(f, p + "source"));
-    s.destination = static_cast<uint32_t>(U(f, p + "destination"));
-    s.tasks_total = U(f, p + "tasks_total");
-    s.tasks_done = U(f, p + "tasks_done");
-    s.ranges_total = U(f, p + "ranges_total");
-    s.ranges_done = U(f, p + "ranges_done");
-    s.copies_planned = U(f, p + "copies_planned");
-    s.copies_done = U(f, p + "copies_done");
-    s.bytes_planned = U(f, p + "bytes_planned");
-    s.bytes_done = U(f, p + "bytes_done");
-    r.streams.push_back(s);
-  }
-  const uint64_t n_shares = std::min<uint64_t>(U(f, "shares"), 1u << 16);
-  for (uint64_t i = 0; i < n_shares; ++i) {
-    const std::string p = "share." + std::to_string(i) + ".";
-    NodeShare s;
-    s.id = static_cast<uint32_t>(U(f, p + "id"));
-    s.address = S(f, p + "address");
-    s.state = S(f, p + "state");
-    s.share_before = D(f, p + "before");
-    s.share_after = D(f, p + "after");
-    r.shares.push_back(s);
-  }
+  Status s =
+      WithMessage(bytes, "rebalance report", [&](capnp::MessageReader& reader, size_t words) {
+        return ReadReport(reader.getRoot<changewire::ChangeReport>(), words, &r);
+      });
+  if (!s.ok()) return s;
   return r;
 }
 

@@ -19,7 +19,7 @@ uint64_t WallMs() {
 }
 
 std::string Describe(const ChangeRecord& r) {
-  return "change " + std::to_string(r.change_id) + " (" + r.kind + " node " +
+  return "change " + std::to_string(r.change_id) + " (" + std::string(ChangeKindName(r.kind)) + " node " +
          std::to_string(r.node_id) + ", " + std::string(ChangeStateName(r.state)) + ")";
 }
 

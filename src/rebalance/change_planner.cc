@@ -69,7 +69,8 @@ StatusOr<ChangePlan> ChangePlanner::Plan(const ClusterMap& map, const ChangeRequ
 StatusOr<ChangePlan> ChangePlanner::Count(const ClusterMap& cur, const ChangeRequest& change) {
   const ClusterMap* map = &cur;
   ChangeRecord rec;
-  rec.kind = change.kind == ChangeKind::kRemove ? "remove" : "add";
+  // A join is recorded as the add it is once its node id is known (change.h, ChangeKind).
+  rec.kind = change.kind == ChangeKind::kRemove ? ChangeKind::kRemove : ChangeKind::kAdd;
   rec.node_id = change.node_id;
   const double weight = change.weight;  // the map refuses a weight <= 0
   StatusOr<ClusterMap> next = Status::InvalidArgument("unknown change kind");

@@ -7,12 +7,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
-#include <sstream>
 
 #include "clustermap/change_record.h"
 #include "clustermap/cluster_map_builder.h"
 #include "common/hlc.h"
 #include "rebalance/plan.h"
+#include "rebalance/stream_checkpoint.h"
 #include "rebalance/stream_source.h"
 #include "shardkv/hash.h"
 
@@ -21,83 +21,12 @@ namespace {
 
 net::ResponseBody Error(const Status& s) { return net::ErrorResponse{s.code(), s.message()}; }
 
-std::string Hex(std::string_view bytes) {
-  static const char* kDigits = "0123456789abcdef";
-  std::string out;
-  for (unsigned char c : bytes) {
-    out += kDigits[c >> 4];
-    out += kDigits[c & 15];
-  }
-  return out;
-}
-
-std::string Unhex(std::string_view hex) {
-  std::string out;
-  for (size_t i = 0; i + 1 < hex.size(); i += 2) {
-    out += static_cast<char>(std::stoi(std::string(hex.substr(i, 2)), nullptr, 16));
-  }
-  return out;
-}
-
 // A scan request carries at most this many of a task's ranges (the window from the current one):
 // a task may have hundreds of thousands, and resending all of them with every batch would cost
 // more than the data.
 constexpr size_t kScanWindow = 1024;
 
 }  // namespace
-
-// The per-(change, task) checkpoint in meta. phase 0: pulling from sources[0]; phase 1: merging
-// from merge_ids in turn, merge_index the current one.
-struct StreamSink::Checkpoint {
-  bool found = false;
-  int phase = 0;
-  std::string cursor;
-  bool done = false;
-  uint64_t copies = 0, tombstones = 0, bytes = 0;
-  std::vector<uint32_t> merge_ids;
-  size_t merge_index = 0;
-  size_t range_index = 0;  // the task's range `cursor` belongs to (for the current source)
-  uint64_t copies_during_change = 0;
-
-  static std::string Key(uint64_t change, uint64_t task) {
-    return "rebalance/ckpt/" + std::to_string(change) + "/" + std::to_string(task);
-  }
-  std::string Encode() const {
-    std::string ids;
-    for (uint32_t id : merge_ids) ids += std::to_string(id) + ",";
-    return std::to_string(phase) + " " + (done ? "1" : "0") + " " + std::to_string(copies) + " " +
-           std::to_string(tombstones) + " " + std::to_string(bytes) + " " +
-           std::to_string(merge_index) + " " + (ids.empty() ? "-" : ids) + " " +
-           (cursor.empty() ? "-" : Hex(cursor)) + " " + std::to_string(range_index) + " " +
-           std::to_string(copies_during_change);
-  }
-  static Checkpoint Decode(const std::string& text) {
-    Checkpoint c;
-    std::istringstream in(text);
-    int done = 0;
-    std::string ids, cur;
-    if (!(in >> c.phase >> done >> c.copies >> c.tombstones >> c.bytes >> c.merge_index >> ids >>
-          cur)) {
-      return Checkpoint{};
-    }
-    c.found = true;
-    c.done = done != 0;
-    // Added later: absent in a checkpoint written by an older version (one range per task).
-    if (!(in >> c.range_index >> c.copies_during_change)) {
-      c.range_index = 0;
-      c.copies_during_change = 0;
-    }
-    if (ids != "-") {
-      std::istringstream list(ids);
-      std::string id;
-      while (std::getline(list, id, ',')) {
-        if (!id.empty()) c.merge_ids.push_back(static_cast<uint32_t>(std::stoul(id)));
-      }
-    }
-    if (cur != "-") c.cursor = Unhex(cur);
-    return c;
-  }
-};
 
 StreamSink::StreamSink(StreamSinkOptions options, Storage* storage, MapStore* maps, PeerPool* peers,
                        StreamSource* local_source)
@@ -232,18 +161,33 @@ net::ResponseBody StreamSink::Run(const net::StreamRangeRequest& r) {
   }
   std::vector<net::TokenSpan> ranges = r.ranges;
   if (ranges.empty()) ranges.push_back({r.first, r.last});
-  const std::string key = Checkpoint::Key(r.change_id, r.task_id);
-  Checkpoint ck;
-  auto stored = storage_->GetAux(AuxColumn::kMeta, key);
-  if (stored.ok()) ck = Checkpoint::Decode(*stored);
+  const std::string key = StreamCheckpoint::Key(r.change_id, r.task_id);
+  StreamCheckpoint ck;
+  bool found = false;
+  if (auto stored = storage_->GetAux(AuxColumn::kMeta, key); stored.ok()) {
+    auto decoded = StreamCheckpoint::Decode(*stored);
+    // A newer node's checkpoint: continuing it could misread it and starting over would lose
+    // what it knows, so the task waits for this node's upgrade. A corrupt one only costs
+    // re-applying batches (LWW makes that a no-op), as v0.1.0 did.
+    if (decoded.status().code() == Status::Code::kNotSupported) {
+      return Error(decoded.status().WithContext("stream task " + std::to_string(r.task_id)));
+    }
+    if (decoded.ok()) {
+      ck = std::move(*decoded);
+      found = true;
+    } else {
+      spdlog::warn("stream task {}: {}; starting the task over", r.task_id,
+                   decoded.status().ToString());
+    }
+  }
   // The checkpoint was there when this call started (the driver decides whether that means the
   // task continued after a restart or takeover).
-  const bool resumed = ck.found;
+  const bool resumed = found;
   {
     MutexLock lock(&mu_);
-    if (seen_.insert({r.change_id, r.task_id}).second && ck.found && !ck.done) ++resumed_tasks_;
+    if (seen_.insert({r.change_id, r.task_id}).second && found && !ck.done) ++resumed_tasks_;
   }
-  auto progress = [&](const Checkpoint& c) {
+  auto progress = [&](const StreamCheckpoint& c) {
     net::StreamRangeResponse out;
     out.done = c.done;
     out.copies = c.copies;

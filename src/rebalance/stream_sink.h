@@ -78,7 +78,6 @@ class StreamSink {
   StatusOr<uint64_t> Rebuild(const ClusterMap& map);
 
  private:
-  struct Checkpoint;
   void Worker(bool scans);
   void Enqueue(bool scan, std::function<net::ResponseBody()> job, Done done);
   net::ResponseBody Run(const net::StreamRangeRequest& request);

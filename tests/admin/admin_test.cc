@@ -246,7 +246,7 @@ TEST_CASE("admin: Plan of an add counts the change and commits nothing", "[admin
   CHECK(plan.address != c.Address(4));  // never the joining node
   const ChangeRecord& r = plan.report.record;
   CHECK(r.state == ChangeState::kPlanned);
-  CHECK(r.kind == "add");
+  CHECK(r.kind == ChangeKind::kAdd);
   CHECK(r.node_id == 4);
   CHECK(r.live_keys == kKeys);
   CHECK(r.total_copies == 3u * kKeys);
@@ -275,7 +275,7 @@ TEST_CASE("admin: Begin an add, ChangeStatus to done, then plan and begin a remo
   const AdminReply begun = admin->Begin(Add(c, 4), Unthrottled());
   RequireOk(begun);
   CHECK(begun.report.has_change);
-  CHECK(begun.report.record.kind == "add");
+  CHECK(begun.report.record.kind == ChangeKind::kAdd);
   CHECK(begun.report.record.node_id == 4);
   CHECK(begun.report.record.state == ChangeState::kStreaming);
   CHECK(begun.report.epoch == 2);
@@ -305,14 +305,14 @@ TEST_CASE("admin: Begin an add, ChangeStatus to done, then plan and begin a remo
   const AdminReply plan = admin->Plan(Remove(1));
   RequireOk(plan);
   CHECK(plan.address != c.Address(1));
-  CHECK(plan.report.record.kind == "remove");
+  CHECK(plan.report.record.kind == ChangeKind::kRemove);
   CHECK(plan.report.record.node_id == 1);
   CHECK(plan.report.record.live_keys == kKeys);
   CHECK(plan.report.record.planned_copies > 0);
   const AdminReply removing = admin->Begin(Remove(1), Unthrottled(), plan.address);
   RequireOk(removing);
   CHECK(removing.address == plan.address);
-  CHECK(removing.report.record.kind == "remove");
+  CHECK(removing.report.record.kind == ChangeKind::kRemove);
   const ChangeReport removed = WaitFor(*admin, ChangeState::kDone);
   CHECK(removed.record.node_id == 1);
   auto final_map = admin->NewestMap();
@@ -466,7 +466,7 @@ TEST_CASE("admin: a join with node id 0 takes the id the standalone node reports
 
   const AdminReply plan = admin->Plan(join);
   RequireOk(plan);
-  CHECK(plan.report.record.kind == "add");
+  CHECK(plan.report.record.kind == ChangeKind::kAdd);
   CHECK(plan.report.record.node_id == 4);
   const AdminReply begun = admin->Begin(join, Unthrottled());
   RequireOk(begun);

@@ -149,7 +149,7 @@ void ChangeNode4(Drill& d, const std::function<void()>& begin, const std::string
   begin();
   const ChangeReport st = WaitDone(d);
   INFO("after " << kind << ": " << Text(st));
-  CHECK(st.record.kind == kind);
+  CHECK(ChangeKindName(st.record.kind) == kind);
   CHECK(st.record.node_id == 4);
   CHECK(st.record.client_errors == 0);
   CheckFraction(st, factor, mode + " " + kind + " node 4");
@@ -341,7 +341,7 @@ TEST_CASE("drill: a replica SIGSTOPped across a whole change converges after SIG
     REQUIRE(add.exit_code == 0);
   }
   const ChangeReport st = WaitDone(d);
-  CHECK(st.record.kind == "add");
+  CHECK(st.record.kind == ChangeKind::kAdd);
   const std::string watched_at = since_t0();
   REQUIRE(kill(pid, SIGCONT) == 0);
   cont.pid = 0;
@@ -477,7 +477,7 @@ TEST_CASE("drill: a dead node is removed by streaming from the surviving replica
     REQUIRE(begun);
   }
   const ChangeReport st = WaitDone(d);
-  CHECK(st.record.kind == "remove");
+  CHECK(st.record.kind == ChangeKind::kRemove);
   CHECK(st.record.node_id == 4);
   Verify(d, load);
 

@@ -99,7 +99,7 @@ TEST_CASE("reconciler: a destination drops leftovers before a new change is publ
   REQUIRE(joining.ok());
   rebalance::ChangeRecord rec;
   rec.change_id = 99;
-  rec.kind = "add";
+  rec.kind = ChangeKind::kAdd;
   rec.node_id = 4;
   rec.state = rebalance::ChangeState::kStreaming;
   const ClusterMap e2 = WithEpoch(WithChange(*joining, rec), 2, 1);

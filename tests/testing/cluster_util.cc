@@ -46,7 +46,8 @@ std::unique_ptr<Admin> AdminFor(std::vector<std::string> seeds, uint64_t cluster
 
 std::string DescribeChange(const ChangeReport& r) {
   if (!r.has_change) return "no change";
-  std::string s = r.record.kind + " node " + std::to_string(r.record.node_id) + ": " +
+  std::string s = std::string(ChangeKindName(r.record.kind)) + " node " +
+                  std::to_string(r.record.node_id) + ": " +
                   std::string(ChangeStateName(r.record.state));
   if (!r.record.error.empty()) s += " (" + r.record.error + ")";
   return s;

@@ -69,7 +69,7 @@ TEST_CASE("upgrade v0.1.0: ring fixture, each node's store and map decode", "[up
     const shardkv::ChangeRecord* rec = map.change();
     REQUIRE(rec != nullptr);
     CHECK(rec->change_id == kRingChangeId);
-    CHECK(rec->kind == "add");
+    CHECK(rec->kind == ChangeKind::kAdd);
     CHECK(rec->node_id == 4);
     CHECK(rec->state == rebalance::ChangeState::kDone);
     CHECK(rec->error.empty());

@@ -172,7 +172,7 @@ void PrintRebalanceJson(JsonWriter& w, const Rebalance& r) {
   }
   w.Begin()
       .Field("change_id", std::to_string(r->record.change_id))
-      .Field("kind", r->record.kind)
+      .Field("kind", ChangeKindName(r->record.kind))
       .Field("node_id", r->record.node_id)
       .Field("state", StateName(*r))
       .Field("moved_copies", MovedCopies(*r))

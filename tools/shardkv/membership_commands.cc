@@ -185,8 +185,8 @@ int PlanAndBegin(const GlobalOptions& g, const ChangeFlags& f, const ChangeJob& 
     auto effect = AwaitEffect(
         &client, c.askees,
         [&](const ChangeReport& r) {
-          return r.has_change && r.record.change_id != last_change && r.record.kind == c.kind &&
-                 r.record.node_id == c.node_id;
+          return r.has_change && r.record.change_id != last_change &&
+                 ChangeKindName(r.record.kind) == c.kind && r.record.node_id == c.node_id;
         },
         std::chrono::seconds(2), ProbeTimeout(g));
     if (effect) {

@@ -77,7 +77,7 @@ void PrintMatrix(std::FILE* out, const ChangeReport& plan) {
 void PrintPlanTable(std::FILE* out, const ChangeReport& plan, const PlanContext& ctx) {
   const ChangeRecord& r = plan.record;
   std::string what = DescribeChange(r);
-  if (r.kind == "add") {
+  if (r.kind == ChangeKind::kAdd) {
     char weight[32];
     std::snprintf(weight, sizeof(weight), "%g", ctx.weight);
     what += " (" + ctx.address + ", weight " + weight + ")";
@@ -111,9 +111,9 @@ void PrintPlanTable(std::FILE* out, const ChangeReport& plan, const PlanContext&
 
 std::string PlanJson(const ChangeReport& plan, const PlanContext& ctx, const ChangeReport* begun) {
   const ChangeRecord& r = plan.record;
-  const bool add = r.kind == "add";
+  const bool add = r.kind == ChangeKind::kAdd;
   JsonWriter w;
-  w.Begin().Field("kind", r.kind).Field("node_id", r.node_id);
+  w.Begin().Field("kind", ChangeKindName(r.kind)).Field("node_id", r.node_id);
   w.Key("address");
   add ? w.Value(ctx.address) : w.Raw("null");
   w.Key("weight");
@@ -181,7 +181,7 @@ std::string StatusJson(const ChangeReport& rep, int64_t client_errors) {
   }
   const ChangeRecord& r = rep.record;
   w.Field("change_id", std::to_string(r.change_id))
-      .Field("kind", r.kind)
+      .Field("kind", ChangeKindName(r.kind))
       .Field("node_id", r.node_id)
       .Field("planned_copies", r.planned_copies)
       .Field("moved_copies", rep.copies_done)

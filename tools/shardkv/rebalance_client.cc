@@ -131,9 +131,10 @@ void RecordNodeCount(const std::string& dir) {
 std::optional<std::string> RetireRemovedNode(const GlobalOptions& g, const std::string& dir,
                                              const ChangeReport& report) {
   // A node that left (remove done) or never joined (add cancelled) is no member any more.
-  const bool removed = report.record.kind == "remove" && report.record.state == ChangeState::kDone;
+  const bool removed =
+      report.record.kind == ChangeKind::kRemove && report.record.state == ChangeState::kDone;
   const bool not_added =
-      report.record.kind == "add" && report.record.state == ChangeState::kCancelled;
+      report.record.kind == ChangeKind::kAdd && report.record.state == ChangeState::kCancelled;
   if (!g.cluster.empty() || !report.has_change || (!removed && !not_added)) return std::nullopt;
   const uint32_t id = report.record.node_id;
   const std::string node_dir = NodeDir(dir, id);
@@ -220,7 +221,7 @@ std::string HumanSeconds(double s) {
 }
 
 std::string DescribeChange(const ChangeRecord& r) {
-  return r.kind + " node " + std::to_string(r.node_id);
+  return std::string(ChangeKindName(r.kind)) + " node " + std::to_string(r.node_id);
 }
 
 std::string StateName(const ChangeReport& r) {
