@@ -1,8 +1,8 @@
-#include "clustermap/change_record.h"
-
 #include <array>
 #include <cstdlib>
 #include <map>
+
+#include "shardkv/change.h"
 
 namespace shardkv {
 namespace {

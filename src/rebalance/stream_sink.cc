@@ -9,11 +9,11 @@
 #include <cstdlib>
 #include <sstream>
 
-#include "clustermap/change_record.h"
 #include "clustermap/cluster_map_builder.h"
 #include "common/hlc.h"
 #include "rebalance/plan.h"
 #include "rebalance/stream_source.h"
+#include "shardkv/change.h"
 #include "shardkv/hash.h"
 
 namespace shardkv::rebalance {
@@ -99,8 +99,8 @@ struct StreamSink::Checkpoint {
   }
 };
 
-StreamSink::StreamSink(StreamSinkOptions options, Storage* storage, MapStore* maps, PeerPool* peers,
-                       StreamSource* local_source)
+StreamSink::StreamSink(StreamSinkOptions options, storage::Storage* storage,
+                       cluster::MapStore* maps, net::PeerPool* peers, StreamSource* local_source)
     : options_(options),
       storage_(storage),
       maps_(maps),
@@ -119,7 +119,7 @@ void StreamSink::Start() {
 
 void StreamSink::Stop() {
   {
-    MutexLock lock(&mu_);
+    common::MutexLock lock(&mu_);
     stopping_ = true;
   }
   wake_.notify_all();
@@ -128,7 +128,7 @@ void StreamSink::Stop() {
 }
 
 uint64_t StreamSink::resumed_tasks() const {
-  MutexLock lock(&mu_);
+  common::MutexLock lock(&mu_);
   return resumed_tasks_;
 }
 
@@ -141,7 +141,7 @@ void StreamSink::Worker(bool scans) {
   for (;;) {
     std::function<void()> job;
     {
-      MutexLock lock(&mu_);
+      common::MutexLock lock(&mu_);
       auto& queue = scans ? scan_queue_ : queue_;
       while (!stopping_ && queue.empty()) lock.Wait(wake_);
       if (stopping_) return;
@@ -153,7 +153,7 @@ void StreamSink::Worker(bool scans) {
 }
 
 void StreamSink::Enqueue(bool scan, std::function<net::ResponseBody()> job, Done done) {
-  MutexLock lock(&mu_);
+  common::MutexLock lock(&mu_);
   if (stopping_) {
     lock.Unlock();
     return done(Error(Status::Unavailable("node is shutting down")));
@@ -221,7 +221,7 @@ net::ResponseBody StreamSink::Run(const net::StreamRangeRequest& r) {
     return Error(Status::FailedPrecondition("no change is pending at node " +
                                             std::to_string(options_.self_id)));
   }
-  auto record = RecordOf(*map);
+  auto record = clustermap::RecordOf(*map);
   if (!record.ok() || record->change_id != r.change_id) {
     return Error(Status::FailedPrecondition("change " + std::to_string(r.change_id) +
                                             " is not the pending change at node " +
@@ -234,13 +234,13 @@ net::ResponseBody StreamSink::Run(const net::StreamRangeRequest& r) {
   if (ranges.empty()) ranges.push_back({r.first, r.last});
   const std::string key = Checkpoint::Key(r.change_id, r.task_id);
   Checkpoint ck;
-  auto stored = storage_->GetAux(AuxColumn::kMeta, key);
+  auto stored = storage_->GetAux(storage::AuxColumn::kMeta, key);
   if (stored.ok()) ck = Checkpoint::Decode(*stored);
   // The checkpoint was there when this call started (the driver decides whether that means the
   // task continued after a restart or takeover).
   const bool resumed = ck.found;
   {
-    MutexLock lock(&mu_);
+    common::MutexLock lock(&mu_);
     if (seen_.insert({r.change_id, r.task_id}).second && ck.found && !ck.done) ++resumed_tasks_;
   }
   auto progress = [&](const Checkpoint& c) {
@@ -286,7 +286,7 @@ net::ResponseBody StreamSink::Run(const net::StreamRangeRequest& r) {
     StatusOr<net::StreamScanResponse> batch = Status::Unavailable("recently unreachable");
     bool skip = false;
     if (ck.phase == 0) {
-      MutexLock lock(&mu_);
+      common::MutexLock lock(&mu_);
       auto it = failed_sources_.find(source);
       skip = it != failed_sources_.end() &&
              std::chrono::steady_clock::now() - it->second < std::chrono::seconds(10);
@@ -299,7 +299,7 @@ net::ResponseBody StreamSink::Run(const net::StreamRangeRequest& r) {
     if (!skip) batch = Pull(source, address, stream_id, window, ck.cursor);
     if (!batch.ok() && !skip && ck.phase == 0 &&
         batch.status().code() != Status::Code::kStaleEpoch) {
-      MutexLock lock(&mu_);
+      common::MutexLock lock(&mu_);
       failed_sources_[source] = std::chrono::steady_clock::now();
     }
     if (!batch.ok()) {
@@ -325,15 +325,15 @@ net::ResponseBody StreamSink::Run(const net::StreamRangeRequest& r) {
       continue;
     }
     entries_pulled_ += batch->entries.size();
-    std::vector<RangeEntry> entries;
+    std::vector<storage::RangeEntry> entries;
     entries.reserve(batch->entries.size());
     uint64_t batch_bytes = 0, live = 0, tomb = 0, during = 0;
     for (net::StreamEntry& e : batch->entries) {
       batch_bytes += e.key.size() + e.value.size();
       (e.tombstone ? tomb : live) += 1;
-      if (!e.tombstone && HlcClock::PhysicalMs(e.ts) >= record->started_ms) ++during;
-      entries.push_back(
-          {e.token, std::move(e.key), Envelope{e.ts, e.node_id, e.tombstone, std::move(e.value)}});
+      if (!e.tombstone && common::HlcClock::PhysicalMs(e.ts) >= record->started_ms) ++during;
+      entries.push_back({e.token, std::move(e.key),
+                         storage::Envelope{e.ts, e.node_id, e.tombstone, std::move(e.value)}});
     }
     auto applied = storage_->ApplyBatch(entries);
     if (!applied.ok()) return Error(applied.status().WithContext("applying a stream batch"));
@@ -364,7 +364,7 @@ net::ResponseBody StreamSink::Run(const net::StreamRangeRequest& r) {
     }
     // Not fsynced: the WAL still has it for a process crash, and a checkpoint lost to a power
     // failure only means re-applying a batch (LWW makes that a no-op).
-    Status s = storage_->PutAux(AuxColumn::kMeta, key, ck.Encode(), /*sync=*/false);
+    Status s = storage_->PutAux(storage::AuxColumn::kMeta, key, ck.Encode(), /*sync=*/false);
     if (!s.ok()) return Error(s.WithContext("checkpointing a stream"));
     limiter_.Take(batch_bytes, std::chrono::steady_clock::now());
     if (std::chrono::steady_clock::now() >= deadline) break;
@@ -401,10 +401,10 @@ StatusOr<uint64_t> StreamSink::Rebuild(const ClusterMap& map) {
           failed = batch.status();
           break;
         }
-        std::vector<RangeEntry> entries;
+        std::vector<storage::RangeEntry> entries;
         for (net::StreamEntry& e : batch->entries) {
           entries.push_back({e.token, std::move(e.key),
-                             Envelope{e.ts, e.node_id, e.tombstone, std::move(e.value)}});
+                             storage::Envelope{e.ts, e.node_id, e.tombstone, std::move(e.value)}});
         }
         auto applied = storage_->ApplyBatch(entries);
         if (!applied.ok()) return applied.status().WithContext("rebuild");
