@@ -74,7 +74,7 @@ struct Report {
 
 // Without the surrounding quotes: the printf formats below supply them.
 std::string JsonEscape(std::string_view s) {
-  const std::string quoted = shardkv::JsonQuote(s);
+  const std::string quoted = shardkv::lab::JsonQuote(s);
   return quoted.substr(1, quoted.size() - 2);
 }
 

@@ -42,6 +42,10 @@ namespace shardkv {
 
 class HashRing;
 class ShardMap;
+namespace clustermap {
+class ClusterMapBuilder;
+struct ClusterMapCodec;
+}  // namespace clustermap
 
 enum class PlacementMode : uint8_t { kRing, kJump };
 enum class NodeState : uint8_t { kUp, kJoining, kLeaving, kDown };
@@ -146,7 +150,7 @@ class ClusterMap {
   // The mutators: a cluster's map changes only by the commit protocol, so they are internal.
   // src/clustermap/cluster_map_builder.h gives the node, the rebalancer and the tests free
   // functions over them; an application reads maps and never builds a successor.
-  friend class ClusterMapBuilder;
+  friend class clustermap::ClusterMapBuilder;
   // A copy with a new epoch and claimant (the content otherwise unchanged).
   ClusterMap WithEpoch(uint64_t epoch, uint32_t claimant) const;
   // A copy whose node `id` has `state` (and, if non-empty, `address`). NotFound if absent.
@@ -172,7 +176,7 @@ class ClusterMap {
   struct Rep;
   explicit ClusterMap(std::shared_ptr<const Rep> rep) : rep_(std::move(rep)) {}
   static StatusOr<ClusterMap> Build(std::shared_ptr<Rep> rep);
-  friend struct ClusterMapCodec;
+  friend struct clustermap::ClusterMapCodec;
 
   std::shared_ptr<const Rep> rep_;
 };

@@ -3,7 +3,9 @@
 namespace shardkv::admin {
 
 AdminTransport::AdminTransport(uint64_t cluster_id, std::string origin)
-    : pool_(std::make_unique<PeerPool>(1)), cluster_id_(cluster_id), origin_(std::move(origin)) {}
+    : pool_(std::make_unique<net::PeerPool>(1)),
+      cluster_id_(cluster_id),
+      origin_(std::move(origin)) {}
 
 void AdminTransport::Adopt(uint64_t id, const std::string& origin) {
   if (cluster_id_ != 0 || id == 0) return;

@@ -45,7 +45,7 @@ class AdminTransport {
   std::string NoNode() const;
 
  private:
-  std::unique_ptr<PeerPool> pool_;
+  std::unique_ptr<net::PeerPool> pool_;
   uint64_t cluster_id_ = 0;
   std::string origin_;
 };

@@ -66,7 +66,7 @@ Client::Core::Core(ClientOptions options)
 bool Client::Core::AcceptCluster(const std::string& address, uint64_t id) {
   uint64_t expected = 0;
   if (cluster_id_.compare_exchange_strong(expected, id)) {
-    MutexLock lock(&mu_);
+    common::MutexLock lock(&mu_);
     adopted_from_ = address;
     return true;
   }
@@ -76,7 +76,7 @@ bool Client::Core::AcceptCluster(const std::string& address, uint64_t id) {
 Status Client::Core::WrongCluster(const std::string& address, uint64_t theirs) const {
   std::string source = options_.cluster_id_source;
   if (source.empty()) {
-    MutexLock lock(&mu_);
+    common::MutexLock lock(&mu_);
     if (!adopted_from_.empty())
       source = "the cluster this client first reached at " + adopted_from_;
   }
@@ -90,7 +90,7 @@ Client::Core::~Core() { Close(); }
 void Client::Core::Close() {
   std::map<std::string, std::unique_ptr<net::RpcClient>> rpcs;
   {
-    MutexLock lock(&mu_);
+    common::MutexLock lock(&mu_);
     if (closed_) return;
     closed_ = true;
     rpcs.swap(rpcs_);
@@ -115,7 +115,7 @@ net::Consistency Client::Core::WireConsistency(Consistency c) const {
 }
 
 net::RpcClient* Client::Core::Rpc(const std::string& address) {
-  MutexLock lock(&mu_);
+  common::MutexLock lock(&mu_);
   if (closed_) return nullptr;
   auto it = rpcs_.find(address);
   if (it == rpcs_.end()) {
@@ -128,12 +128,12 @@ net::RpcClient* Client::Core::Rpc(const std::string& address) {
 }
 
 std::shared_ptr<const ClusterMap> Client::Core::map() const {
-  MutexLock lock(&mu_);
+  common::MutexLock lock(&mu_);
   return map_;
 }
 
 bool Client::Core::Suspect(const std::string& address) {
-  MutexLock lock(&mu_);
+  common::MutexLock lock(&mu_);
   auto it = suspect_until_.find(address);
   if (it == suspect_until_.end()) return false;
   if (Clock::now() < it->second) return true;
@@ -142,7 +142,7 @@ bool Client::Core::Suspect(const std::string& address) {
 }
 
 void Client::Core::MarkSuspect(const std::string& address) {
-  MutexLock lock(&mu_);
+  common::MutexLock lock(&mu_);
   suspect_until_[address] = Clock::now() + std::chrono::seconds(2);
 }
 
@@ -156,7 +156,7 @@ void Client::Core::OfferMap(const std::string& encoded) {
   auto decoded = ClusterMap::Decode(encoded);
   if (!decoded.ok()) return;  // a bad map in a reply is ignored; the reply itself still counts
   if (decoded->cluster_id() != cluster_id()) return;  // never another cluster's map
-  MutexLock lock(&mu_);
+  common::MutexLock lock(&mu_);
   if (!map_ || (decoded->cluster_id() == map_->cluster_id() && decoded->epoch() > map_->epoch())) {
     map_ = std::make_shared<const ClusterMap>(std::move(decoded).value());
   }
@@ -209,7 +209,7 @@ Status Client::Core::RefreshMap() {
           continue;
         }
         if (decoded.ok()) {
-          MutexLock lock(&mu_);
+          common::MutexLock lock(&mu_);
           if (!map_ || decoded->epoch() >= map_->epoch()) {
             map_ = std::make_shared<const ClusterMap>(std::move(decoded).value());
           }
@@ -222,7 +222,7 @@ Status Client::Core::RefreshMap() {
     errors += s.message();
   }
   if (lone && AcceptCluster(lone->first, lone->second.cluster_id())) {
-    MutexLock lock(&mu_);
+    common::MutexLock lock(&mu_);
     if (!map_) map_ = std::make_shared<const ClusterMap>(std::move(lone->second));
     return Status::OK();
   }

@@ -71,7 +71,7 @@ class Client::Core : public std::enable_shared_from_this<Client::Core> {
   const ClientOptions options_;
   std::shared_ptr<net::IoContext> io_;
 
-  mutable Mutex mu_;
+  mutable common::Mutex mu_;
   std::shared_ptr<const ClusterMap> map_ GUARDED_BY(mu_);
   std::map<std::string, std::unique_ptr<net::RpcClient>> rpcs_ GUARDED_BY(mu_);
   // Nodes that just failed to answer are tried last for a short while, so one dead or paused

@@ -4,10 +4,12 @@
 
 #include <algorithm>
 
-namespace shardkv {
+namespace shardkv::cluster {
 namespace {
 
-bool Newer(const Envelope& a, const Envelope& b) { return a.version() > b.version(); }
+bool Newer(const storage::Envelope& a, const storage::Envelope& b) {
+  return a.version() > b.version();
+}
 
 std::string Describe(const ClusterNode& node, const Status& s) {
   return "node " + std::to_string(node.id) + " (" + s.message() + ")";
@@ -22,7 +24,7 @@ struct Coordinator::WriteOp {
   std::shared_ptr<const ClusterMap> map;
   uint64_t token = 0;
   std::string key;
-  Envelope envelope;
+  storage::Envelope envelope;
   net::Consistency consistency = net::Consistency::kDefault;
   std::vector<uint32_t> old_set;
   std::vector<uint32_t> new_set;
@@ -32,7 +34,7 @@ struct Coordinator::WriteOp {
   int redrives = 0;
   WriteDone done;
 
-  Mutex mu;
+  common::Mutex mu;
   size_t acks_old GUARDED_BY(mu) = 0;
   size_t acks_new GUARDED_BY(mu) = 0;
   size_t replies GUARDED_BY(mu) = 0;
@@ -51,14 +53,14 @@ struct Coordinator::ReadOp {
   int redrives = 0;
   ReadDone done;
 
-  Mutex mu;
+  common::Mutex mu;
   size_t replies GUARDED_BY(mu) = 0;
   size_t answers GUARDED_BY(mu) = 0;  // replies that carried a result
   bool answered GUARDED_BY(mu) = false;
   bool stale GUARDED_BY(mu) = false;
   std::string failures GUARDED_BY(mu);
-  std::optional<Envelope> newest GUARDED_BY(mu);
-  std::vector<std::pair<ClusterNode, std::optional<Envelope>>> results GUARDED_BY(mu);
+  std::optional<storage::Envelope> newest GUARDED_BY(mu);
+  std::vector<std::pair<ClusterNode, std::optional<storage::Envelope>>> results GUARDED_BY(mu);
 };
 
 namespace {
@@ -68,8 +70,8 @@ bool In(const std::vector<uint32_t>& v, uint32_t id) {
 }
 }  // namespace
 
-Coordinator::Coordinator(CoordinatorOptions options, Storage* storage, MapStore* maps,
-                         PeerPool* peers, HintStore* hints)
+Coordinator::Coordinator(CoordinatorOptions options, storage::Storage* storage, MapStore* maps,
+                         net::PeerPool* peers, HintStore* hints)
     : options_(options), storage_(storage), maps_(maps), peers_(peers), hints_(hints) {}
 
 uint32_t Coordinator::Required(const ClusterMap& map, net::Consistency c, bool write,
@@ -92,12 +94,12 @@ std::shared_ptr<const ClusterMap> Coordinator::NewerMap(const ClusterMap& than) 
 }
 
 void Coordinator::BeginOp(uint64_t epoch) {
-  MutexLock lock(&mu_);
+  common::MutexLock lock(&mu_);
   ++in_flight_by_epoch_[epoch];
 }
 
 void Coordinator::EndOp(uint64_t epoch) {
-  MutexLock lock(&mu_);
+  common::MutexLock lock(&mu_);
   auto it = in_flight_by_epoch_.find(epoch);
   if (it != in_flight_by_epoch_.end() && --it->second == 0) in_flight_by_epoch_.erase(it);
   drained_.notify_all();
@@ -105,7 +107,7 @@ void Coordinator::EndOp(uint64_t epoch) {
 
 bool Coordinator::WaitForOlderEpochs(uint64_t epoch,
                                      std::chrono::steady_clock::time_point deadline) {
-  MutexLock lock(&mu_);
+  common::MutexLock lock(&mu_);
   auto drained = [&]() REQUIRES(mu_) {
     return in_flight_by_epoch_.empty() || in_flight_by_epoch_.begin()->first >= epoch;
   };
@@ -116,7 +118,7 @@ bool Coordinator::WaitForOlderEpochs(uint64_t epoch,
 }
 
 CoordinatorStats Coordinator::stats() const {
-  MutexLock lock(&mu_);
+  common::MutexLock lock(&mu_);
   return stats_;
 }
 
@@ -129,14 +131,14 @@ void Coordinator::NoteReply(const net::Response& reply) {
 }
 
 void Coordinator::SendReplicaWrite(const ClusterNode& node, uint64_t epoch, uint64_t token,
-                                   const std::string& key, const Envelope& envelope,
+                                   const std::string& key, const storage::Envelope& envelope,
                                    std::function<void(Status)> done) {
   SendReplicaWriteAt(node, epoch, token, key, envelope,
                      [done = std::move(done)](Status s, uint64_t) { done(std::move(s)); });
 }
 
 void Coordinator::SendReplicaWriteAt(const ClusterNode& node, uint64_t epoch, uint64_t token,
-                                     const std::string& key, const Envelope& envelope,
+                                     const std::string& key, const storage::Envelope& envelope,
                                      std::function<void(Status, uint64_t)> done) {
   net::Request req;
   auto current = maps_->Current();
@@ -150,7 +152,7 @@ void Coordinator::SendReplicaWriteAt(const ClusterNode& node, uint64_t epoch, ui
                  if (!reply.ok()) return done(reply.status(), 0);
                  self->NoteReply(*reply);
                  if (reply->status().code() == Status::Code::kStaleEpoch) {
-                   MutexLock lock(&self->mu_);
+                   common::MutexLock lock(&self->mu_);
                    ++self->stats_.stale_epoch_replies;
                  }
                  done(reply->status(), reply->epoch);
@@ -163,7 +165,7 @@ void Coordinator::Write(std::shared_ptr<const ClusterMap> map, uint64_t token, s
   auto ts = storage_->clock().Now();
   if (!ts.ok()) return done(ts.status());
   auto op = std::make_shared<WriteOp>();
-  op->envelope = Envelope{*ts, options_.self_id, !value.has_value(), value.value_or("")};
+  op->envelope = storage::Envelope{*ts, options_.self_id, !value.has_value(), value.value_or("")};
   op->token = token;
   op->key = std::move(key);
   op->consistency = consistency;
@@ -205,7 +207,7 @@ void Coordinator::FinishReplicaWrite(const std::shared_ptr<WriteOp>& op, const C
   bool last = false;
   const bool fenced = result.code() == Status::Code::kStaleEpoch;
   {
-    MutexLock lock(&op->mu);
+    common::MutexLock lock(&op->mu);
     ++op->replies;
     if (result.ok() && reply_epoch <= op->map->epoch()) {
       if (In(op->old_set, node.id)) ++op->acks_old;
@@ -241,12 +243,12 @@ void Coordinator::FinishReplicaWrite(const std::shared_ptr<WriteOp>& op, const C
   if (!result.ok() && !fenced && node.id != options_.self_id) {
     // The replica missed this write: keep it for hinted handoff (repair only, never an ack).
     Status s = hints_->Add(node.id, op->token, op->key, op->envelope);
-    MutexLock lock(&mu_);
+    common::MutexLock lock(&mu_);
     if (s.ok()) ++stats_.hints_written;
   }
   if (answer) {
     if (!answer->ok()) {
-      MutexLock lock(&mu_);
+      common::MutexLock lock(&mu_);
       ++stats_.quorum_failures;
     }
     op->done(std::move(*answer));
@@ -254,7 +256,7 @@ void Coordinator::FinishReplicaWrite(const std::shared_ptr<WriteOp>& op, const C
   if (last) EndOp(op->map->epoch());
   if (redrive) {
     {
-      MutexLock lock(&mu_);
+      common::MutexLock lock(&mu_);
       ++stats_.redriven;
     }
     auto again = std::make_shared<WriteOp>();
@@ -292,9 +294,10 @@ void Coordinator::StartRead(const std::shared_ptr<ReadOp>& op) {
       auto local = storage_->GetEnvelope(op->token, op->key);
       const uint64_t epoch = op->map->epoch();
       if (local.ok()) {
-        FinishReplicaRead(op, node, std::optional<Envelope>(std::move(local).value()), epoch);
+        FinishReplicaRead(op, node, std::optional<storage::Envelope>(std::move(local).value()),
+                          epoch);
       } else if (local.status().IsNotFound()) {
-        FinishReplicaRead(op, node, std::optional<Envelope>(), epoch);
+        FinishReplicaRead(op, node, std::optional<storage::Envelope>(), epoch);
       } else {
         FinishReplicaRead(op, node, local.status(), epoch);
       }
@@ -317,9 +320,9 @@ void Coordinator::StartRead(const std::shared_ptr<ReadOp>& op) {
                      return self->FinishReplicaRead(
                          op, node, Status::Corruption("unexpected reply to a replica read"), epoch);
                    }
-                   std::optional<Envelope> env;
+                   std::optional<storage::Envelope> env;
                    if (body->found) {
-                     env = Envelope{body->ts, body->node_id, body->tombstone, body->value};
+                     env = storage::Envelope{body->ts, body->node_id, body->tombstone, body->value};
                    }
                    self->FinishReplicaRead(op, node, std::move(env), epoch);
                  });
@@ -327,18 +330,18 @@ void Coordinator::StartRead(const std::shared_ptr<ReadOp>& op) {
 }
 
 void Coordinator::FinishReplicaRead(const std::shared_ptr<ReadOp>& op, const ClusterNode& node,
-                                    StatusOr<std::optional<Envelope>> result,
+                                    StatusOr<std::optional<storage::Envelope>> result,
                                     uint64_t reply_epoch) {
-  std::optional<StatusOr<Envelope>> answer;
+  std::optional<StatusOr<storage::Envelope>> answer;
   std::shared_ptr<const ClusterMap> redrive;
   bool last = false;
   const bool fenced = result.status().code() == Status::Code::kStaleEpoch;
   {
-    MutexLock lock(&op->mu);
+    common::MutexLock lock(&op->mu);
     ++op->replies;
     if (result.ok() && reply_epoch <= op->map->epoch()) {
       ++op->answers;
-      const std::optional<Envelope>& env = *result;
+      const std::optional<storage::Envelope>& env = *result;
       if (env && (!op->newest || Newer(*env, *op->newest))) op->newest = env;
       op->results.push_back({node, *result});
     } else if (result.ok() || fenced) {
@@ -368,7 +371,7 @@ void Coordinator::FinishReplicaRead(const std::shared_ptr<ReadOp>& op, const Clu
   }
   if (answer) {
     if (!answer->ok() && !answer->status().IsNotFound()) {
-      MutexLock lock(&mu_);
+      common::MutexLock lock(&mu_);
       ++stats_.quorum_failures;
     }
     op->done(std::move(*answer));
@@ -379,7 +382,7 @@ void Coordinator::FinishReplicaRead(const std::shared_ptr<ReadOp>& op, const Clu
   }
   if (redrive) {
     {
-      MutexLock lock(&mu_);
+      common::MutexLock lock(&mu_);
       ++stats_.redriven;
     }
     auto again = std::make_shared<ReadOp>();
@@ -395,12 +398,12 @@ void Coordinator::FinishReplicaRead(const std::shared_ptr<ReadOp>& op, const Clu
 
 void Coordinator::RepairStale(const std::shared_ptr<ReadOp>& op) {
   // Runs once every replica has answered, so all results are in and no lock is contended.
-  MutexLock lock(&op->mu);
+  common::MutexLock lock(&op->mu);
   if (!op->newest) return;
   for (const auto& [node, env] : op->results) {
     if (env && !Newer(*op->newest, *env)) continue;
     {
-      MutexLock stats_lock(&mu_);
+      common::MutexLock stats_lock(&mu_);
       ++stats_.read_repairs;
     }
     if (node.id == options_.self_id) {
@@ -412,4 +415,4 @@ void Coordinator::RepairStale(const std::shared_ptr<ReadOp>& op) {
   }
 }
 
-}  // namespace shardkv
+}  // namespace shardkv::cluster

@@ -36,7 +36,7 @@
 #include "net/peer_pool.h"
 #include "storage/storage.h"
 
-namespace shardkv {
+namespace shardkv::cluster {
 
 struct CoordinatorOptions {
   uint32_t self_id = 0;
@@ -55,11 +55,11 @@ class Coordinator : public std::enable_shared_from_this<Coordinator> {
  public:
   using WriteDone = std::function<void(StatusOr<uint64_t>)>;  // the write's timestamp
   // The newest envelope (tombstones included), or NotFound if no replica has the key.
-  using ReadDone = std::function<void(StatusOr<Envelope>)>;
+  using ReadDone = std::function<void(StatusOr<storage::Envelope>)>;
 
   // REQUIRES: the pointers outlive the coordinator and every callback it runs.
-  Coordinator(CoordinatorOptions options, Storage* storage, MapStore* maps, PeerPool* peers,
-              HintStore* hints);
+  Coordinator(CoordinatorOptions options, storage::Storage* storage, MapStore* maps,
+              net::PeerPool* peers, HintStore* hints);
 
   // `value` absent means delete (a tombstone).
   void Write(std::shared_ptr<const ClusterMap> map, uint64_t token, std::string key,
@@ -75,7 +75,7 @@ class Coordinator : public std::enable_shared_from_this<Coordinator> {
 
   // Sends one replica write to `node` (used by hint replay and read repair too).
   void SendReplicaWrite(const ClusterNode& node, uint64_t epoch, uint64_t token,
-                        const std::string& key, const Envelope& envelope,
+                        const std::string& key, const storage::Envelope& envelope,
                         std::function<void(Status)> done);
 
  private:
@@ -90,27 +90,27 @@ class Coordinator : public std::enable_shared_from_this<Coordinator> {
   void StartRead(const std::shared_ptr<ReadOp>& op);
   // A replica's reply to a write, with the epoch the replica answered at (0 if unknown).
   void SendReplicaWriteAt(const ClusterNode& node, uint64_t epoch, uint64_t token,
-                          const std::string& key, const Envelope& envelope,
+                          const std::string& key, const storage::Envelope& envelope,
                           std::function<void(Status, uint64_t)> done);
   void FinishReplicaWrite(const std::shared_ptr<WriteOp>& op, const ClusterNode& node,
                           Status result, uint64_t reply_epoch);
   void FinishReplicaRead(const std::shared_ptr<ReadOp>& op, const ClusterNode& node,
-                         StatusOr<std::optional<Envelope>> result, uint64_t reply_epoch);
+                         StatusOr<std::optional<storage::Envelope>> result, uint64_t reply_epoch);
   // A newer map than the op's, if this node has one now (after a reply carried it).
   std::shared_ptr<const ClusterMap> NewerMap(const ClusterMap& than) const;
   void RepairStale(const std::shared_ptr<ReadOp>& op);
   void NoteReply(const net::Response& reply);
 
   const CoordinatorOptions options_;
-  Storage* storage_;
+  storage::Storage* storage_;
   MapStore* maps_;
-  PeerPool* peers_;
+  net::PeerPool* peers_;
   HintStore* hints_;
 
-  mutable Mutex mu_;
+  mutable common::Mutex mu_;
   std::condition_variable drained_;
   std::map<uint64_t, uint64_t> in_flight_by_epoch_ GUARDED_BY(mu_);
   CoordinatorStats stats_ GUARDED_BY(mu_);
 };
 
-}  // namespace shardkv
+}  // namespace shardkv::cluster

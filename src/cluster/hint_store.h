@@ -29,20 +29,21 @@
 #include "shardkv/status.h"
 #include "storage/storage.h"
 
-namespace shardkv {
+namespace shardkv::cluster {
 
 class HintStore {
  public:
   // Sends one hinted write to its target; OK means the target applied (or superseded) it.
-  using Sender = std::function<Status(uint64_t token, const std::string& key, const Envelope&)>;
+  using Sender =
+      std::function<Status(uint64_t token, const std::string& key, const storage::Envelope&)>;
 
   // REQUIRES: storage outlives the store. `now_ms` gives wall-clock ms (for the grace check).
-  HintStore(Storage* storage, uint64_t grace_ms, std::function<uint64_t()> now_ms);
+  HintStore(storage::Storage* storage, uint64_t grace_ms, std::function<uint64_t()> now_ms);
 
   // Counts what the hints CF holds (call once after open).
   [[nodiscard]] Status Load();
   [[nodiscard]] Status Add(uint32_t target, uint64_t token, std::string_view key,
-                           const Envelope& envelope);
+                           const storage::Envelope& envelope);
   // Replays up to `max` hints for `target` in order, deleting each one the sender accepts.
   // Stops at the first send error (the target is still unreachable). Returns hints delivered.
   StatusOr<size_t> Replay(uint32_t target, size_t max, const Sender& send);
@@ -57,7 +58,7 @@ class HintStore {
  private:
   void UpdateProtection() REQUIRES(mu_);
 
-  Storage* storage_;
+  storage::Storage* storage_;
   const uint64_t grace_ms_;
   std::function<uint64_t()> now_ms_;
   std::atomic<uint64_t> seq_{0};
@@ -65,10 +66,10 @@ class HintStore {
   std::atomic<uint64_t> replayed_{0};
   std::atomic<uint64_t> expired_{0};
 
-  mutable Mutex mu_;
+  mutable common::Mutex mu_;
   std::map<uint32_t, uint64_t> per_target_ GUARDED_BY(mu_);  // pending hints per target
   std::set<uint32_t> needs_repair_ GUARDED_BY(mu_);
   std::optional<uint64_t> protection_id_ GUARDED_BY(mu_);
 };
 
-}  // namespace shardkv
+}  // namespace shardkv::cluster

@@ -10,7 +10,7 @@
 
 #include "clustermap/cluster_map_builder.h"
 
-namespace shardkv {
+namespace shardkv::cluster {
 
 // ---- Commits -----------------------------------------------------------------------------
 
@@ -36,7 +36,7 @@ std::string Ids(const std::vector<uint32_t>& ids) {
 }  // namespace
 
 MapCommitter::MapCommitter(uint32_t self_id, std::chrono::milliseconds rpc_timeout, MapStore* maps,
-                           PeerPool* peers, Membership* membership)
+                           net::PeerPool* peers, Membership* membership)
     : self_id_(self_id),
       rpc_timeout_(rpc_timeout),
       maps_(maps),
@@ -45,14 +45,14 @@ MapCommitter::MapCommitter(uint32_t self_id, std::chrono::milliseconds rpc_timeo
 
 void MapCommitter::Stop() {
   {
-    MutexLock lock(&mu_);
+    common::MutexLock lock(&mu_);
     stopping_ = true;
   }
   wake_.notify_all();
 }
 
 Status MapCommitter::Commit(const std::function<StatusOr<ClusterMap>(const ClusterMap&)>& make) {
-  MutexLock commit_lock(&commit_mu_);
+  common::MutexLock commit_lock(&commit_mu_);
   for (int attempt = 0;; ++attempt) {
     auto current = maps_->Current();
     if (!current) return Status::Unavailable("node has no cluster map");
@@ -65,7 +65,7 @@ Status MapCommitter::Commit(const std::function<StatusOr<ClusterMap>(const Clust
       claimant = content->nodes().front().id;
       for (const ClusterNode& n : content->nodes()) claimant = std::min(claimant, n.id);
     }
-    const ClusterMap next = WithEpoch(*content, current->epoch() + 1, claimant);
+    const ClusterMap next = clustermap::WithEpoch(*content, current->epoch() + 1, claimant);
     bool stale = false;
     Status s = InstallEverywhere(*current, next, &stale);
     if (!stale || attempt >= 1) return s;
@@ -177,7 +177,7 @@ Status MapCommitter::InstallEverywhere(const ClusterMap& current, const ClusterM
       return Status::OK();
     }
     {
-      MutexLock lock(&mu_);
+      common::MutexLock lock(&mu_);
       const auto pause_end = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
       while (!stopping_) {
         if (!lock.WaitUntil(wake_, pause_end)) break;
@@ -194,4 +194,4 @@ Status MapCommitter::InstallEverywhere(const ClusterMap& current, const ClusterM
   return Status::OK();
 }
 
-}  // namespace shardkv
+}  // namespace shardkv::cluster

@@ -26,13 +26,13 @@
 #include "shardkv/cluster_map.h"
 #include "shardkv/status.h"
 
-namespace shardkv {
+namespace shardkv::cluster {
 
 class MapCommitter {
  public:
   // REQUIRES: the pointers outlive the object.
   MapCommitter(uint32_t self_id, std::chrono::milliseconds rpc_timeout, MapStore* maps,
-               PeerPool* peers, Membership* membership);
+               net::PeerPool* peers, Membership* membership);
 
   // Runs `make` on the current map and commits its result at the next epoch (see above).
   Status Commit(const std::function<StatusOr<ClusterMap>(const ClusterMap&)>& make);
@@ -49,14 +49,14 @@ class MapCommitter {
   const uint32_t self_id_;
   const std::chrono::milliseconds rpc_timeout_;
   MapStore* maps_;
-  PeerPool* peers_;
+  net::PeerPool* peers_;
   Membership* membership_;
 
-  Mutex commit_mu_;  // one commit at a time
-  Mutex mu_;
+  common::Mutex commit_mu_;  // one commit at a time
+  common::Mutex mu_;
   std::condition_variable wake_;
   bool stopping_ GUARDED_BY(mu_) = false;
   std::atomic<uint64_t> commits_{0};
 };
 
-}  // namespace shardkv
+}  // namespace shardkv::cluster

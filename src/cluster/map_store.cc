@@ -2,24 +2,24 @@
 
 #include "storage/storage.h"
 
-namespace shardkv {
+namespace shardkv::cluster {
 
 Status MapStore::Load() {
-  auto bytes = storage_->GetAux(AuxColumn::kMeta, kMetaKey);
+  auto bytes = storage_->GetAux(storage::AuxColumn::kMeta, kMetaKey);
   if (!bytes.ok()) return bytes.status();
   auto map = ClusterMap::Decode(*bytes);
   if (!map.ok()) return map.status();
-  MutexLock lock(&mu_);
+  common::MutexLock lock(&mu_);
   current_ = std::make_shared<const ClusterMap>(std::move(map).value());
   return Status::OK();
 }
 
 Status MapStore::Persist(const ClusterMap& map) {
-  return storage_->PutAux(AuxColumn::kMeta, kMetaKey, map.Encode());
+  return storage_->PutAux(storage::AuxColumn::kMeta, kMetaKey, map.Encode());
 }
 
 Status MapStore::Install(const ClusterMap& map) {
-  MutexLock lock(&mu_);
+  common::MutexLock lock(&mu_);
   if (current_) {
     if (map.cluster_id() != current_->cluster_id()) {
       return Status::FailedPrecondition("map of cluster " + std::to_string(map.cluster_id()) +
@@ -40,7 +40,7 @@ Status MapStore::Install(const ClusterMap& map) {
 }
 
 Status MapStore::Reset(const ClusterMap& map) {
-  MutexLock lock(&mu_);
+  common::MutexLock lock(&mu_);
   if (current_ && current_->ContentHash() == map.ContentHash()) return Status::OK();
   return PublishLocked(map);
 }
@@ -55,18 +55,18 @@ Status MapStore::PublishLocked(const ClusterMap& map) {
 }
 
 void MapStore::SetBeforePublish(BeforeHook hook) {
-  MutexLock lock(&mu_);
+  common::MutexLock lock(&mu_);
   before_ = std::move(hook);
 }
 
 void MapStore::AddAfterPublish(AfterHook hook) {
-  MutexLock lock(&mu_);
+  common::MutexLock lock(&mu_);
   after_.push_back(std::move(hook));
 }
 
 std::shared_ptr<const ClusterMap> MapStore::Current() const {
-  MutexLock lock(&mu_);
+  common::MutexLock lock(&mu_);
   return current_;
 }
 
-}  // namespace shardkv
+}  // namespace shardkv::cluster

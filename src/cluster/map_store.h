@@ -15,16 +15,18 @@
 #include "shardkv/cluster_map.h"
 #include "shardkv/status.h"
 
-namespace shardkv {
-
+namespace shardkv::storage {
 class Storage;
+}  // namespace shardkv::storage
+
+namespace shardkv::cluster {
 
 class MapStore {
  public:
   static constexpr std::string_view kMetaKey = "cluster/map";
 
   // REQUIRES: storage outlives the MapStore.
-  explicit MapStore(Storage* storage) : storage_(storage) {}
+  explicit MapStore(storage::Storage* storage) : storage_(storage) {}
 
   // Loads the persisted map. NotFound if the node has none yet.
   [[nodiscard]] Status Load();
@@ -51,11 +53,11 @@ class MapStore {
   Status Persist(const ClusterMap& map);
   Status PublishLocked(const ClusterMap& map) REQUIRES(mu_);
 
-  Storage* storage_;
-  mutable Mutex mu_;
+  storage::Storage* storage_;
+  mutable common::Mutex mu_;
   std::shared_ptr<const ClusterMap> current_ GUARDED_BY(mu_);
   BeforeHook before_ GUARDED_BY(mu_);
   std::vector<AfterHook> after_ GUARDED_BY(mu_);
 };
 
-}  // namespace shardkv
+}  // namespace shardkv::cluster

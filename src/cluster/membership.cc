@@ -2,14 +2,14 @@
 
 #include <spdlog/spdlog.h>
 
-namespace shardkv {
+namespace shardkv::cluster {
 namespace {
 
 net::ResponseBody Error(const Status& s) { return net::ErrorResponse{s.code(), s.message()}; }
 
 }  // namespace
 
-Membership::Membership(MembershipOptions options, MapStore* maps, PeerPool* peers,
+Membership::Membership(MembershipOptions options, MapStore* maps, net::PeerPool* peers,
                        std::shared_ptr<Coordinator> coordinator, HintStore* hints)
     : options_(options),
       maps_(maps),
@@ -35,7 +35,7 @@ void Membership::AwaitEpoch(uint64_t epoch, std::chrono::milliseconds timeout,
   auto map = maps_->Current();
   if (map && map->epoch() >= epoch) return done(true);
   {
-    MutexLock lock(&mu_);
+    common::MutexLock lock(&mu_);
     if (!stopping_) {
       waiters_.push_back({epoch, std::chrono::steady_clock::now() + timeout, std::move(done)});
       wake_.notify_all();
@@ -51,7 +51,7 @@ void Membership::WaiterLoop() {
     std::vector<std::pair<std::function<void(bool)>, bool>> ready;
     bool pull = false;
     {
-      MutexLock lock(&mu_);
+      common::MutexLock lock(&mu_);
       // Polls: installs come from several paths (admin, gossip, replies), so a short poll is
       // simpler than a notification from each.
       const auto poll_end =
@@ -81,7 +81,7 @@ void Membership::WaiterLoop() {
     }
     for (auto& [done, ok] : ready) done(ok);
     {
-      MutexLock lock(&mu_);
+      common::MutexLock lock(&mu_);
       if (stopping_ && waiters_.empty()) return;
     }
     if (pull) FetchNewestMap(options_.ping_timeout);
@@ -90,7 +90,7 @@ void Membership::WaiterLoop() {
 
 void Membership::Stop() {
   {
-    MutexLock lock(&mu_);
+    common::MutexLock lock(&mu_);
     stopping_ = true;
   }
   wake_.notify_all();
@@ -100,7 +100,7 @@ void Membership::Stop() {
   // Installs still queued are refused rather than dropped silently.
   std::deque<std::pair<net::InstallMapRequest, std::function<void(net::ResponseBody)>>> left;
   {
-    MutexLock lock(&mu_);
+    common::MutexLock lock(&mu_);
     left.swap(installs_);
   }
   for (auto& [req, done] : left) done(Error(Status::Unavailable("node is shutting down")));
@@ -108,7 +108,7 @@ void Membership::Stop() {
 
 bool Membership::IsAlive(uint32_t id) const {
   if (id == options_.self_id) return true;
-  MutexLock lock(&mu_);
+  common::MutexLock lock(&mu_);
   const auto now = std::chrono::steady_clock::now();
   auto it = last_seen_.find(id);
   if (it == last_seen_.end()) {
@@ -121,7 +121,7 @@ bool Membership::IsAlive(uint32_t id) const {
 void Membership::HandleInstall(net::InstallMapRequest request,
                                std::function<void(net::ResponseBody)> done) {
   {
-    MutexLock lock(&mu_);
+    common::MutexLock lock(&mu_);
     if (!stopping_) {
       installs_.emplace_back(std::move(request), std::move(done));
       wake_.notify_all();
@@ -136,7 +136,7 @@ void Membership::AdminLoop() {
   for (;;) {
     std::pair<net::InstallMapRequest, std::function<void(net::ResponseBody)>> item;
     {
-      MutexLock lock(&mu_);
+      common::MutexLock lock(&mu_);
       while (!stopping_ && installs_.empty()) lock.Wait(wake_);
       if (stopping_) return;
       item = std::move(installs_.front());
@@ -196,7 +196,7 @@ net::ResponseBody Membership::Install(const net::InstallMapRequest& request) {
 void Membership::GossipLoop() {
   for (;;) {
     {
-      MutexLock lock(&mu_);
+      common::MutexLock lock(&mu_);
       const auto interval_end = std::chrono::steady_clock::now() + options_.gossip_interval;
       while (!stopping_) {
         if (!lock.WaitUntil(wake_, interval_end)) break;
@@ -224,7 +224,7 @@ void Membership::GossipOnce() {
                  [this, id, address, my_epoch](StatusOr<net::Response> reply) {
                    if (!reply.ok() || !reply->ok()) return;
                    {
-                     MutexLock lock(&mu_);
+                     common::MutexLock lock(&mu_);
                      last_seen_[id] = std::chrono::steady_clock::now();
                    }
                    // The pong carries the newer map when ours is older (request epoch older).
@@ -268,7 +268,8 @@ void Membership::ReplayHints() {
     const ClusterNode copy = *node;
     const uint64_t epoch = map->epoch();
     auto sent = hints_->Replay(target, options_.hint_replay_per_tick,
-                               [&](uint64_t token, const std::string& key, const Envelope& env) {
+                               [&](uint64_t token, const std::string& key,
+                                   const storage::Envelope& env) {
                                  // Re-resolved against the current map: a target that no
                                  // longer holds the token gets nothing (the range moved with
                                  // its data; joint writes and streams covered the new owners).
@@ -283,4 +284,4 @@ void Membership::ReplayHints() {
   }
 }
 
-}  // namespace shardkv
+}  // namespace shardkv::cluster

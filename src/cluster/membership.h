@@ -32,7 +32,7 @@
 #include "net/messages.h"
 #include "net/peer_pool.h"
 
-namespace shardkv {
+namespace shardkv::cluster {
 
 struct MembershipOptions {
   uint32_t self_id = 0;
@@ -48,7 +48,7 @@ struct MembershipOptions {
 class Membership {
  public:
   // REQUIRES: the pointers outlive the object (Stop() first).
-  Membership(MembershipOptions options, MapStore* maps, PeerPool* peers,
+  Membership(MembershipOptions options, MapStore* maps, net::PeerPool* peers,
              std::shared_ptr<Coordinator> coordinator, HintStore* hints);
   ~Membership();
 
@@ -94,11 +94,11 @@ class Membership {
 
   const MembershipOptions options_;
   MapStore* maps_;
-  PeerPool* peers_;
+  net::PeerPool* peers_;
   std::shared_ptr<Coordinator> coordinator_;
   HintStore* hints_;
 
-  mutable Mutex mu_;
+  mutable common::Mutex mu_;
   std::condition_variable wake_;
   bool stopping_ GUARDED_BY(mu_) = false;
   std::map<uint32_t, std::chrono::steady_clock::time_point> last_seen_ GUARDED_BY(mu_);
@@ -114,4 +114,4 @@ class Membership {
   std::thread waiter_thread_;
 };
 
-}  // namespace shardkv
+}  // namespace shardkv::cluster

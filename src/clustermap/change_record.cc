@@ -1,6 +1,6 @@
 // Cap'n Proto encoding of the change record and report (change.capnp), and the names of the
 // change enums. Decode reads the v0.1.0 key=value text too (change_record_legacy.h).
-#include "clustermap/change_record.h"
+#include "shardkv/change.h"
 
 #include <capnp/message.h>
 #include <capnp/serialize.h>

@@ -37,7 +37,7 @@ std::vector<std::vector<uint32_t>> RowsAsIds(const ShardMap& sm) {
 // or created balanced when empty.
 template <typename Filter>
 Status BuildPlacement(const ClusterParams& p, const std::vector<ClusterNode>& nodes, Filter member,
-                      std::vector<std::vector<uint32_t>>* rows, PlacementView* out) {
+                      std::vector<std::vector<uint32_t>>* rows, clustermap::PlacementView* out) {
   std::vector<NodeSpec> specs;
   for (const ClusterNode& n : nodes) {
     if (!member(n)) continue;
@@ -89,7 +89,7 @@ bool SameSet(std::vector<uint32_t> a, std::vector<uint32_t> b) {
 
 }  // namespace
 
-std::vector<uint32_t> PlacementView::Replicas(uint64_t token) const {
+std::vector<uint32_t> clustermap::PlacementView::Replicas(uint64_t token) const {
   std::vector<uint32_t> out;
   if (ring) {
     std::vector<uint32_t> idx;
@@ -205,9 +205,9 @@ StatusOr<ClusterMap> ClusterMap::Create(uint64_t cluster_id, ClusterParams param
   return Build(std::move(rep));
 }
 
-std::string ClusterMap::Encode() const { return ClusterMapCodec::Encode(*rep_); }
+std::string ClusterMap::Encode() const { return clustermap::ClusterMapCodec::Encode(*rep_); }
 StatusOr<ClusterMap> ClusterMap::Decode(std::string_view bytes) {
-  return ClusterMapCodec::Decode(bytes);
+  return clustermap::ClusterMapCodec::Decode(bytes);
 }
 
 uint64_t ClusterMap::ContentHash() const { return hash::Xxh3(Encode()); }

@@ -10,7 +10,7 @@
 
 #include "shardkv/cluster_map.h"
 
-namespace shardkv {
+namespace shardkv::clustermap {
 
 class ClusterMapBuilder {
  public:
@@ -69,4 +69,4 @@ inline StatusOr<ChangeRecord> RecordOf(const ClusterMap* map) {
 }
 inline StatusOr<ChangeRecord> RecordOf(const ClusterMap& map) { return RecordOf(&map); }
 
-}  // namespace shardkv
+}  // namespace shardkv::clustermap

@@ -10,7 +10,7 @@
 #include "clustermap/cluster_map.capnp.h"
 #include "clustermap/cluster_map_rep.h"
 
-namespace shardkv {
+namespace shardkv::clustermap {
 
 namespace {
 
@@ -157,4 +157,4 @@ StatusOr<ClusterMap> ClusterMapCodec::Decode(std::string_view bytes) {
   return built;
 }
 
-}  // namespace shardkv
+}  // namespace shardkv::clustermap

@@ -11,7 +11,7 @@
 #include "shardkv/hash_ring.h"
 #include "shardkv/shard_map.h"
 
-namespace shardkv {
+namespace shardkv::clustermap {
 
 // One placement (current or pending) derived from the node list.
 struct PlacementView {
@@ -22,6 +22,10 @@ struct PlacementView {
 
   std::vector<uint32_t> Replicas(uint64_t token) const;
 };
+
+}  // namespace shardkv::clustermap
+
+namespace shardkv {
 
 struct ClusterMap::Rep {
   uint64_t cluster_id = 0;
@@ -36,9 +40,13 @@ struct ClusterMap::Rep {
   std::vector<std::vector<uint32_t>> pending_shard_rows;
   std::optional<ChangeRecord> change;
   // Derived at Build().
-  PlacementView current;
-  PlacementView pending;
+  clustermap::PlacementView current;
+  clustermap::PlacementView pending;
 };
+
+}  // namespace shardkv
+
+namespace shardkv::clustermap {
 
 // Encode/Decode live in cluster_map_codec.cc and need Rep and Build().
 struct ClusterMapCodec {
@@ -46,4 +54,4 @@ struct ClusterMapCodec {
   static StatusOr<ClusterMap> Decode(std::string_view bytes);
 };
 
-}  // namespace shardkv
+}  // namespace shardkv::clustermap

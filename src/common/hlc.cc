@@ -5,7 +5,7 @@
 #include <string>
 #include <utility>
 
-namespace shardkv {
+namespace shardkv::common {
 
 HlcClock::HlcClock(HlcOptions options) : options_(std::move(options)) {
   last_ = options_.initial_floor;
@@ -87,4 +87,4 @@ uint64_t HlcClock::CeilingWrites() const {
   return ceiling_writes_;
 }
 
-}  // namespace shardkv
+}  // namespace shardkv::common

@@ -32,7 +32,7 @@
 #include "common/mutex.h"
 #include "shardkv/status.h"
 
-namespace shardkv {
+namespace shardkv::common {
 
 struct HlcOptions {
   // Update() rejects remote timestamps more than this far ahead of the local wall clock.
@@ -105,4 +105,4 @@ class HlcClock {
   uint64_t ceiling_writes_ GUARDED_BY(mu_) = 0;
 };
 
-}  // namespace shardkv
+}  // namespace shardkv::common

@@ -37,7 +37,7 @@
 
 #include "common/thread_annotations.h"
 
-namespace shardkv {
+namespace shardkv::common {
 
 class CAPABILITY("mutex") Mutex {
  public:
@@ -92,4 +92,4 @@ class SCOPED_CAPABILITY MutexLock {
   std::unique_lock<std::mutex> lock_;
 };
 
-}  // namespace shardkv
+}  // namespace shardkv::common

@@ -1,6 +1,6 @@
 #include "net/peer_pool.h"
 
-namespace shardkv {
+namespace shardkv::net {
 
 PeerPool::PeerPool(int io_threads)
     : io_(std::make_shared<net::IoContext>(std::max(1, io_threads), "shardkv-peer")) {}
@@ -8,7 +8,7 @@ PeerPool::PeerPool(int io_threads)
 PeerPool::~PeerPool() { Close(); }
 
 net::RpcClient* PeerPool::Get(const std::string& address) {
-  MutexLock lock(&mu_);
+  common::MutexLock lock(&mu_);
   if (closed_) return nullptr;
   auto it = clients_.find(address);
   if (it == clients_.end()) {
@@ -36,7 +36,7 @@ StatusOr<net::Response> PeerPool::CallSync(const std::string& address, net::Requ
 void PeerPool::Close() {
   std::map<std::string, std::unique_ptr<net::RpcClient>> clients;
   {
-    MutexLock lock(&mu_);
+    common::MutexLock lock(&mu_);
     if (closed_) return;
     closed_ = true;
     clients.swap(clients_);
@@ -46,4 +46,4 @@ void PeerPool::Close() {
   io_->Stop();
 }
 
-}  // namespace shardkv
+}  // namespace shardkv::net

@@ -13,7 +13,7 @@
 #include "net/io_context.h"
 #include "net/rpc_client.h"
 
-namespace shardkv {
+namespace shardkv::net {
 
 class PeerPool {
  public:
@@ -34,9 +34,9 @@ class PeerPool {
   net::RpcClient* Get(const std::string& address);
 
   std::shared_ptr<net::IoContext> io_;
-  Mutex mu_;
+  common::Mutex mu_;
   std::map<std::string, std::unique_ptr<net::RpcClient>> clients_ GUARDED_BY(mu_);
   bool closed_ GUARDED_BY(mu_) = false;
 };
 
-}  // namespace shardkv
+}  // namespace shardkv::net

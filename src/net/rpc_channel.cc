@@ -29,7 +29,7 @@ void RpcClient::Channel::Send(uint64_t id, const std::string& frame, Clock::time
                               int64_t timeout_ms, Callback done) {
   bool connect = false, write = false, arm = false;
   {
-    MutexLock lock(&mu_);
+    common::MutexLock lock(&mu_);
     if (state_ == State::kClosed) {
       lock.Unlock();
       Invoke(done, Status::Aborted(shared_->address + ": client closed"));
@@ -63,7 +63,7 @@ void RpcClient::Channel::Send(uint64_t id, const std::string& frame, Clock::time
 void RpcClient::Channel::Close() {
   std::unordered_map<uint64_t, PendingCall> abandoned;
   {
-    MutexLock lock(&mu_);
+    common::MutexLock lock(&mu_);
     if (state_ == State::kClosed) return;
     state_ = State::kClosed;
     abandoned.swap(pending_);
@@ -92,7 +92,7 @@ asio::awaitable<void> RpcClient::Channel::Run(std::shared_ptr<Channel> self) {
     }
     self->shared_->connects.fetch_add(1, std::memory_order_relaxed);
     {
-      MutexLock lock(&self->mu_);
+      common::MutexLock lock(&self->mu_);
       if (self->state_ == State::kClosed) {
         self->CloseSocket();
         co_return;
@@ -192,7 +192,7 @@ asio::awaitable<Status> RpcClient::Channel::ReadLoop() {
 void RpcClient::Channel::Deliver(uint64_t id, StatusOr<Response> result) {
   Callback done;
   {
-    MutexLock lock(&mu_);
+    common::MutexLock lock(&mu_);
     auto it = pending_.find(id);
     if (it == pending_.end()) return;  // timed out earlier: the late answer is dropped
     done = std::move(it->second.done);
@@ -205,7 +205,7 @@ void RpcClient::Channel::Deliver(uint64_t id, StatusOr<Response> result) {
 void RpcClient::Channel::FailAll(const Status& status) {
   std::unordered_map<uint64_t, PendingCall> failed;
   {
-    MutexLock lock(&mu_);
+    common::MutexLock lock(&mu_);
     failed.swap(pending_);
     deadlines_ = {};
     out_.clear();
@@ -220,7 +220,7 @@ void RpcClient::Channel::FailAll(const Status& status) {
 void RpcClient::Channel::StartWrite() {
   if (write_in_progress_) return;  // OnWriteDone continues
   {
-    MutexLock lock(&mu_);
+    common::MutexLock lock(&mu_);
     if (state_ != State::kConnected || out_.empty()) {
       write_scheduled_ = false;
       return;
@@ -244,7 +244,7 @@ void RpcClient::Channel::OnWriteDone(const std::error_code& ec, uint64_t generat
       write_error_ = Status::Unavailable(shared_->address + ": " + ErrorText(ec));
     }
     CloseSocket();
-    MutexLock lock(&mu_);
+    common::MutexLock lock(&mu_);
     write_scheduled_ = false;
     return;
   }
@@ -254,7 +254,7 @@ void RpcClient::Channel::OnWriteDone(const std::error_code& ec, uint64_t generat
 void RpcClient::Channel::ArmTimer() {
   Clock::time_point at;
   {
-    MutexLock lock(&mu_);
+    common::MutexLock lock(&mu_);
     at = armed_at_;
   }
   if (at == Clock::time_point::max()) return;
@@ -268,7 +268,7 @@ void RpcClient::Channel::Sweep() {
   const Clock::time_point now = Clock::now();
   std::vector<PendingCall> expired;
   {
-    MutexLock lock(&mu_);
+    common::MutexLock lock(&mu_);
     while (!deadlines_.empty() && deadlines_.top().first <= now) {
       const uint64_t id = deadlines_.top().second;
       deadlines_.pop();

@@ -99,7 +99,7 @@ class RpcClient::Channel : public std::enable_shared_from_this<Channel> {
   uint64_t generation_ = 0;  // bumped per successful connect
   Status write_error_;
 
-  Mutex mu_;
+  common::Mutex mu_;
   State state_ GUARDED_BY(mu_) = State::kIdle;
   std::unordered_map<uint64_t, PendingCall> pending_ GUARDED_BY(mu_);
   // Min-heap of call deadlines. Entries of finished calls are skipped when they surface, and

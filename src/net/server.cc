@@ -51,13 +51,13 @@ class Server::Impl {
   std::atomic<uint16_t> port_{0};
   uint64_t next_connection_id_ = 0;  // accept loop only
 
-  Mutex stop_mu_;  // serializes Start() and Stop()
+  common::Mutex stop_mu_;  // serializes Start() and Stop()
   bool started_ GUARDED_BY(stop_mu_) = false;
   bool stopped_ GUARDED_BY(stop_mu_) = false;
 };
 
 Status Server::Impl::Start() {
-  MutexLock lock(&stop_mu_);
+  common::MutexLock lock(&stop_mu_);
   if (started_ || stopped_) return Status::FailedPrecondition("Server::Start called twice");
   const ServerOptions& o = shared_->options;
   const std::string where = o.host + ":" + std::to_string(o.port);
@@ -119,7 +119,7 @@ asio::awaitable<void> Server::Impl::AcceptLoop() {
     auto conn =
         std::make_shared<ServerConnection>(std::move(socket), shared_, ++next_connection_id_);
     {
-      MutexLock lock(&shared_->mu);
+      common::MutexLock lock(&shared_->mu);
       shared_->connections.emplace(conn->id(), conn);
     }
     conn->Start();
@@ -144,7 +144,7 @@ void Server::Impl::Reject(asio::ip::tcp::socket socket) {
 
 std::vector<std::shared_ptr<ServerConnection>> Server::Impl::LiveConnections() {
   std::vector<std::shared_ptr<ServerConnection>> out;
-  MutexLock lock(&shared_->mu);
+  common::MutexLock lock(&shared_->mu);
   out.reserve(shared_->connections.size());
   for (auto& [id, weak] : shared_->connections) {
     if (auto c = weak.lock()) out.push_back(std::move(c));
@@ -154,12 +154,12 @@ std::vector<std::shared_ptr<ServerConnection>> Server::Impl::LiveConnections() {
 
 template <typename Pred>
 bool Server::Impl::WaitUntil(Clock::time_point deadline, Pred done) {
-  MutexLock lock(&shared_->mu);
+  common::MutexLock lock(&shared_->mu);
   return shared_->idle_cv.wait_until(lock.native(), deadline, done);
 }
 
 void Server::Impl::Stop() {
-  MutexLock lock(&stop_mu_);
+  common::MutexLock lock(&stop_mu_);
   if (stopped_) return;
   if (started_ && io_->InIoThread()) {
     spdlog::error("shardkv server: Stop() called on a server I/O thread; ignored");
@@ -203,7 +203,7 @@ void Server::Impl::Stop() {
   io_->Stop();
   for (auto& c : LiveConnections()) {
     Outbox* outbox = c->outbox().get();
-    MutexLock outbox_lock(&outbox->mu);
+    common::MutexLock outbox_lock(&outbox->mu);
     outbox->closed = true;
   }
   acceptor_.reset();

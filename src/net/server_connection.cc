@@ -78,7 +78,7 @@ void Outbox::Complete(Response response) {
   }
   bool now_idle = false;
   {
-    MutexLock lock(&mu);
+    common::MutexLock lock(&mu);
     if (in_flight > 0) --in_flight;
     now_idle = shared->in_flight.fetch_sub(1, std::memory_order_acq_rel) == 1;
     if (!closed) {
@@ -136,7 +136,7 @@ ServerConnection::~ServerConnection() {
 
 void ServerConnection::Start() {
   {
-    MutexLock lock(&outbox_->mu);
+    common::MutexLock lock(&outbox_->mu);
     outbox_->executor = socket_.get_executor();
     outbox_->conn = weak_from_this();
     outbox_->conn_raw = this;
@@ -180,7 +180,7 @@ asio::awaitable<void> ServerConnection::ReadLoop() {
     for (;;) {
       bool pause;
       {
-        MutexLock lock(&outbox_->mu);
+        common::MutexLock lock(&outbox_->mu);
         pause = OverLimits(options, outbox_->in_flight, outbox_->unflushed_bytes);
         outbox_->read_paused = pause;
       }
@@ -245,7 +245,7 @@ bool ServerConnection::DispatchFrames() {
       continue;  // a well-formed request this build cannot serve: only it fails
     }
     {
-      MutexLock lock(&outbox_->mu);
+      common::MutexLock lock(&outbox_->mu);
       ++outbox_->in_flight;
     }
     shared_->in_flight.fetch_add(1, std::memory_order_acq_rel);
@@ -269,7 +269,7 @@ bool ServerConnection::DispatchFrames() {
   // One write for every response the batch produced synchronously.
   bool start = false;
   {
-    MutexLock lock(&outbox_->mu);
+    common::MutexLock lock(&outbox_->mu);
     if (!outbox_->write_scheduled && !outbox_->pending.empty()) {
       outbox_->write_scheduled = true;
       start = true;
@@ -285,7 +285,7 @@ void ServerConnection::EnqueueError(uint64_t request_id, const Status& status) {
            .ok()) {
     return;
   }
-  MutexLock lock(&outbox_->mu);
+  common::MutexLock lock(&outbox_->mu);
   if (outbox_->closed) return;
   outbox_->pending.append(encoded);
   outbox_->unflushed_bytes += encoded.size();
@@ -296,7 +296,7 @@ void ServerConnection::StartWrite() {
   if (closed_) return;
   if (write_in_progress_) return;  // OnWriteDone continues with whatever is pending
   {
-    MutexLock lock(&outbox_->mu);
+    common::MutexLock lock(&outbox_->mu);
     if (outbox_->pending.empty()) {
       outbox_->write_scheduled = false;
     } else {
@@ -329,7 +329,7 @@ void ServerConnection::OnWriteDone(const std::error_code& ec) {
   if (writing_.capacity() > kKeepWriteBufferBytes) std::string().swap(writing_);
   bool resume = false;
   {
-    MutexLock lock(&outbox_->mu);
+    common::MutexLock lock(&outbox_->mu);
     outbox_->unflushed_bytes -= std::min(outbox_->unflushed_bytes, written);
     if (outbox_->read_paused &&
         !OverLimits(shared_->options, outbox_->in_flight, outbox_->unflushed_bytes)) {
@@ -349,7 +349,7 @@ void ServerConnection::Drain(bool wait_in_flight) {
   drain_waits_in_flight_ = wait_in_flight;
   bool start = false;
   {
-    MutexLock lock(&outbox_->mu);
+    common::MutexLock lock(&outbox_->mu);
     if (!outbox_->write_scheduled && !outbox_->pending.empty()) {
       outbox_->write_scheduled = true;
       start = true;
@@ -365,7 +365,7 @@ void ServerConnection::Drain(bool wait_in_flight) {
 void ServerConnection::MaybeFinishDrain() {
   if (!draining_ || closed_ || write_in_progress_) return;
   {
-    MutexLock lock(&outbox_->mu);
+    common::MutexLock lock(&outbox_->mu);
     if (!outbox_->pending.empty()) return;
     if (drain_waits_in_flight_ && outbox_->in_flight > 0) return;
   }
@@ -379,7 +379,7 @@ void ServerConnection::Close(const char* why) {
   if (closed_) return;
   closed_ = true;
   {
-    MutexLock lock(&outbox_->mu);
+    common::MutexLock lock(&outbox_->mu);
     outbox_->closed = true;
     outbox_->pending.clear();
     outbox_->unflushed_bytes = 0;
@@ -390,7 +390,7 @@ void ServerConnection::Close(const char* why) {
   watchdog_timer_.cancel();
   spdlog::debug("shardkv server: {}: connection closed ({})", peer_, why);
   {
-    MutexLock lock(&shared_->mu);
+    common::MutexLock lock(&shared_->mu);
     shared_->connections.erase(id_);
     shared_->open_connections.fetch_sub(1, std::memory_order_acq_rel);
     shared_->idle_cv.notify_all();
@@ -416,7 +416,7 @@ Clock::time_point ServerConnection::NextWatchdogDeadline(bool* expired) {
   const Clock::time_point now = Clock::now();
   size_t in_flight;
   {
-    MutexLock lock(&outbox_->mu);
+    common::MutexLock lock(&outbox_->mu);
     in_flight = outbox_->in_flight;
   }
   Clock::time_point deadline = Clock::time_point::max();

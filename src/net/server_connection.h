@@ -42,12 +42,12 @@ struct ServerShared {
   std::atomic<bool> stopping{false};
 
   // Stop() waits on `idle_cv` for in_flight / open_connections to reach zero.
-  Mutex mu;
+  common::Mutex mu;
   std::condition_variable idle_cv;
   std::unordered_map<uint64_t, std::weak_ptr<ServerConnection>> connections GUARDED_BY(mu);
 
   void NotifyIdleWaiters() {
-    MutexLock lock(&mu);
+    common::MutexLock lock(&mu);
     idle_cv.notify_all();
   }
 };
@@ -64,7 +64,7 @@ struct Outbox {
   std::weak_ptr<ServerConnection> conn;
   const ServerConnection* conn_raw = nullptr;  // identity only, never dereferenced
 
-  Mutex mu;
+  common::Mutex mu;
   bool closed GUARDED_BY(mu) = false;           // responses arriving now are dropped
   bool write_scheduled GUARDED_BY(mu) = false;  // a write is in progress or posted
   bool read_paused GUARDED_BY(mu) = false;      // the read loop waits for backpressure relief

@@ -9,7 +9,7 @@
 #include "shardkv/stats.h"
 #include "storage/disk_space.h"
 
-namespace shardkv {
+namespace shardkv::node {
 namespace {
 
 // Stats names per net::RequestBody alternative, in its order.
@@ -30,7 +30,7 @@ net::ResponseBody Error(const Status& s) { return net::ErrorResponse{s.code(), s
 void PlainNoSpace(net::ResponseBody* body) {
   auto* e = std::get_if<net::ErrorResponse>(body);
   if (e == nullptr) return;
-  const size_t at = e->message.find(kNoSpaceMessage);
+  const size_t at = e->message.find(storage::kNoSpaceMessage);
   if (at == 0 || at == std::string::npos) return;
   if (e->message.find('(') < at) return;
   e->message.erase(0, at);
@@ -202,7 +202,7 @@ void KvService::Get(const std::shared_ptr<const ClusterMap>& map, net::Consisten
   if (Status s = CheckKey(r.key); !s.ok()) return reply(Error(s));
   const uint64_t token = map->TokenOf(r.key);
   d_.coordinator->Read(map, token, std::move(r.key), c,
-                       [reply = std::move(reply)](StatusOr<Envelope> env) {
+                       [reply = std::move(reply)](StatusOr<storage::Envelope> env) {
                          net::GetResponse out;
                          if (env.ok()) {
                            out.ts = env->timestamp;
@@ -244,7 +244,7 @@ void KvService::MultiGet(const std::shared_ptr<const ClusterMap>& map, net::Cons
     }
     const uint64_t token = map->TokenOf(r.keys[i].key);
     d_.coordinator->Read(map, token, std::move(r.keys[i].key), c,
-                         [gather, i](StatusOr<Envelope> env) {
+                         [gather, i](StatusOr<storage::Envelope> env) {
                            net::ItemResult item;
                            if (env.ok()) {
                              item.ts = env->timestamp;
@@ -301,7 +301,8 @@ Status KvService::CheckFence(const ClusterMap& map, uint64_t sender_epoch, uint6
 net::ResponseBody KvService::ReplicaWrite(const ClusterMap& map, uint64_t sender_epoch,
                                           const net::ReplicaWriteRequest& r) {
   if (Status s = CheckFence(map, sender_epoch, r.token); !s.ok()) return Error(s);
-  auto written = d_.storage->Write(r.token, r.key, Envelope{r.ts, r.node_id, r.tombstone, r.value});
+  auto written =
+      d_.storage->Write(r.token, r.key, storage::Envelope{r.ts, r.node_id, r.tombstone, r.value});
   if (!written.ok()) return Error(written.status());
   return net::ReplicaWriteResponse{static_cast<uint8_t>(written->outcome)};
 }
@@ -334,7 +335,7 @@ net::ResponseBody KvService::Stats() {
         static_cast<int64_t>(s.accepted_connections);
     out.counters[std::string(stats::bad_frames)] = static_cast<int64_t>(s.bad_frames);
   }
-  const CoordinatorStats cs = d_.coordinator->stats();
+  const cluster::CoordinatorStats cs = d_.coordinator->stats();
   out.counters[std::string(stats::quorum_failures)] = static_cast<int64_t>(cs.quorum_failures);
   out.counters[std::string(stats::read_repairs)] = static_cast<int64_t>(cs.read_repairs);
   out.counters[std::string(stats::hints_written)] = static_cast<int64_t>(cs.hints_written);
@@ -364,4 +365,4 @@ net::ResponseBody KvService::Stats() {
   return out;
 }
 
-}  // namespace shardkv
+}  // namespace shardkv::node

@@ -33,11 +33,12 @@
 #include "node/node_stats.h"
 #include "storage/storage.h"
 
-namespace shardkv {
-namespace rebalance {
+namespace shardkv::rebalance {
 class StreamSource;
 class StreamSink;
-}  // namespace rebalance
+}  // namespace shardkv::rebalance
+
+namespace shardkv::node {
 
 struct KvServiceLimits {
   size_t max_key_bytes = size_t{64} << 10;
@@ -46,12 +47,12 @@ struct KvServiceLimits {
 
 struct KvServiceDeps {
   uint32_t self_id = 0;
-  Storage* storage = nullptr;
-  MapStore* maps = nullptr;
+  storage::Storage* storage = nullptr;
+  cluster::MapStore* maps = nullptr;
   NodeStats* stats = nullptr;
-  std::shared_ptr<Coordinator> coordinator;
-  Membership* membership = nullptr;
-  HintStore* hints = nullptr;
+  std::shared_ptr<cluster::Coordinator> coordinator;
+  cluster::Membership* membership = nullptr;
+  cluster::HintStore* hints = nullptr;
   std::function<net::Server::Stats()> server_stats;  // may be empty
   rebalance::StreamSource* stream_source = nullptr;
   rebalance::StreamSink* stream_sink = nullptr;
@@ -97,4 +98,4 @@ class KvService : public net::RequestHandler {
   std::atomic<bool> ready_{false};
 };
 
-}  // namespace shardkv
+}  // namespace shardkv::node

@@ -2,7 +2,7 @@
 
 #include <bit>
 
-namespace shardkv {
+namespace shardkv::node {
 
 int LatencyHistogram::BucketOf(uint64_t micros) {
   if (micros < (1u << kSubBits)) return static_cast<int>(micros);
@@ -41,4 +41,4 @@ uint64_t LatencyHistogram::Percentile(double p) const {
   return UpperBound(kBuckets - 1);
 }
 
-}  // namespace shardkv
+}  // namespace shardkv::node

@@ -11,7 +11,7 @@
 #include <atomic>
 #include <cstdint>
 
-namespace shardkv {
+namespace shardkv::node {
 
 class LatencyHistogram {
  public:
@@ -29,4 +29,4 @@ class LatencyHistogram {
   std::array<std::atomic<uint64_t>, kBuckets> counts_{};
 };
 
-}  // namespace shardkv
+}  // namespace shardkv::node

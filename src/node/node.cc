@@ -43,7 +43,7 @@ class Node::Impl {
   Status Start();
   void Stop();
   void Wait() {
-    MutexLock lock(&mu_);
+    common::MutexLock lock(&mu_);
     while (!stopped_) lock.Wait(stopped_cv_);
   }
   uint16_t port() const { return server_ ? server_->bound_port() : 0; }
@@ -67,21 +67,21 @@ class Node::Impl {
   std::string host_;
   int lock_fd_ = -1;
   bool started_ = false;  // Start() completed
-  std::unique_ptr<Storage> storage_;
-  std::unique_ptr<MapStore> maps_;
-  std::unique_ptr<HintStore> hints_;
-  std::unique_ptr<PeerPool> peers_;
-  std::shared_ptr<Coordinator> coordinator_;
-  std::unique_ptr<Membership> membership_;
+  std::unique_ptr<storage::Storage> storage_;
+  std::unique_ptr<cluster::MapStore> maps_;
+  std::unique_ptr<cluster::HintStore> hints_;
+  std::unique_ptr<net::PeerPool> peers_;
+  std::shared_ptr<cluster::Coordinator> coordinator_;
+  std::unique_ptr<cluster::Membership> membership_;
   std::unique_ptr<rebalance::Reconciler> reconciler_;
   std::unique_ptr<rebalance::StreamSource> stream_source_;
   std::unique_ptr<rebalance::StreamSink> stream_sink_;
   std::unique_ptr<rebalance::Rebalancer> rebalancer_;
-  NodeStats stats_;
-  std::unique_ptr<KvService> service_;
+  node::NodeStats stats_;
+  std::unique_ptr<node::KvService> service_;
   std::unique_ptr<net::Server> server_;
 
-  Mutex mu_;
+  common::Mutex mu_;
   std::condition_variable stopped_cv_;
   bool stopping_ GUARDED_BY(mu_) = false;
   bool stopped_ GUARDED_BY(mu_) = false;
@@ -97,7 +97,7 @@ constexpr char kLockFile[] = "node.lock";
 
 Status Node::Impl::Start() {
   uint16_t port = 0;
-  SHARDKV_RETURN_IF_ERROR(ParseHostPort(options_.listen, "--listen", &host_, &port));
+  SHARDKV_RETURN_IF_ERROR(node::ParseHostPort(options_.listen, "--listen", &host_, &port));
   std::error_code ec;
   fs::create_directories(options_.data_dir, ec);
   if (ec) {
@@ -106,7 +106,7 @@ Status Node::Impl::Start() {
   }
   SHARDKV_RETURN_IF_ERROR(LockDataDir());
 
-  StorageOptions so;
+  storage::StorageOptions so;
   so.sync = options_.sync;
   so.node_id = options_.id;
   so.tombstone_grace_ms = options_.tombstone_grace_ms;
@@ -121,29 +121,29 @@ Status Node::Impl::Start() {
   // A member of a known cluster must never start a fresh database: its data was lost, and
   // serving empty would answer "not found" for a third of the keys (findings row 7).
   so.create_if_missing = options_.cluster_id == 0 || options_.rebuild;
-  auto storage = Storage::Open((fs::path(options_.data_dir) / "db").string(), so);
+  auto storage = storage::Storage::Open((fs::path(options_.data_dir) / "db").string(), so);
   if (!storage.ok() && storage.status().IsNotFound()) return NoDatabaseError();
   if (!storage.ok()) return storage.status().WithContext("opening " + options_.data_dir);
   storage_ = std::move(storage).value();
-  maps_ = std::make_unique<MapStore>(storage_.get());
+  maps_ = std::make_unique<cluster::MapStore>(storage_.get());
   SHARDKV_RETURN_IF_ERROR(CheckIdentity());
 
-  hints_ = std::make_unique<HintStore>(storage_.get(), options_.tombstone_grace_ms, [] {
+  hints_ = std::make_unique<cluster::HintStore>(storage_.get(), options_.tombstone_grace_ms, [] {
     return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
                                      std::chrono::system_clock::now().time_since_epoch())
                                      .count());
   });
   SHARDKV_RETURN_IF_ERROR(hints_->Load());
-  peers_ = std::make_unique<PeerPool>(1);
-  CoordinatorOptions co;
+  peers_ = std::make_unique<net::PeerPool>(1);
+  cluster::CoordinatorOptions co;
   co.self_id = options_.id;
-  coordinator_ =
-      std::make_shared<Coordinator>(co, storage_.get(), maps_.get(), peers_.get(), hints_.get());
-  MembershipOptions mo;
+  coordinator_ = std::make_shared<cluster::Coordinator>(co, storage_.get(), maps_.get(),
+                                                        peers_.get(), hints_.get());
+  cluster::MembershipOptions mo;
   mo.self_id = options_.id;
   mo.cluster_id = options_.cluster_id;
-  membership_ =
-      std::make_unique<Membership>(mo, maps_.get(), peers_.get(), coordinator_, hints_.get());
+  membership_ = std::make_unique<cluster::Membership>(mo, maps_.get(), peers_.get(), coordinator_,
+                                                      hints_.get());
 
   reconciler_ = std::make_unique<rebalance::Reconciler>(options_.id, storage_.get());
   reconciler_->Attach(maps_.get());
@@ -163,7 +163,7 @@ Status Node::Impl::Start() {
   server_options.port = port;
   server_options.io_threads = std::max(1, options_.io_threads);
   server_options.codec.max_frame_bytes = options_.max_frame_bytes;
-  KvServiceDeps deps;
+  node::KvServiceDeps deps;
   deps.self_id = options_.id;
   deps.storage = storage_.get();
   deps.maps = maps_.get();
@@ -186,8 +186,8 @@ Status Node::Impl::Start() {
     (*counters)[std::string(stats::ranges_dropped)] =
         static_cast<int64_t>(reconciler_->ranges_dropped());
   };
-  service_ = std::make_unique<KvService>(
-      std::move(deps), KvServiceLimits{options_.max_key_bytes, options_.max_value_bytes});
+  service_ = std::make_unique<node::KvService>(
+      std::move(deps), node::KvServiceLimits{options_.max_key_bytes, options_.max_value_bytes});
   server_ = std::make_unique<net::Server>(server_options, service_.get());
   SHARDKV_RETURN_IF_ERROR(server_->Start());
   if (options_.rebuild) {
@@ -259,9 +259,9 @@ Status Node::Impl::LoadOrBootstrapMap() {
     const ClusterNode* self = map->FindNode(options_.id);
     // A standalone node restarted on another port keeps serving under its new address.
     if (map->nodes().size() == 1 && self != nullptr && self->address != address()) {
-      auto moved = WithNodeUpdated(*map, options_.id, NodeState::kUp, address());
+      auto moved = clustermap::WithNodeUpdated(*map, options_.id, NodeState::kUp, address());
       if (!moved.ok()) return moved.status();
-      return maps_->Reset(WithEpoch(*moved, map->epoch() + 1, options_.id));
+      return maps_->Reset(clustermap::WithEpoch(*moved, map->epoch() + 1, options_.id));
     }
     return Status::OK();
   }
@@ -339,7 +339,7 @@ Status Node::Impl::WritePortFile() {
 
 void Node::Impl::Stop() {
   {
-    MutexLock lock(&mu_);
+    common::MutexLock lock(&mu_);
     if (stopping_) {
       while (!stopped_) lock.Wait(stopped_cv_);
       return;
@@ -366,7 +366,7 @@ void Node::Impl::Stop() {
   // After a failed Start() this is cleanup, not the stop of a running node: saying "stopped"
   // before the caller reports why it could not start reads as if it had run.
   if (started_) spdlog::info("node {} stopped", options_.id);
-  MutexLock lock(&mu_);
+  common::MutexLock lock(&mu_);
   stopped_ = true;
   stopped_cv_.notify_all();
 }

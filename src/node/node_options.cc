@@ -26,6 +26,8 @@ Status CheckRange(std::string_view flag, T value, T min, T max) {
 
 }  // namespace
 
+namespace node {
+
 Status ParseHostPort(const std::string& address, const std::string& what, std::string* host,
                      uint16_t* port) {
   const size_t colon = address.rfind(':');
@@ -55,12 +57,14 @@ Status ParseHostPort(const std::string& address, const std::string& what, std::s
   return Status::OK();
 }
 
+}  // namespace node
+
 Status ValidateNodeOptions(const NodeOptions& o) {
   SHARDKV_RETURN_IF_ERROR(CheckRange<uint32_t>("--id", o.id, 1, kMaxNodeId));
   if (o.data_dir.empty()) return Status::InvalidArgument("--data: a data directory is required");
   std::string host;
   uint16_t port = 0;
-  SHARDKV_RETURN_IF_ERROR(ParseHostPort(o.listen, "--listen", &host, &port));
+  SHARDKV_RETURN_IF_ERROR(node::ParseHostPort(o.listen, "--listen", &host, &port));
   SHARDKV_RETURN_IF_ERROR(CheckRange<int>("--threads", o.io_threads, 1, kMaxIoThreads));
   SHARDKV_RETURN_IF_ERROR(
       CheckRange<size_t>("--max-key-bytes", o.max_key_bytes, 1, kMaxKeyBytesLimit));
@@ -74,7 +78,7 @@ Status ValidateNodeOptions(const NodeOptions& o) {
   SHARDKV_RETURN_IF_ERROR(CheckRange<uint64_t>("--tombstone-grace (ms)", o.tombstone_grace_ms, 1000,
                                                kMaxTombstoneGraceSeconds * 1000));
   for (const std::string& seed : o.seeds) {
-    SHARDKV_RETURN_IF_ERROR(ParseHostPort(seed, "--seeds", &host, &port));
+    SHARDKV_RETURN_IF_ERROR(node::ParseHostPort(seed, "--seeds", &host, &port));
     if (port == 0) return Status::InvalidArgument("--seeds '" + seed + "' has port 0");
   }
   if (o.rebuild && o.seeds.empty()) {

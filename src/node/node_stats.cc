@@ -1,6 +1,6 @@
 #include "node/node_stats.h"
 
-namespace shardkv {
+namespace shardkv::node {
 
 void NodeStats::RecordRequest(size_t op, uint64_t micros, const Status& result) {
   if (op < kMaxOps) ops_[op].fetch_add(1, std::memory_order_relaxed);
@@ -22,4 +22,4 @@ uint64_t NodeStats::UptimeSeconds() const {
       .count();
 }
 
-}  // namespace shardkv
+}  // namespace shardkv::node

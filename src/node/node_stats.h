@@ -20,7 +20,7 @@
 #include "node/latency_histogram.h"
 #include "shardkv/status.h"
 
-namespace shardkv {
+namespace shardkv::node {
 
 class NodeStats {
  public:
@@ -43,4 +43,4 @@ class NodeStats {
   LatencyHistogram latency_;
 };
 
-}  // namespace shardkv
+}  // namespace shardkv::node

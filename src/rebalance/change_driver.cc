@@ -26,7 +26,7 @@ std::string Describe(const ChangeRecord& r) {
 // OK while `cur` still has change `change` pending: a stage commit of a change that ended
 // meanwhile (cancelled, or finished by another driver) is Aborted, never applied to the next.
 Status SameChange(const ClusterMap& cur, uint64_t change) {
-  auto r = RecordOf(cur);
+  auto r = clustermap::RecordOf(cur);
   if (!cur.has_pending() || !r.ok() || r->change_id != change) {
     return Status::Aborted("the change ended meanwhile");
   }
@@ -35,8 +35,9 @@ Status SameChange(const ClusterMap& cur, uint64_t change) {
 
 }  // namespace
 
-ChangeDriver::ChangeDriver(RebalancerOptions options, MapStore* maps, PeerPool* peers,
-                           Membership* membership, MapCommitter* committer, ChangePlanner* planner)
+ChangeDriver::ChangeDriver(RebalancerOptions options, cluster::MapStore* maps, net::PeerPool* peers,
+                           cluster::Membership* membership, cluster::MapCommitter* committer,
+                           ChangePlanner* planner)
     : options_(options),
       maps_(maps),
       peers_(peers),
@@ -52,7 +53,7 @@ void ChangeDriver::Start() {
 
 void ChangeDriver::Stop() {
   {
-    MutexLock lock(&mu_);
+    common::MutexLock lock(&mu_);
     stopping_ = true;
   }
   wake_.notify_all();
@@ -63,7 +64,7 @@ void ChangeDriver::Stop() {
 void ChangeDriver::Wake() { wake_.notify_all(); }
 
 void ChangeDriver::FillMoved(ChangeRecord* rec) const {
-  MutexLock lock(&mu_);
+  common::MutexLock lock(&mu_);
   FillMovedLocked(rec);
 }
 
@@ -71,7 +72,7 @@ void ChangeDriver::AddProgress(ChangeReport* report) const {
   auto map = maps_->Current();
   const ChangeRecord* rec = &report->record;
   const bool pending = map && map->has_pending();
-  MutexLock lock(&mu_);
+  common::MutexLock lock(&mu_);
   if (pending && rec->state == ChangeState::kNewOnly && committing_) {
     report->record.state = *committing_;
   }
@@ -119,7 +120,7 @@ bool ChangeDriver::IsDriver(const ClusterMap& map) const {
 void ChangeDriver::DriveLoop() {
   for (;;) {
     {
-      MutexLock lock(&mu_);
+      common::MutexLock lock(&mu_);
       const auto tick_end = std::chrono::steady_clock::now() + options_.tick;
       while (!stopping_) {
         if (!lock.WaitUntil(wake_, tick_end)) break;
@@ -139,7 +140,7 @@ void ChangeDriver::DriveLoop() {
     }
     if (failure.empty()) continue;
     auto map = maps_->Current();
-    auto rec = RecordOf(map.get());
+    auto rec = clustermap::RecordOf(map.get());
     if (map && map->has_pending() && rec.ok()) change = rec->change_id;
     spdlog::error("driving the change failed: {}", failure);
     if (change != 0) {
@@ -170,19 +171,19 @@ void ChangeDriver::FillMovedLocked(ChangeRecord* rec) const {
 void ChangeDriver::FailChange(uint64_t change_id, const std::string& reason,
                               uint32_t failed_driver) {
   Status s = Commit([&](const ClusterMap& cur) -> StatusOr<ClusterMap> {
-    auto r = RecordOf(cur);
+    auto r = clustermap::RecordOf(cur);
     if (!cur.has_pending() || !r.ok() || r->change_id != change_id) {
       return Status::Aborted("the change ended meanwhile");
     }
     ChangeRecord next = *r;
     {
-      MutexLock lock(&mu_);
+      common::MutexLock lock(&mu_);
       FillMovedLocked(&next);
     }
     next.state = ChangeState::kFailed;
     next.error = reason;
     next.failed_driver = failed_driver;
-    return WithChange(cur, next);
+    return clustermap::WithChange(cur, next);
   });
   if (!s.ok()) spdlog::warn("marking change {} failed: {}", change_id, s.ToString());
 }
@@ -194,7 +195,7 @@ void ChangeDriver::TakeOver(const ClusterMap& map, const ChangeRecord& rec) {
                Describe(rec));
   static_cast<void>(Commit([&](const ClusterMap& cur) -> StatusOr<ClusterMap> {
     SHARDKV_RETURN_IF_ERROR(SameChange(cur, change));
-    auto r = RecordOf(cur);
+    auto r = clustermap::RecordOf(cur);
     ChangeRecord next = *r;
     if (next.state == ChangeState::kStreaming) {
       // A takeover resumes the streams from their checkpoints once. A second driver death
@@ -212,14 +213,14 @@ void ChangeDriver::TakeOver(const ClusterMap& map, const ChangeRecord& rec) {
       }
       ++next.takeovers;
     }
-    return WithChange(cur, next);
+    return clustermap::WithChange(cur, next);
   }));
 }
 
 void ChangeDriver::DriveOnce() {
   auto map = maps_->Current();
   if (!map || !map->has_pending()) return;
-  auto rec = RecordOf(*map);
+  auto rec = clustermap::RecordOf(*map);
   if (!rec.ok() || !IsDriver(*map)) return;
   const uint64_t change = rec->change_id;
   if (map->claimant() != options_.self_id) return TakeOver(*map, *rec);
@@ -231,7 +232,7 @@ void ChangeDriver::DriveOnce() {
       ChangeRecord next = *rec;
       {
         // A failed change keeps what it moved, so `status` does not report 0.
-        MutexLock lock(&mu_);
+        common::MutexLock lock(&mu_);
         FillMovedLocked(&next);
       }
       if (streamed.ok()) {
@@ -244,13 +245,13 @@ void ChangeDriver::DriveOnce() {
       }
       s = Commit([&](const ClusterMap& cur) -> StatusOr<ClusterMap> {
         SHARDKV_RETURN_IF_ERROR(SameChange(cur, change));
-        auto r = RecordOf(cur);
+        auto r = clustermap::RecordOf(cur);
         // Settings changed meanwhile (throttle) are kept: only the outcome is ours.
         ChangeRecord merged = next;
         merged.rate_bytes_per_s = r->rate_bytes_per_s;
         merged.streams_per_node = r->streams_per_node;
         merged.takeovers = r->takeovers;
-        return WithChange(cur, merged);  // read_new: the state is the stage
+        return clustermap::WithChange(cur, merged);  // read_new: the state is the stage
       });
       break;
     }
@@ -259,13 +260,13 @@ void ChangeDriver::DriveOnce() {
       next.state = ChangeState::kNewOnly;
       s = Commit([&](const ClusterMap& cur) -> StatusOr<ClusterMap> {
         SHARDKV_RETURN_IF_ERROR(SameChange(cur, change));
-        return WithChange(cur, next);
+        return clustermap::WithChange(cur, next);
       });
       break;
     }
     case ChangeState::kNewOnly: {
       {
-        MutexLock lock(&mu_);
+        common::MutexLock lock(&mu_);
         committing_ = ChangeState::kCleanup;
       }
       ChangeRecord next = *rec;
@@ -275,12 +276,12 @@ void ChangeDriver::DriveOnce() {
           std::max<int64_t>(0, planner_->SumClientErrors(*map) - rec->client_errors_at_start);
       s = Commit([&](const ClusterMap& cur) -> StatusOr<ClusterMap> {
         SHARDKV_RETURN_IF_ERROR(SameChange(cur, change));
-        auto committed = WithChangeCommitted(cur);
+        auto committed = clustermap::WithChangeCommitted(cur);
         if (!committed.ok()) return committed.status();
-        return WithChange(*committed, next);
+        return clustermap::WithChange(*committed, next);
       });
       {
-        MutexLock lock(&mu_);
+        common::MutexLock lock(&mu_);
         committing_.reset();
       }
       if (s.ok()) {

@@ -39,8 +39,9 @@ struct RebalancerOptions {
 class ChangeDriver {
  public:
   // REQUIRES: the pointers outlive the object (Stop() first).
-  ChangeDriver(RebalancerOptions options, MapStore* maps, PeerPool* peers, Membership* membership,
-               MapCommitter* committer, ChangePlanner* planner);
+  ChangeDriver(RebalancerOptions options, cluster::MapStore* maps, net::PeerPool* peers,
+               cluster::Membership* membership, cluster::MapCommitter* committer,
+               ChangePlanner* planner);
   ~ChangeDriver();
 
   void Start();
@@ -90,13 +91,13 @@ class ChangeDriver {
   void StreamWorker();
 
   const RebalancerOptions options_;
-  MapStore* maps_;
-  PeerPool* peers_;
-  Membership* membership_;
-  MapCommitter* committer_;
+  cluster::MapStore* maps_;
+  net::PeerPool* peers_;
+  cluster::Membership* membership_;
+  cluster::MapCommitter* committer_;
   ChangePlanner* planner_;
 
-  mutable Mutex mu_;
+  mutable common::Mutex mu_;
   std::condition_variable wake_;
   bool stopping_ GUARDED_BY(mu_) = false;
   bool stopping_tasks_ GUARDED_BY(mu_) = false;  // RunStreams is winding down

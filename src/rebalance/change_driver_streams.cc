@@ -24,7 +24,7 @@ Status ChangeDriver::RunStreams(const ClusterMap& map, const ChangeRecord& recor
   for (const TaskPlan& p : record.task_plans) planned[p.task_id] = &p;
   std::set<uint32_t> destinations;
   {
-    MutexLock lock(&mu_);
+    common::MutexLock lock(&mu_);
     tasks_.clear();
     ready_.clear();
     fatal_error_.clear();
@@ -58,7 +58,7 @@ Status ChangeDriver::RunStreams(const ClusterMap& map, const ChangeRecord& recor
   }
   while (result.ok()) {
     {
-      MutexLock lock(&mu_);
+      common::MutexLock lock(&mu_);
       // Woken as soon as a task ends a call, so a finished slot is refilled at once.
       const auto tick_end = std::chrono::steady_clock::now() + options_.tick;
       while (!stopping_ && !tasks_changed_) {
@@ -75,7 +75,7 @@ Status ChangeDriver::RunStreams(const ClusterMap& map, const ChangeRecord& recor
       }
     }
     auto now_map = maps_->Current();
-    auto now_rec = RecordOf(now_map.get());
+    auto now_rec = clustermap::RecordOf(now_map.get());
     if (!now_map || !now_map->has_pending() || !now_rec.ok() ||
         now_rec->change_id != record.change_id || now_rec->state != ChangeState::kStreaming ||
         now_map->claimant() != options_.self_id) {
@@ -86,7 +86,7 @@ Status ChangeDriver::RunStreams(const ClusterMap& map, const ChangeRecord& recor
     const auto now = std::chrono::steady_clock::now();
     bool all_done = true;
     std::string failing;
-    MutexLock lock(&mu_);
+    common::MutexLock lock(&mu_);
     std::vector<TaskSlot> slots(tasks_.size());
     size_t running = 0;
     for (size_t i = 0; i < tasks_.size(); ++i) {
@@ -120,13 +120,13 @@ Status ChangeDriver::RunStreams(const ClusterMap& map, const ChangeRecord& recor
     task_wake_.notify_all();
   }
   {
-    MutexLock lock(&mu_);
+    common::MutexLock lock(&mu_);
     stopping_tasks_ = true;
     ready_.clear();
   }
   task_wake_.notify_all();
   for (auto& t : pool) t.join();
-  MutexLock lock(&mu_);
+  common::MutexLock lock(&mu_);
   for (TaskState& t : tasks_) t.running = false;  // those still queued when it stopped
   stopping_tasks_ = false;
   return result;
@@ -136,7 +136,7 @@ void ChangeDriver::StreamWorker() {
   for (;;) {
     std::function<void()> job;
     {
-      MutexLock lock(&mu_);
+      common::MutexLock lock(&mu_);
       while (!stopping_tasks_ && !stopping_ && ready_.empty()) lock.Wait(task_wake_);
       if (stopping_tasks_ || stopping_) return;
       job = std::move(ready_.front());
@@ -146,7 +146,7 @@ void ChangeDriver::StreamWorker() {
       job();
     } catch (const std::exception& e) {
       // Nothing may throw across the drive; if something does, the change fails with it.
-      MutexLock lock(&mu_);
+      common::MutexLock lock(&mu_);
       fatal_error_ = std::string("stream worker: ") + e.what();
       tasks_changed_ = true;
       wake_.notify_all();
@@ -158,7 +158,7 @@ void ChangeDriver::RunTask(size_t index, const ClusterMap& map, uint64_t change_
                            uint32_t merge_count) {
   StreamTask task;
   {
-    MutexLock lock(&mu_);
+    common::MutexLock lock(&mu_);
     task = tasks_[index].task;
   }
   const ClusterNode* dst = map.FindNode(task.destination);
@@ -178,17 +178,17 @@ void ChangeDriver::RunTask(size_t index, const ClusterMap& map, uint64_t change_
   }
   req.merge_count = merge_count;
   req.slice_ms = options_.slice_ms;
-  auto at_start = RecordOf(map);
+  auto at_start = clustermap::RecordOf(map);
   const uint64_t map_rate = at_start.ok() ? at_start->rate_bytes_per_s : 0;
   for (;;) {
     {
-      MutexLock lock(&mu_);
+      common::MutexLock lock(&mu_);
       if (stopping_ || stopping_tasks_) break;
     }
     // The destination's whole budget, as the record has it now (a throttle applies at the next
     // slice): the destination's one limiter shares it among every task streaming into it.
     auto now_map = maps_->Current();
-    auto now_rec = RecordOf(now_map.get());
+    auto now_rec = clustermap::RecordOf(now_map.get());
     req.rate_bytes_per_s =
         now_rec.ok() && now_rec->change_id == change_id ? now_rec->rate_bytes_per_s : map_rate;
     net::Request request;
@@ -203,7 +203,7 @@ void ChangeDriver::RunTask(size_t index, const ClusterMap& map, uint64_t change_
     Status s = reply.ok() ? reply->status() : reply.status();
     const auto* body = s.ok() ? std::get_if<net::StreamRangeResponse>(&reply->body) : nullptr;
     if (s.ok() && body == nullptr) s = Status::Corruption("unexpected stream reply");
-    MutexLock lock(&mu_);
+    common::MutexLock lock(&mu_);
     TaskState& t = tasks_[index];
     if (!s.ok()) {
       ++task_errors_;
@@ -236,7 +236,7 @@ void ChangeDriver::RunTask(size_t index, const ClusterMap& map, uint64_t change_
       break;
     }
   }
-  MutexLock lock(&mu_);
+  common::MutexLock lock(&mu_);
   tasks_[index].running = false;
   tasks_changed_ = true;
   wake_.notify_all();

@@ -25,9 +25,9 @@ std::string Describe(const ChangeRecord& r) {
 
 }  // namespace
 
-ChangeFrontend::ChangeFrontend(RebalancerOptions options, MapStore* maps, Membership* membership,
-                               MapCommitter* committer, ChangePlanner* planner,
-                               ChangeDriver* driver)
+ChangeFrontend::ChangeFrontend(RebalancerOptions options, cluster::MapStore* maps,
+                               cluster::Membership* membership, cluster::MapCommitter* committer,
+                               ChangePlanner* planner, ChangeDriver* driver)
     : options_(options),
       maps_(maps),
       membership_(membership),
@@ -44,7 +44,7 @@ void ChangeFrontend::Start() {
 void ChangeFrontend::Stop() {
   std::deque<std::pair<net::AdminRequest, Reply>> left;
   {
-    MutexLock lock(&mu_);
+    common::MutexLock lock(&mu_);
     stopping_ = true;
     left.swap(queue_);
   }
@@ -55,7 +55,7 @@ void ChangeFrontend::Stop() {
 }
 
 void ChangeFrontend::Handle(net::AdminRequest request, Reply done) {
-  MutexLock lock(&mu_);
+  common::MutexLock lock(&mu_);
   if (stopping_) {
     lock.Unlock();
     return done(Error(Status::Unavailable("node is shutting down")));
@@ -68,7 +68,7 @@ void ChangeFrontend::Loop() {
   for (;;) {
     std::pair<net::AdminRequest, Reply> item;
     {
-      MutexLock lock(&mu_);
+      common::MutexLock lock(&mu_);
       while (!stopping_ && queue_.empty()) lock.Wait(wake_);
       if (stopping_) return;
       item = std::move(queue_.front());
@@ -96,7 +96,7 @@ net::ResponseBody ChangeFrontend::Execute(const net::AdminRequest& request) {
 
 net::ResponseBody ChangeFrontend::PlanOrBegin(const ClusterMap& map, const ChangeRequest& change,
                                               const ChangeThrottle& throttle, bool begin) {
-  if (auto current = RecordOf(map); map.has_pending() && current.ok()) {
+  if (auto current = clustermap::RecordOf(map); map.has_pending() && current.ok()) {
     return Error(Status::FailedPrecondition(
         Describe(*current) +
         " is still running; only one change at a time (watch it, or cancel it while it is "
@@ -115,7 +115,7 @@ net::ResponseBody ChangeFrontend::PlanOrBegin(const ClusterMap& map, const Chang
       return Status::Aborted("the cluster map changed while planning; try again");
     }
     rec.from_epoch = cur.epoch();
-    return WithChange(plan->target, rec);
+    return clustermap::WithChange(plan->target, rec);
   });
   if (!s.ok()) return Error(s);
   spdlog::info("{} committed: {} copies to move in {} stream tasks", Describe(rec),
@@ -125,7 +125,7 @@ net::ResponseBody ChangeFrontend::PlanOrBegin(const ClusterMap& map, const Chang
 }
 
 net::ResponseBody ChangeFrontend::Steer(const ClusterMap& map, const net::ChangeCommand& command) {
-  auto current = RecordOf(map);
+  auto current = clustermap::RecordOf(map);
   if (!map.has_pending() || !current.ok()) {
     return Error(Status::FailedPrecondition("no change is running"));
   }
@@ -157,7 +157,7 @@ net::ResponseBody ChangeFrontend::Steer(const ClusterMap& map, const net::Change
     return Error(Status::InvalidArgument("unknown change command"));
   }
   Status s = committer_->Commit([&](const ClusterMap& cur) -> StatusOr<ClusterMap> {
-    auto now_rec = RecordOf(cur);
+    auto now_rec = clustermap::RecordOf(cur);
     if (!cur.has_pending() || !now_rec.ok() || now_rec->change_id != rec.change_id) {
       return Status::Aborted("the change ended meanwhile");
     }
@@ -169,9 +169,9 @@ net::ResponseBody ChangeFrontend::Steer(const ClusterMap& map, const net::Change
       next.state = ChangeState::kCancelled;
       next.finished_ms = WallMs();
       driver_->FillMoved(&next);  // what had been copied (the destinations drop it again)
-      auto cancelled = WithChangeCancelled(cur);
+      auto cancelled = clustermap::WithChangeCancelled(cur);
       if (!cancelled.ok()) return cancelled.status();
-      return WithChange(*cancelled, next);
+      return clustermap::WithChange(*cancelled, next);
     }
     if (resume) {
       next.state = ChangeState::kStreaming;
@@ -183,7 +183,7 @@ net::ResponseBody ChangeFrontend::Steer(const ClusterMap& map, const net::Change
       if (throttle->rate_bytes_per_s) next.rate_bytes_per_s = *throttle->rate_bytes_per_s;
       if (throttle->streams_per_node) next.streams_per_node = *throttle->streams_per_node;
     }
-    return WithChange(cur, next);
+    return clustermap::WithChange(cur, next);
   });
   if (!s.ok()) return Error(s);
   driver_->Wake();
@@ -194,7 +194,7 @@ ChangeReport ChangeFrontend::Report() {
   ChangeReport report;
   auto map = maps_->Current();
   if (!map) return report;
-  auto rec = RecordOf(*map);
+  auto rec = clustermap::RecordOf(*map);
   report.epoch = map->epoch();
   report.driver = map->claimant();
   if (const ClusterNode* d = map->FindNode(map->claimant())) report.driver_address = d->address;

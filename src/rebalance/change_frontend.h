@@ -34,8 +34,9 @@ class ChangeFrontend {
   using Reply = std::function<void(net::ResponseBody)>;
 
   // REQUIRES: the pointers outlive the object (Stop() first).
-  ChangeFrontend(RebalancerOptions options, MapStore* maps, Membership* membership,
-                 MapCommitter* committer, ChangePlanner* planner, ChangeDriver* driver);
+  ChangeFrontend(RebalancerOptions options, cluster::MapStore* maps,
+                 cluster::Membership* membership, cluster::MapCommitter* committer,
+                 ChangePlanner* planner, ChangeDriver* driver);
   ~ChangeFrontend();
 
   void Start();
@@ -53,13 +54,13 @@ class ChangeFrontend {
   void Loop();
 
   const RebalancerOptions options_;
-  MapStore* maps_;
-  Membership* membership_;
-  MapCommitter* committer_;
+  cluster::MapStore* maps_;
+  cluster::Membership* membership_;
+  cluster::MapCommitter* committer_;
   ChangePlanner* planner_;
   ChangeDriver* driver_;
 
-  Mutex mu_;
+  common::Mutex mu_;
   std::condition_variable wake_;
   bool stopping_ GUARDED_BY(mu_) = false;
   std::deque<std::pair<net::AdminRequest, Reply>> queue_ GUARDED_BY(mu_);

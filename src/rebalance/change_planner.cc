@@ -21,11 +21,11 @@ bool SameChange(const ChangeRequest& a, const ChangeRequest& b) {
 }  // namespace
 
 ChangePlanner::ChangePlanner(uint32_t self_id, std::chrono::milliseconds rpc_timeout,
-                             PeerPool* peers, Membership* membership)
+                             net::PeerPool* peers, cluster::Membership* membership)
     : self_id_(self_id), rpc_timeout_(rpc_timeout), peers_(peers), membership_(membership) {}
 
 uint64_t ChangePlanner::plans_counted() const {
-  MutexLock lock(&mu_);
+  common::MutexLock lock(&mu_);
   return plans_counted_;
 }
 
@@ -37,7 +37,7 @@ StatusOr<ChangePlan> ChangePlanner::Plan(const ClusterMap& map, const ChangeRequ
   const auto now = std::chrono::steady_clock::now();
   std::optional<ChangePlan> plan;
   {
-    MutexLock lock(&mu_);
+    common::MutexLock lock(&mu_);
     if (reuse && cached_ && cached_->cluster_id == map.cluster_id() &&
         cached_->epoch == map.epoch() && SameChange(cached_->change, change) &&
         now - cached_->made < kPlanReuse) {
@@ -53,7 +53,7 @@ StatusOr<ChangePlan> ChangePlanner::Plan(const ClusterMap& map, const ChangeRequ
     auto counted = Count(map, change);
     if (!counted.ok()) return counted.status();
     plan = std::move(*counted);
-    MutexLock lock(&mu_);
+    common::MutexLock lock(&mu_);
     ++plans_counted_;
     cached_ = Cached{map.cluster_id(), map.epoch(), change, now, *plan};
   }
@@ -85,7 +85,7 @@ StatusOr<ChangePlan> ChangePlanner::Count(const ClusterMap& cur, const ChangeReq
     }
     // Before anything is committed: a node of another cluster would be half-joined otherwise.
     SHARDKV_RETURN_IF_ERROR(CheckJoiningNode(*map, rec.node_id, address));
-    next = WithNodeJoining(*map, {rec.node_id, address, weight, NodeState::kJoining});
+    next = clustermap::WithNodeJoining(*map, {rec.node_id, address, weight, NodeState::kJoining});
     rec.ideal_fraction = weight / (total_weight_before + weight);
   } else {
     const ClusterNode* node = map->FindNode(rec.node_id);
@@ -101,7 +101,7 @@ StatusOr<ChangePlan> ChangePlanner::Count(const ClusterMap& cur, const ChangeReq
                                      " (the driving node must stay in the cluster)");
     }
     rec.ideal_fraction = node->weight / total_weight_before;
-    next = WithNodeLeaving(*map, rec.node_id);
+    next = clustermap::WithNodeLeaving(*map, rec.node_id);
   }
   if (!next.ok()) return next.status();
   rec.from_epoch = map->epoch();

@@ -40,8 +40,8 @@ class ChangePlanner {
   static constexpr std::chrono::seconds kPlanReuse{120};
 
   // REQUIRES: the pointers outlive the object.
-  ChangePlanner(uint32_t self_id, std::chrono::milliseconds rpc_timeout, PeerPool* peers,
-                Membership* membership);
+  ChangePlanner(uint32_t self_id, std::chrono::milliseconds rpc_timeout, net::PeerPool* peers,
+                cluster::Membership* membership);
 
   // Plans `change` against `map` (this node's newest). InvalidArgument / NotFound /
   // FailedPrecondition for a change that cannot be made; Unavailable when no replica could count
@@ -71,10 +71,10 @@ class ChangePlanner {
 
   const uint32_t self_id_;
   const std::chrono::milliseconds rpc_timeout_;
-  PeerPool* peers_;
-  Membership* membership_;
+  net::PeerPool* peers_;
+  cluster::Membership* membership_;
 
-  mutable Mutex mu_;
+  mutable common::Mutex mu_;
   std::optional<Cached> cached_ GUARDED_BY(mu_);
   uint64_t plans_counted_ GUARDED_BY(mu_) = 0;
 };

@@ -5,17 +5,17 @@
 namespace shardkv::rebalance {
 
 void RateLimiter::SetRate(uint64_t bytes_per_s) {
-  MutexLock lock(&mu_);
+  common::MutexLock lock(&mu_);
   rate_ = bytes_per_s;
 }
 
 uint64_t RateLimiter::rate() const {
-  MutexLock lock(&mu_);
+  common::MutexLock lock(&mu_);
   return rate_;
 }
 
 RateLimiter::Clock::time_point RateLimiter::Take(uint64_t bytes, Clock::time_point now) {
-  MutexLock lock(&mu_);
+  common::MutexLock lock(&mu_);
   if (rate_ == 0) return now;
   // In ns; 128-bit so that a large batch at a low rate cannot overflow.
   const auto cost = std::chrono::nanoseconds(
@@ -25,7 +25,7 @@ RateLimiter::Clock::time_point RateLimiter::Take(uint64_t bytes, Clock::time_poi
 }
 
 RateLimiter::Clock::time_point RateLimiter::Ready() const {
-  MutexLock lock(&mu_);
+  common::MutexLock lock(&mu_);
   return rate_ == 0 ? Clock::time_point{} : next_;
 }
 

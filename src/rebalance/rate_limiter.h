@@ -32,7 +32,7 @@ class RateLimiter {
   Clock::time_point Ready() const;
 
  private:
-  mutable Mutex mu_;
+  mutable common::Mutex mu_;
   uint64_t rate_ GUARDED_BY(mu_) = 0;
   Clock::time_point next_ GUARDED_BY(mu_){};
 };

@@ -2,8 +2,8 @@
 
 namespace shardkv::rebalance {
 
-Rebalancer::Rebalancer(RebalancerOptions options, MapStore* maps, PeerPool* peers,
-                       Membership* membership)
+Rebalancer::Rebalancer(RebalancerOptions options, cluster::MapStore* maps, net::PeerPool* peers,
+                       cluster::Membership* membership)
     : committer_(options.self_id, options.rpc_timeout, maps, peers, membership),
       planner_(options.self_id, options.rpc_timeout, peers, membership),
       driver_(options, maps, peers, membership, &committer_, &planner_),

@@ -61,7 +61,8 @@ class Rebalancer {
   using Reply = ChangeFrontend::Reply;
 
   // REQUIRES: the pointers outlive the object (Stop() first).
-  Rebalancer(RebalancerOptions options, MapStore* maps, PeerPool* peers, Membership* membership);
+  Rebalancer(RebalancerOptions options, cluster::MapStore* maps, net::PeerPool* peers,
+             cluster::Membership* membership);
   ~Rebalancer();
 
   void Start();
@@ -71,7 +72,7 @@ class Rebalancer {
   void AddCounters(std::map<std::string, int64_t>* counters) const;
 
  private:
-  MapCommitter committer_;
+  cluster::MapCommitter committer_;
   ChangePlanner planner_;
   ChangeDriver driver_;
   ChangeFrontend frontend_;

@@ -4,16 +4,16 @@
 
 #include <algorithm>
 
-#include "clustermap/change_record.h"
 #include "clustermap/cluster_map_builder.h"
 #include "rebalance/plan.h"
+#include "shardkv/change.h"
 
 namespace shardkv::rebalance {
 namespace {
 
 uint64_t ChangeIdOf(const ClusterMap& map) {
   if (!map.has_pending()) return 0;
-  auto record = RecordOf(map);
+  auto record = clustermap::RecordOf(map);
   return record.ok() ? record->change_id : 0;
 }
 
@@ -27,7 +27,7 @@ void Reconciler::Start() {
 
 void Reconciler::Stop() {
   {
-    MutexLock lock(&mu_);
+    common::MutexLock lock(&mu_);
     stopping_ = true;
   }
   wake_.notify_all();
@@ -38,7 +38,7 @@ void Reconciler::CompactLoop() {
   for (;;) {
     std::vector<TokenRange> ranges;
     {
-      MutexLock lock(&mu_);
+      common::MutexLock lock(&mu_);
       while (!stopping_ && to_compact_.empty()) lock.Wait(wake_);
       if (stopping_) return;
       ranges.swap(to_compact_);
@@ -55,7 +55,7 @@ void Reconciler::CompactLoop() {
   }
 }
 
-void Reconciler::Attach(MapStore* maps) {
+void Reconciler::Attach(cluster::MapStore* maps) {
   maps->SetBeforePublish(
       [this](const ClusterMap* old, const ClusterMap& next) { return BeforePublish(old, next); });
   maps->AddAfterPublish(
@@ -94,12 +94,13 @@ void Reconciler::AfterPublish(const ClusterMap* old, const ClusterMap& next) {
     ++dropped;
   }
   {
-    MutexLock lock(&mu_);
+    common::MutexLock lock(&mu_);
     to_compact_.insert(to_compact_.end(), lost.begin(), lost.end());
   }
   wake_.notify_all();
   ranges_dropped_ += dropped;
-  Status s = storage_->PutAux(AuxColumn::kMeta, "rebalance/cleaned/" + std::to_string(next.epoch()),
+  Status s = storage_->PutAux(storage::AuxColumn::kMeta,
+                              "rebalance/cleaned/" + std::to_string(next.epoch()),
                               std::to_string(dropped) + " ranges");
   if (!s.ok()) spdlog::warn("recording cleanup: {}", s.ToString());
   spdlog::info("epoch {}: dropped {} ranges this node no longer holds", next.epoch(), dropped);

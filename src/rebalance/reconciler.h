@@ -29,7 +29,7 @@ namespace shardkv::rebalance {
 
 class Reconciler {
  public:
-  Reconciler(uint32_t self_id, Storage* storage) : self_id_(self_id), storage_(storage) {}
+  Reconciler(uint32_t self_id, storage::Storage* storage) : self_id_(self_id), storage_(storage) {}
   ~Reconciler();  // Stop()s
 
   // Dropped ranges are compacted in the background (DeleteRange only writes range tombstones:
@@ -38,7 +38,7 @@ class Reconciler {
   void Stop();  // joins; REQUIRES: before the storage closes
 
   // Registers the hooks. REQUIRES: the Reconciler outlives every install on `maps`.
-  void Attach(MapStore* maps);
+  void Attach(cluster::MapStore* maps);
 
   uint64_t ranges_dropped() const { return ranges_dropped_.load(); }
 
@@ -49,9 +49,9 @@ class Reconciler {
   void CompactLoop();
 
   const uint32_t self_id_;
-  Storage* storage_;
+  storage::Storage* storage_;
   std::atomic<uint64_t> ranges_dropped_{0};
-  Mutex mu_;
+  common::Mutex mu_;
   std::condition_variable wake_;
   bool stopping_ GUARDED_BY(mu_) = false;
   std::vector<TokenRange> to_compact_ GUARDED_BY(mu_);

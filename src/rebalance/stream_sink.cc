@@ -8,12 +8,12 @@
 #include <chrono>
 #include <cstdlib>
 
-#include "clustermap/change_record.h"
 #include "clustermap/cluster_map_builder.h"
 #include "common/hlc.h"
 #include "rebalance/plan.h"
 #include "rebalance/stream_checkpoint.h"
 #include "rebalance/stream_source.h"
+#include "shardkv/change.h"
 #include "shardkv/hash.h"
 
 namespace shardkv::rebalance {
@@ -28,8 +28,8 @@ constexpr size_t kScanWindow = 1024;
 
 }  // namespace
 
-StreamSink::StreamSink(StreamSinkOptions options, Storage* storage, MapStore* maps, PeerPool* peers,
-                       StreamSource* local_source)
+StreamSink::StreamSink(StreamSinkOptions options, storage::Storage* storage,
+                       cluster::MapStore* maps, net::PeerPool* peers, StreamSource* local_source)
     : options_(options),
       storage_(storage),
       maps_(maps),
@@ -48,7 +48,7 @@ void StreamSink::Start() {
 
 void StreamSink::Stop() {
   {
-    MutexLock lock(&mu_);
+    common::MutexLock lock(&mu_);
     stopping_ = true;
   }
   wake_.notify_all();
@@ -57,7 +57,7 @@ void StreamSink::Stop() {
 }
 
 uint64_t StreamSink::resumed_tasks() const {
-  MutexLock lock(&mu_);
+  common::MutexLock lock(&mu_);
   return resumed_tasks_;
 }
 
@@ -70,7 +70,7 @@ void StreamSink::Worker(bool scans) {
   for (;;) {
     std::function<void()> job;
     {
-      MutexLock lock(&mu_);
+      common::MutexLock lock(&mu_);
       auto& queue = scans ? scan_queue_ : queue_;
       while (!stopping_ && queue.empty()) lock.Wait(wake_);
       if (stopping_) return;
@@ -82,7 +82,7 @@ void StreamSink::Worker(bool scans) {
 }
 
 void StreamSink::Enqueue(bool scan, std::function<net::ResponseBody()> job, Done done) {
-  MutexLock lock(&mu_);
+  common::MutexLock lock(&mu_);
   if (stopping_) {
     lock.Unlock();
     return done(Error(Status::Unavailable("node is shutting down")));
@@ -150,7 +150,7 @@ net::ResponseBody StreamSink::Run(const net::StreamRangeRequest& r) {
     return Error(Status::FailedPrecondition("no change is pending at node " +
                                             std::to_string(options_.self_id)));
   }
-  auto record = RecordOf(*map);
+  auto record = clustermap::RecordOf(*map);
   if (!record.ok() || record->change_id != r.change_id) {
     return Error(Status::FailedPrecondition("change " + std::to_string(r.change_id) +
                                             " is not the pending change at node " +
@@ -164,7 +164,7 @@ net::ResponseBody StreamSink::Run(const net::StreamRangeRequest& r) {
   const std::string key = StreamCheckpoint::Key(r.change_id, r.task_id);
   StreamCheckpoint ck;
   bool found = false;
-  if (auto stored = storage_->GetAux(AuxColumn::kMeta, key); stored.ok()) {
+  if (auto stored = storage_->GetAux(storage::AuxColumn::kMeta, key); stored.ok()) {
     auto decoded = StreamCheckpoint::Decode(*stored);
     // A newer node's checkpoint: continuing it could misread it and starting over would lose
     // what it knows, so the task waits for this node's upgrade. A corrupt one only costs
@@ -184,7 +184,7 @@ net::ResponseBody StreamSink::Run(const net::StreamRangeRequest& r) {
   // task continued after a restart or takeover).
   const bool resumed = found;
   {
-    MutexLock lock(&mu_);
+    common::MutexLock lock(&mu_);
     if (seen_.insert({r.change_id, r.task_id}).second && found && !ck.done) ++resumed_tasks_;
   }
   auto progress = [&](const StreamCheckpoint& c) {
@@ -230,7 +230,7 @@ net::ResponseBody StreamSink::Run(const net::StreamRangeRequest& r) {
     StatusOr<net::StreamScanResponse> batch = Status::Unavailable("recently unreachable");
     bool skip = false;
     if (ck.phase == 0) {
-      MutexLock lock(&mu_);
+      common::MutexLock lock(&mu_);
       auto it = failed_sources_.find(source);
       skip = it != failed_sources_.end() &&
              std::chrono::steady_clock::now() - it->second < std::chrono::seconds(10);
@@ -243,7 +243,7 @@ net::ResponseBody StreamSink::Run(const net::StreamRangeRequest& r) {
     if (!skip) batch = Pull(source, address, stream_id, window, ck.cursor);
     if (!batch.ok() && !skip && ck.phase == 0 &&
         batch.status().code() != Status::Code::kStaleEpoch) {
-      MutexLock lock(&mu_);
+      common::MutexLock lock(&mu_);
       failed_sources_[source] = std::chrono::steady_clock::now();
     }
     if (!batch.ok()) {
@@ -269,15 +269,15 @@ net::ResponseBody StreamSink::Run(const net::StreamRangeRequest& r) {
       continue;
     }
     entries_pulled_ += batch->entries.size();
-    std::vector<RangeEntry> entries;
+    std::vector<storage::RangeEntry> entries;
     entries.reserve(batch->entries.size());
     uint64_t batch_bytes = 0, live = 0, tomb = 0, during = 0;
     for (net::StreamEntry& e : batch->entries) {
       batch_bytes += e.key.size() + e.value.size();
       (e.tombstone ? tomb : live) += 1;
-      if (!e.tombstone && HlcClock::PhysicalMs(e.ts) >= record->started_ms) ++during;
-      entries.push_back(
-          {e.token, std::move(e.key), Envelope{e.ts, e.node_id, e.tombstone, std::move(e.value)}});
+      if (!e.tombstone && common::HlcClock::PhysicalMs(e.ts) >= record->started_ms) ++during;
+      entries.push_back({e.token, std::move(e.key),
+                         storage::Envelope{e.ts, e.node_id, e.tombstone, std::move(e.value)}});
     }
     auto applied = storage_->ApplyBatch(entries);
     if (!applied.ok()) return Error(applied.status().WithContext("applying a stream batch"));
@@ -308,7 +308,7 @@ net::ResponseBody StreamSink::Run(const net::StreamRangeRequest& r) {
     }
     // Not fsynced: the WAL still has it for a process crash, and a checkpoint lost to a power
     // failure only means re-applying a batch (LWW makes that a no-op).
-    Status s = storage_->PutAux(AuxColumn::kMeta, key, ck.Encode(), /*sync=*/false);
+    Status s = storage_->PutAux(storage::AuxColumn::kMeta, key, ck.Encode(), /*sync=*/false);
     if (!s.ok()) return Error(s.WithContext("checkpointing a stream"));
     limiter_.Take(batch_bytes, std::chrono::steady_clock::now());
     if (std::chrono::steady_clock::now() >= deadline) break;
@@ -345,10 +345,10 @@ StatusOr<uint64_t> StreamSink::Rebuild(const ClusterMap& map) {
           failed = batch.status();
           break;
         }
-        std::vector<RangeEntry> entries;
+        std::vector<storage::RangeEntry> entries;
         for (net::StreamEntry& e : batch->entries) {
           entries.push_back({e.token, std::move(e.key),
-                             Envelope{e.ts, e.node_id, e.tombstone, std::move(e.value)}});
+                             storage::Envelope{e.ts, e.node_id, e.tombstone, std::move(e.value)}});
         }
         auto applied = storage_->ApplyBatch(entries);
         if (!applied.ok()) return applied.status().WithContext("rebuild");

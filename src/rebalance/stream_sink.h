@@ -52,8 +52,8 @@ struct StreamSinkOptions {
 
 class StreamSink {
  public:
-  StreamSink(StreamSinkOptions options, Storage* storage, MapStore* maps, PeerPool* peers,
-             StreamSource* local_source);
+  StreamSink(StreamSinkOptions options, storage::Storage* storage, cluster::MapStore* maps,
+             net::PeerPool* peers, StreamSource* local_source);
   ~StreamSink();
 
   void Start();
@@ -87,12 +87,12 @@ class StreamSink {
                                          const std::string& cursor);
 
   const StreamSinkOptions options_;
-  Storage* storage_;
-  MapStore* maps_;
-  PeerPool* peers_;
+  storage::Storage* storage_;
+  cluster::MapStore* maps_;
+  net::PeerPool* peers_;
   StreamSource* local_source_;
 
-  mutable Mutex mu_;
+  mutable common::Mutex mu_;
   std::condition_variable wake_;
   bool stopping_ GUARDED_BY(mu_) = false;
   std::deque<std::function<void()>> queue_ GUARDED_BY(mu_);       // tasks and counts

@@ -17,7 +17,7 @@ constexpr uint64_t kMaxBytes = uint64_t{8} << 20;
 StreamSource::~StreamSource() { Close(); }
 
 void StreamSource::Close() {
-  MutexLock lock(&mu_);
+  common::MutexLock lock(&mu_);
   open_.clear();
 }
 
@@ -40,17 +40,17 @@ net::ResponseBody StreamSource::Scan(const net::StreamScanRequest& r) {
   }
   const auto now = std::chrono::steady_clock::now();
   const uint64_t max_age_ms = storage_->options().tombstone_grace_ms / 2;
-  std::shared_ptr<StorageSnapshot> snapshot;
+  std::shared_ptr<storage::StorageSnapshot> snapshot;
   bool renewed = false;
   {
-    MutexLock lock(&mu_);
+    common::MutexLock lock(&mu_);
     for (auto it = open_.begin(); it != open_.end();) {
       it = now - it->second.last_used > kIdleRelease ? open_.erase(it) : std::next(it);
     }
     Open& open = open_[r.stream_id];
     const uint64_t wall = storage_->options().physical_clock_ms
                               ? storage_->options().physical_clock_ms()
-                              : HlcClock::WallClockMs();
+                              : common::HlcClock::WallClockMs();
     if (!open.snapshot || wall - open.snapshot->created_at_ms() > max_age_ms) {
       renewed = open.snapshot != nullptr;
       open.snapshot = storage_->NewSnapshot();
@@ -70,7 +70,7 @@ net::ResponseBody StreamSource::Scan(const net::StreamScanRequest& r) {
   // vnodes) must not cost a round trip per range.
   while (out.entries.size() < max_entries && bytes < max_bytes) {
     const net::TokenSpan& span = ranges[out.range_index];
-    ScanOptions options;
+    storage::ScanOptions options;
     options.snapshot = snapshot.get();
     options.cursor = out.cursor;
     options.max_entries = max_entries - out.entries.size();
@@ -78,7 +78,7 @@ net::ResponseBody StreamSource::Scan(const net::StreamScanRequest& r) {
     options.include_tombstones = true;
     auto batch = storage_->Scan({span.first, span.last}, options);
     if (!batch.ok()) return Error(batch.status());
-    for (RangeEntry& e : batch->entries) {
+    for (storage::RangeEntry& e : batch->entries) {
       bytes += e.key.size() + e.envelope.value.size();
       out.entries.push_back({e.token, std::move(e.key), e.envelope.timestamp, e.envelope.node_id,
                              e.envelope.tombstone, std::move(e.envelope.value)});
@@ -93,7 +93,7 @@ net::ResponseBody StreamSource::Scan(const net::StreamScanRequest& r) {
     out.cursor.clear();
   }
   if (out.done) {
-    MutexLock lock(&mu_);
+    common::MutexLock lock(&mu_);
     open_.erase(r.stream_id);
   }
   return out;
@@ -106,13 +106,13 @@ net::ResponseBody StreamSource::Count(const net::CountRangesRequest& r) {
   for (const net::TokenSpan& span : r.ranges) {
     net::RangeCount count;
     if (span.first > span.last) return Error(Status::InvalidArgument("empty range in count"));
-    ScanOptions options;
+    storage::ScanOptions options;
     options.snapshot = snapshot.get();
     options.max_entries = 4096;
     for (;;) {
       auto batch = storage_->Scan({span.first, span.last}, options);
       if (!batch.ok()) return Error(batch.status());
-      for (const RangeEntry& e : batch->entries) {
+      for (const storage::RangeEntry& e : batch->entries) {
         if (e.envelope.tombstone) {
           ++count.tombstones;
         } else {

@@ -28,7 +28,7 @@ namespace shardkv::rebalance {
 
 class StreamSource {
  public:
-  StreamSource(uint32_t self_id, Storage* storage, MapStore* maps)
+  StreamSource(uint32_t self_id, storage::Storage* storage, cluster::MapStore* maps)
       : self_id_(self_id), storage_(storage), maps_(maps) {}
   ~StreamSource();
 
@@ -41,14 +41,14 @@ class StreamSource {
 
  private:
   struct Open {
-    std::shared_ptr<StorageSnapshot> snapshot;
+    std::shared_ptr<storage::StorageSnapshot> snapshot;
     std::chrono::steady_clock::time_point last_used;
   };
 
   const uint32_t self_id_;
-  Storage* storage_;
-  MapStore* maps_;
-  Mutex mu_;
+  storage::Storage* storage_;
+  cluster::MapStore* maps_;
+  common::Mutex mu_;
   std::map<uint64_t, Open> open_ GUARDED_BY(mu_);  // by stream id
 };
 

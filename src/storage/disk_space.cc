@@ -9,7 +9,7 @@
 
 #include "storage/storage_rep.h"
 
-namespace shardkv {
+namespace shardkv::storage {
 
 StatusOr<uint64_t> FreeBytes(const std::string& dir) {
   struct statvfs st {};
@@ -49,4 +49,4 @@ Status Storage::Rep::Checked(const rocksdb::Status& s, std::string_view context,
 bool Storage::disk_full() const { return rep_->disk_full.load(std::memory_order_relaxed); }
 uint64_t Storage::io_errors() const { return rep_->io_errors.load(std::memory_order_relaxed); }
 
-}  // namespace shardkv
+}  // namespace shardkv::storage

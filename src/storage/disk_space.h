@@ -12,7 +12,7 @@
 
 #include "shardkv/status.h"
 
-namespace shardkv {
+namespace shardkv::storage {
 
 // Opening RocksDB writes a new MANIFEST, OPTIONS file and WAL, and replaying a WAL can flush a
 // memtable; below this much free space a start is refused.
@@ -29,4 +29,4 @@ StatusOr<uint64_t> FreeBytes(const std::string& dir);
 // "no space left on device in <dir> (...)".
 Status CheckFreeSpaceForStart(const std::string& dir, uint64_t free_bytes);
 
-}  // namespace shardkv
+}  // namespace shardkv::storage

@@ -1,6 +1,6 @@
 #include "storage/key_codec.h"
 
-namespace shardkv {
+namespace shardkv::storage {
 
 void AppendBigEndian32(std::string* dst, uint32_t v) {
   char buf[4];
@@ -80,4 +80,4 @@ bool DecodeHintKey(std::string_view stored, uint32_t* target_node, uint64_t* tok
   return true;
 }
 
-}  // namespace shardkv
+}  // namespace shardkv::storage

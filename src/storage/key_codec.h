@@ -17,7 +17,7 @@
 
 #include "shardkv/token_range.h"
 
-namespace shardkv {
+namespace shardkv::storage {
 
 inline constexpr size_t kTokenBytes = 8;
 inline constexpr size_t kHintKeyBytes = 4 + 8 + 8;
@@ -49,4 +49,4 @@ std::string HintTargetPrefix(uint32_t target_node);
 [[nodiscard]] bool DecodeHintKey(std::string_view stored, uint32_t* target_node, uint64_t* token,
                                  uint64_t* seq);
 
-}  // namespace shardkv
+}  // namespace shardkv::storage

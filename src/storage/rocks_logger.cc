@@ -10,7 +10,7 @@
 
 #include "storage/storage_rep.h"
 
-namespace shardkv {
+namespace shardkv::storage {
 namespace {
 
 class SpdlogRocksLogger : public rocksdb::Logger {
@@ -45,4 +45,4 @@ class SpdlogRocksLogger : public rocksdb::Logger {
 
 std::shared_ptr<rocksdb::Logger> NewRocksLogger() { return std::make_shared<SpdlogRocksLogger>(); }
 
-}  // namespace shardkv
+}  // namespace shardkv::storage

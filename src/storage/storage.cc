@@ -16,7 +16,7 @@
 #include "storage/disk_space.h"
 #include "storage/storage_rep.h"
 
-namespace shardkv {
+namespace shardkv::storage {
 namespace {
 
 constexpr char kDataCf[] = "data";
@@ -107,7 +107,7 @@ Status Storage::Close() { return rep_->CloseDb(); }
 
 const std::string& Storage::path() const { return rep_->path; }
 const StorageOptions& Storage::options() const { return rep_->options; }
-HlcClock& Storage::clock() { return *rep_->clock; }
+common::HlcClock& Storage::clock() { return *rep_->clock; }
 
 StatusOr<std::unique_ptr<Storage>> Storage::Open(const std::string& path, StorageOptions options) {
   if (path.empty()) return Status::InvalidArgument("storage path is empty");
@@ -250,7 +250,7 @@ StatusOr<std::unique_ptr<Storage>> Storage::Open(const std::string& path, Storag
   } else if (!rs.IsNotFound()) {
     return rep->Read(rs, "reading HLC ceiling of " + path);
   }
-  HlcOptions hlc;
+  common::HlcOptions hlc;
   hlc.max_clock_offset_ms = options.max_clock_offset_ms;
   hlc.ceiling_window_ms = options.hlc_ceiling_window_ms;
   hlc.physical_clock_ms = options.physical_clock_ms;
@@ -261,7 +261,7 @@ StatusOr<std::unique_ptr<Storage>> Storage::Open(const std::string& path, Storag
         r->db->Put(r->meta_write_options, r->meta_cf, kHlcCeilingKey, std::to_string(new_ceiling)),
         "writing HLC ceiling");
   };
-  rep->clock = std::make_unique<HlcClock>(std::move(hlc));
+  rep->clock = std::make_unique<common::HlcClock>(std::move(hlc));
 
   return std::unique_ptr<Storage>(new Storage(std::move(rep)));
 }
@@ -481,4 +481,4 @@ StatusOr<std::vector<std::pair<std::string, std::string>>> Storage::ScanAux(AuxC
   return out;
 }
 
-}  // namespace shardkv
+}  // namespace shardkv::storage

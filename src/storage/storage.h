@@ -34,7 +34,7 @@
 #include "storage/key_codec.h"
 #include "storage/value_envelope.h"
 
-namespace shardkv {
+namespace shardkv::storage {
 
 // The on-disk layout version this build writes and the only one it opens.
 inline constexpr uint32_t kStorageFormatVersion = 1;
@@ -172,7 +172,7 @@ class Storage {
 
   // The node's HLC, with its ceiling persisted in `meta`. Coordinators take timestamps here.
   // REQUIRES: not closed.
-  HlcClock& clock();
+  common::HlcClock& clock();
 
   // ---- Point operations on the data CF -----------------------------------------------------
 
@@ -273,4 +273,4 @@ class Storage {
   std::unique_ptr<Rep> rep_;
 };
 
-}  // namespace shardkv
+}  // namespace shardkv::storage

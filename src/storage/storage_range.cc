@@ -11,7 +11,7 @@
 #include "storage/storage.h"
 #include "storage/storage_rep.h"
 
-namespace shardkv {
+namespace shardkv::storage {
 namespace {
 
 // An exclusive upper bound for the data keys of `range`, or "" when there is none: keys with
@@ -278,4 +278,4 @@ StatusOr<size_t> Storage::DebugCountInternalEntries(const TokenRange& range, siz
   return count;
 }
 
-}  // namespace shardkv
+}  // namespace shardkv::storage

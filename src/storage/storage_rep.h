@@ -18,7 +18,7 @@
 #include "storage/storage.h"
 #include "storage/tombstone_filter.h"
 
-namespace shardkv {
+namespace shardkv::storage {
 
 // RocksDB's info log, written through spdlog instead of a LOG file (rocks_logger.cc).
 std::shared_ptr<rocksdb::Logger> NewRocksLogger();
@@ -66,7 +66,8 @@ struct Storage::Rep {
     return column == AuxColumn::kMeta ? meta_cf : hints_cf;
   }
   uint64_t WallMs() const {
-    return options.physical_clock_ms ? options.physical_clock_ms() : HlcClock::WallClockMs();
+    return options.physical_clock_ms ? options.physical_clock_ms()
+                                     : common::HlcClock::WallClockMs();
   }
 
   std::string path;
@@ -84,7 +85,7 @@ struct Storage::Rep {
 
   std::shared_ptr<ProtectedRanges> protected_ranges;
   std::shared_ptr<TombstoneGc> tombstone_gc;
-  std::unique_ptr<HlcClock> clock;
+  std::unique_ptr<common::HlcClock> clock;
 
   // stripes[StripeOf(k)] serialises read-compare-Put on data key k. Batch writers lock several
   // stripes in ascending index order, so they cannot deadlock with each other or single writers.
@@ -95,4 +96,4 @@ struct Storage::Rep {
   std::atomic<uint64_t> io_errors{0};      // every RocksDB IOError since Open
 };
 
-}  // namespace shardkv
+}  // namespace shardkv::storage

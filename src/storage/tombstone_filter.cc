@@ -8,17 +8,17 @@
 #include "common/hlc.h"
 #include "storage/value_envelope.h"
 
-namespace shardkv {
+namespace shardkv::storage {
 
 uint64_t ProtectedRanges::Add(const TokenRange& range) {
-  MutexLock lock(&mu_);
+  common::MutexLock lock(&mu_);
   const uint64_t id = next_id_++;
   ranges_.emplace(id, range);
   return id;
 }
 
 Status ProtectedRanges::Remove(uint64_t id) {
-  MutexLock lock(&mu_);
+  common::MutexLock lock(&mu_);
   if (ranges_.erase(id) == 0) {
     return Status::NotFound("no protected token range with id " + std::to_string(id));
   }
@@ -26,7 +26,7 @@ Status ProtectedRanges::Remove(uint64_t id) {
 }
 
 bool ProtectedRanges::Contains(uint64_t token) const {
-  MutexLock lock(&mu_);
+  common::MutexLock lock(&mu_);
   for (const auto& [id, range] : ranges_) {
     if (range.Contains(token)) return true;
   }
@@ -34,7 +34,7 @@ bool ProtectedRanges::Contains(uint64_t token) const {
 }
 
 std::vector<TokenRange> ProtectedRanges::List() const {
-  MutexLock lock(&mu_);
+  common::MutexLock lock(&mu_);
   std::vector<TokenRange> out;
   out.reserve(ranges_.size());
   for (const auto& [id, range] : ranges_) out.push_back(range);
@@ -56,7 +56,7 @@ TombstoneGc::Verdict TombstoneGc::Decide(std::string_view stored_key, std::strin
   }
   EnvelopeView env;
   if (!DecodeEnvelope(stored_value, &env).ok() || !env.tombstone) return Verdict::kKeep;
-  const uint64_t written_ms = HlcClock::PhysicalMs(env.timestamp);
+  const uint64_t written_ms = common::HlcClock::PhysicalMs(env.timestamp);
   if (now_ms <= written_ms || now_ms - written_ms <= grace_ms_) return Verdict::kKeep;
   uint64_t token = 0;
   std::string_view user_key;
@@ -73,7 +73,7 @@ bool TombstoneGc::ShouldDrop(std::string_view stored_key, std::string_view store
 }
 
 bool TombstoneGc::ShouldDropNow(std::string_view stored_key, std::string_view stored_value) const {
-  const uint64_t now_ms = clock_ms_ ? clock_ms_() : HlcClock::WallClockMs();
+  const uint64_t now_ms = clock_ms_ ? clock_ms_() : common::HlcClock::WallClockMs();
   switch (Decide(stored_key, stored_value, now_ms)) {
     case Verdict::kKeep:
       return false;
@@ -128,4 +128,4 @@ std::shared_ptr<rocksdb::CompactionFilterFactory> NewTombstoneFilterFactory(
   return std::make_shared<TombstoneFilterFactory>(std::move(gc));
 }
 
-}  // namespace shardkv
+}  // namespace shardkv::storage

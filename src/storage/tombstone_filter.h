@@ -35,7 +35,7 @@ namespace rocksdb {
 class CompactionFilterFactory;
 }  // namespace rocksdb
 
-namespace shardkv {
+namespace shardkv::storage {
 
 // A registry of token ranges whose tombstones must not be collected.
 // Registrations may overlap; each is removed by the id Add returned.
@@ -51,7 +51,7 @@ class ProtectedRanges {
   std::vector<TokenRange> List() const;
 
  private:
-  mutable Mutex mu_;
+  mutable common::Mutex mu_;
   // A linear scan is fine: the registry holds one entry per active stream or hinted range (tens),
   // and it is consulted only for tombstones already past the grace, not for every key.
   std::map<uint64_t, TokenRange> ranges_ GUARDED_BY(mu_);
@@ -93,4 +93,4 @@ class TombstoneGc {
 std::shared_ptr<rocksdb::CompactionFilterFactory> NewTombstoneFilterFactory(
     std::shared_ptr<const TombstoneGc> gc);
 
-}  // namespace shardkv
+}  // namespace shardkv::storage

@@ -1,6 +1,6 @@
 #include "storage/value_envelope.h"
 
-namespace shardkv {
+namespace shardkv::storage {
 namespace {
 
 void AppendFixed64LE(std::string* out, uint64_t v) {
@@ -86,4 +86,4 @@ Status DecodeEnvelope(std::string_view encoded, EnvelopeView* view) {
   return Status::OK();
 }
 
-}  // namespace shardkv
+}  // namespace shardkv::storage

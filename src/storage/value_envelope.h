@@ -28,7 +28,7 @@
 
 #include "shardkv/status.h"
 
-namespace shardkv {
+namespace shardkv::storage {
 
 inline constexpr uint8_t kEnvelopeFormatV1 = 1;
 inline constexpr uint8_t kEnvelopeFlagTombstone = 0x01;
@@ -72,4 +72,4 @@ std::string EncodeEnvelope(const Envelope& envelope);
 // flags or a tombstone carrying value bytes. On success view->value points into `encoded`.
 [[nodiscard]] Status DecodeEnvelope(std::string_view encoded, EnvelopeView* view);
 
-}  // namespace shardkv
+}  // namespace shardkv::storage

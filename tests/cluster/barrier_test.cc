@@ -45,13 +45,13 @@ struct SilentPeer {
 TEST_CASE("coordinator: the epoch barrier waits for every replica call of older epochs",
           "[membership][barrier]") {
   shardkv::testing::TempDir dir;
-  StorageOptions so;
+  storage::StorageOptions so;
   so.node_id = 1;
-  auto storage = Storage::Open(dir.Sub("db"), so);
+  auto storage = storage::Storage::Open(dir.Sub("db"), so);
   REQUIRE(storage.ok());
-  MapStore maps(storage->get());
-  HintStore hints(storage->get(), 60000, [] { return uint64_t{1}; });
-  PeerPool peers(1);
+  cluster::MapStore maps(storage->get());
+  cluster::HintStore hints(storage->get(), 60000, [] { return uint64_t{1}; });
+  net::PeerPool peers(1);
   SilentPeer silent;
   ClusterParams params;
   params.replication_factor = 2;
@@ -64,10 +64,11 @@ TEST_CASE("coordinator: the epoch barrier waits for every replica call of older 
                          1);
   REQUIRE(map.ok());
   REQUIRE(maps.Reset(*map).ok());
-  CoordinatorOptions co;
+  cluster::CoordinatorOptions co;
   co.self_id = 1;
   co.replica_timeout = std::chrono::milliseconds(800);
-  auto coordinator = std::make_shared<Coordinator>(co, storage->get(), &maps, &peers, &hints);
+  auto coordinator =
+      std::make_shared<cluster::Coordinator>(co, storage->get(), &maps, &peers, &hints);
 
   std::promise<StatusOr<uint64_t>> acked;
   const auto start = std::chrono::steady_clock::now();

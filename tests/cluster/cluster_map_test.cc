@@ -70,7 +70,7 @@ TEST_CASE("cluster map: encode/decode round trip and content hash", "[clustermap
       const uint64_t t = m->TokenOf("x" + std::to_string(i));
       CHECK(back->Replicas(t) == m->Replicas(t));
     }
-    auto next = WithEpoch(*m, 5, 3);
+    auto next = clustermap::WithEpoch(*m, 5, 3);
     CHECK(next.epoch() == 5);
     CHECK(next.ContentHash() != m->ContentHash());
   }
@@ -109,11 +109,13 @@ TEST_CASE("cluster map: errors", "[clustermap]") {
 TEST_CASE("cluster map: node updates keep placement", "[clustermap]") {
   auto m = ClusterMap::Create(1, {}, ThreeNodes(), 1);
   REQUIRE(m.ok());
-  auto down = WithNodeUpdated(*m, 2, NodeState::kDown, "127.0.0.1:8002");
+  auto down = clustermap::WithNodeUpdated(*m, 2, NodeState::kDown, "127.0.0.1:8002");
   REQUIRE(down.ok());
   CHECK(down->FindNode(2)->state == NodeState::kDown);
   CHECK(down->FindNodeByAddress("127.0.0.1:8002")->id == 2);
   CHECK(down->Replicas(123) == m->Replicas(123));
-  CHECK(WithNodeUpdated(*m, 9, NodeState::kUp).status().IsNotFound());
-  CHECK(WithNodeUpdated(*m, 2, NodeState::kUp, "127.0.0.1:7001").status().IsInvalidArgument());
+  CHECK(clustermap::WithNodeUpdated(*m, 9, NodeState::kUp).status().IsNotFound());
+  CHECK(clustermap::WithNodeUpdated(*m, 2, NodeState::kUp, "127.0.0.1:7001")
+            .status()
+            .IsInvalidArgument());
 }

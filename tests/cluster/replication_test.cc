@@ -158,7 +158,7 @@ TEST_CASE("cluster: a newer map spreads by gossip, old-epoch clients are told", 
   REQUIRE(cluster.Start().ok());
   auto client = Connect(cluster);
   const uint64_t epoch = client->map()->epoch();
-  auto next = WithEpoch(cluster.map(), epoch + 1, 1);
+  auto next = clustermap::WithEpoch(cluster.map(), epoch + 1, 1);
   net::Request req;
   req.body = net::InstallMapRequest{next.Encode(), epoch, false};
   auto reply = cluster.Call(1, std::move(req));
@@ -167,8 +167,8 @@ TEST_CASE("cluster: a newer map spreads by gossip, old-epoch clients are told", 
   REQUIRE(reply->ok());
   // A compare-and-set on a stale expected epoch is refused.
   net::Request stale;
-  stale.body =
-      net::InstallMapRequest{WithEpoch(next, epoch + 2, 1).Encode(), epoch - 1 + 100, false};
+  stale.body = net::InstallMapRequest{clustermap::WithEpoch(next, epoch + 2, 1).Encode(),
+                                      epoch - 1 + 100, false};
   auto refused = cluster.Call(2, std::move(stale));
   REQUIRE(refused.ok());
   CHECK(refused->status().code() == Status::Code::kAborted);
@@ -194,7 +194,7 @@ TEST_CASE("cluster: replica writes from an older epoch are fenced", "[membership
   InProcessCluster cluster(3, p);
   REQUIRE(cluster.Start().ok());
   // Move every node to epoch 2 so that an epoch-1 sender is stale.
-  auto next = WithEpoch(cluster.map(), 2, 1);
+  auto next = clustermap::WithEpoch(cluster.map(), 2, 1);
   for (uint32_t id = 1; id <= 3; ++id) {
     net::Request req;
     req.body = net::InstallMapRequest{next.Encode(), 1, false};

@@ -8,7 +8,7 @@
 #include <thread>
 #include <vector>
 
-namespace shardkv {
+namespace shardkv::common {
 namespace {
 
 struct FakeWallClock {
@@ -208,4 +208,4 @@ TEST_CASE("HLC timestamps are unique across threads", "[hlc]") {
 }
 
 }  // namespace
-}  // namespace shardkv
+}  // namespace shardkv::common

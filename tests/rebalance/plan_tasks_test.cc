@@ -73,8 +73,8 @@ TEST_CASE("plan: AssignPieces pairs destinations with distinct sources", "[rebal
       for (uint32_t rf : {1u, 2u, 3u}) {
         INFO("mode " << ModeName(mode) << " rf " << rf);
         const ClusterMap m = MustCreate(Params(mode, rf, 256, 64), 3);
-        for (const ClusterMap& map :
-             {Must(WithNodeJoining(m, Node(4))), Must(WithNodeLeaving(m, 2))}) {
+        for (const ClusterMap& map : {Must(clustermap::WithNodeJoining(m, Node(4))),
+                                      Must(clustermap::WithNodeLeaving(m, 2))}) {
           const auto moving = MovingRanges(map);
           const auto tasks = AssignPieces(moving);
           CheckTasks(moving, tasks);
@@ -95,8 +95,8 @@ TEST_CASE("plan: AssignTasks groups pieces by pair, the task count follows pairs
       INFO("mode " << ModeName(mode) << " size " << size);
       // Four nodes: removing one of three at RF 3 would stream nothing (RF drops to 2).
       const ClusterMap m = MustCreate(Params(mode, 3, size, size), 4);
-      for (const ClusterMap& map :
-           {Must(WithNodeJoining(m, Node(5))), Must(WithNodeLeaving(m, 2))}) {
+      for (const ClusterMap& map : {Must(clustermap::WithNodeJoining(m, Node(5))),
+                                    Must(clustermap::WithNodeLeaving(m, 2))}) {
         const auto moving = MovingRanges(map);
         const auto pieces = AssignPieces(moving);
         const auto tasks = AssignTasks(moving);

@@ -31,7 +31,7 @@ TEST_CASE("plan: cluster map pending placement stages", "[rebalance][plan]") {
     CHECK(m.change() == nullptr);
     CHECK(m.PendingReplicas(123).empty());
 
-    const ClusterMap j = Must(WithNodeJoining(m, {4, "127.0.0.1:7004", 1}));
+    const ClusterMap j = Must(clustermap::WithNodeJoining(m, {4, "127.0.0.1:7004", 1}));
     CHECK(j.has_pending());
     CHECK(j.change() == nullptr);  // a pending change without a record yet: joint writes
     REQUIRE(j.FindNode(4) != nullptr);
@@ -46,7 +46,7 @@ TEST_CASE("plan: cluster map pending placement stages", "[rebalance][plan]") {
       ChangeRecord rec;
       rec.change_id = 77;
       rec.state = state;
-      return WithChange(j, rec);
+      return clustermap::WithChange(j, rec);
     };
     const ClusterMap streaming = at(ChangeState::kStreaming);
     const ClusterMap failed = at(ChangeState::kFailed);
@@ -122,7 +122,7 @@ TEST_CASE("plan: cluster map pending placement stages", "[rebalance][plan]") {
     }
 
     // Commit: 4 up, current == old pending.
-    const ClusterMap committed = Must(WithChangeCommitted(detailed));
+    const ClusterMap committed = Must(clustermap::WithChangeCommitted(detailed));
     CHECK_FALSE(committed.has_pending());
     REQUIRE(committed.change() != nullptr);  // kept after the change completes
     CHECK(committed.change()->change_id == 77);
@@ -134,14 +134,14 @@ TEST_CASE("plan: cluster map pending placement stages", "[rebalance][plan]") {
     CHECK(committed_back.ContentHash() == committed.ContentHash());
 
     // Cancel: the original placement.
-    const ClusterMap cancelled = Must(WithChangeCancelled(j));
+    const ClusterMap cancelled = Must(clustermap::WithChangeCancelled(j));
     CHECK_FALSE(cancelled.has_pending());
     CHECK(cancelled.FindNode(4) == nullptr);
     CHECK(cancelled.nodes() == m.nodes());
     for (uint64_t t : tokens) CHECK(cancelled.Replicas(t) == m.Replicas(t));
 
     // Leaving.
-    const ClusterMap l = Must(WithNodeLeaving(m, 2));
+    const ClusterMap l = Must(clustermap::WithNodeLeaving(m, 2));
     CHECK(l.has_pending());
     REQUIRE(l.FindNode(2) != nullptr);
     CHECK(l.FindNode(2)->state == NodeState::kLeaving);
@@ -155,7 +155,7 @@ TEST_CASE("plan: cluster map pending placement stages", "[rebalance][plan]") {
     CHECK(l_back.ContentHash() == l.ContentHash());
     CHECK(l_back.PendingEffectiveReplicas() == 2);
     for (uint64_t t : tokens) CHECK(l_back.PendingReplicas(t) == l.PendingReplicas(t));
-    const ClusterMap gone = Must(WithChangeCommitted(l));
+    const ClusterMap gone = Must(clustermap::WithChangeCommitted(l));
     CHECK(gone.FindNode(2) == nullptr);
     CHECK(gone.nodes().size() == 2);
     CHECK(gone.EffectiveReplicas() == 2);
@@ -163,22 +163,23 @@ TEST_CASE("plan: cluster map pending placement stages", "[rebalance][plan]") {
       CHECK_FALSE(Has(gone.Replicas(t), 2));
       CHECK(gone.Replicas(t) == l.PendingReplicas(t));
     }
-    const ClusterMap l_cancel = Must(WithChangeCancelled(l));
+    const ClusterMap l_cancel = Must(clustermap::WithChangeCancelled(l));
     CHECK(l_cancel.nodes() == m.nodes());
     for (uint64_t t : tokens) CHECK(l_cancel.Replicas(t) == m.Replicas(t));
 
     // Errors.
-    CHECK(WithNodeJoining(j, {5, "127.0.0.1:7005", 1}).status().code() ==
+    CHECK(clustermap::WithNodeJoining(j, {5, "127.0.0.1:7005", 1}).status().code() ==
           Status::Code::kFailedPrecondition);
-    CHECK(WithNodeLeaving(j, 1).status().code() == Status::Code::kFailedPrecondition);
-    CHECK(WithNodeJoining(m, {1, "127.0.0.1:7009", 1}).status().IsInvalidArgument());
-    CHECK(WithNodeJoining(m, {9, "127.0.0.1:7001", 1}).status().IsInvalidArgument());
-    CHECK(WithNodeJoining(m, {9, "127.0.0.1:7009", 0}).status().IsInvalidArgument());
-    CHECK(WithNodeLeaving(m, 9).status().IsNotFound());
-    CHECK(WithChangeCommitted(m).status().code() == Status::Code::kFailedPrecondition);
-    CHECK(WithChangeCancelled(m).status().code() == Status::Code::kFailedPrecondition);
+    CHECK(clustermap::WithNodeLeaving(j, 1).status().code() == Status::Code::kFailedPrecondition);
+    CHECK(clustermap::WithNodeJoining(m, {1, "127.0.0.1:7009", 1}).status().IsInvalidArgument());
+    CHECK(clustermap::WithNodeJoining(m, {9, "127.0.0.1:7001", 1}).status().IsInvalidArgument());
+    CHECK(clustermap::WithNodeJoining(m, {9, "127.0.0.1:7009", 0}).status().IsInvalidArgument());
+    CHECK(clustermap::WithNodeLeaving(m, 9).status().IsNotFound());
+    CHECK(clustermap::WithChangeCommitted(m).status().code() == Status::Code::kFailedPrecondition);
+    CHECK(clustermap::WithChangeCancelled(m).status().code() == Status::Code::kFailedPrecondition);
     const ClusterMap single = MustCreate(Params(mode, 1, 256), 1);
-    CHECK(WithNodeLeaving(single, 1).status().code() == Status::Code::kFailedPrecondition);
+    CHECK(clustermap::WithNodeLeaving(single, 1).status().code() ==
+          Status::Code::kFailedPrecondition);
   }
 }
 
@@ -210,8 +211,8 @@ TEST_CASE("plan: moving ranges match per-key movement and are near minimal", "[r
     const ClusterParams p = Params(sc.mode, sc.rf, 1024, 160);
     const ClusterMap base = MustCreate(p, sc.add ? 3 : 4);
     const uint32_t moved_node = 4;
-    const ClusterMap map = sc.add ? Must(WithNodeJoining(base, Node(moved_node)))
-                                  : Must(WithNodeLeaving(base, moved_node));
+    const ClusterMap map = sc.add ? Must(clustermap::WithNodeJoining(base, Node(moved_node)))
+                                  : Must(clustermap::WithNodeLeaving(base, moved_node));
     const auto moving = MovingRanges(map);
     REQUIRE_FALSE(moving.empty());
     for (const auto& r : moving) REQUIRE_FALSE(SameSet(r.old_set, r.new_set));
@@ -271,8 +272,8 @@ TEST_CASE("plan: AllRanges covers the token space exactly once", "[rebalance][pl
     INFO("mode " << ModeName(mode));
     const uint32_t shards = 256;
     const ClusterMap m = MustCreate(Params(mode, 3, shards, 64), 3);
-    const ClusterMap joining = Must(WithNodeJoining(m, Node(4)));
-    const ClusterMap leaving = Must(WithNodeLeaving(m, 1));
+    const ClusterMap joining = Must(clustermap::WithNodeJoining(m, Node(4)));
+    const ClusterMap leaving = Must(clustermap::WithNodeLeaving(m, 1));
     for (const ClusterMap* map : {&m, &joining, &leaving}) {
       const auto all = AllRanges(*map);
       REQUIRE_FALSE(all.empty());
@@ -370,8 +371,8 @@ TEST_CASE("plan: HeldRanges and DestinationRanges match per-key placement", "[re
   for (auto mode : {PlacementMode::kRing, PlacementMode::kJump}) {
     INFO("mode " << ModeName(mode));
     const ClusterMap m = MustCreate(Params(mode, 2, 256, 64), 3);
-    const ClusterMap joining = Must(WithNodeJoining(m, Node(4)));
-    const ClusterMap leaving = Must(WithNodeLeaving(m, 3));
+    const ClusterMap joining = Must(clustermap::WithNodeJoining(m, Node(4)));
+    const ClusterMap leaving = Must(clustermap::WithNodeLeaving(m, 3));
     const auto tokens = KeyTokens(m, kKeys);
     for (const ClusterMap* map : {&m, &joining, &leaving}) {
       INFO(map->DebugString());

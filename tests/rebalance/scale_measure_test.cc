@@ -36,7 +36,8 @@ void Measure(PlacementMode mode, uint32_t size, uint32_t nodes) {
   REQUIRE(map.ok());
   const double create = Ms(t);
   t = std::chrono::steady_clock::now();
-  auto joined = WithNodeJoining(*map, {nodes + 1, "127.0.0.1:9999", 1.0, NodeState::kJoining});
+  auto joined =
+      clustermap::WithNodeJoining(*map, {nodes + 1, "127.0.0.1:9999", 1.0, NodeState::kJoining});
   REQUIRE(joined.ok());
   const double join = Ms(t);
   t = std::chrono::steady_clock::now();
@@ -52,7 +53,7 @@ void Measure(PlacementMode mode, uint32_t size, uint32_t nodes) {
   const auto tasks = AssignTasks(moving);
   const double plan = Ms(t);
   t = std::chrono::steady_clock::now();
-  REQUIRE(WithNodeLeaving(*map, 2).ok());
+  REQUIRE(clustermap::WithNodeLeaving(*map, 2).ok());
   const double leave = Ms(t);
   std::cout << PlacementModeName(mode) << " size " << size << " nodes " << nodes << ": create "
             << create << " ms, join " << join << " ms, encode " << encode << " ms (" << bytes.size()

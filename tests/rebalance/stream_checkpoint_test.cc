@@ -8,10 +8,10 @@
 #include <random>
 
 #include "cluster/map_store.h"
-#include "clustermap/change_record.h"
 #include "clustermap/cluster_map_builder.h"
 #include "rebalance/stream_sink.h"
 #include "rebalance/stream_source.h"
+#include "shardkv/change.h"
 #include "storage/storage.h"
 #include "testing/temp_dir.h"
 
@@ -152,19 +152,19 @@ TEST_CASE("stream checkpoint: garbage and truncated bytes are errors, never a cr
 TEST_CASE("stream sink: a newer checkpoint fails the task, a v0.1.0 one resumes it",
           "[stream][upgrade]") {
   shardkv::testing::TempDir dir;
-  StorageOptions so;
+  storage::StorageOptions so;
   so.node_id = 1;
-  auto storage = Storage::Open(dir.Sub("db"), so);
+  auto storage = storage::Storage::Open(dir.Sub("db"), so);
   REQUIRE(storage.ok());
-  MapStore maps(storage->get());
+  cluster::MapStore maps(storage->get());
   auto base = ClusterMap::Create(5, {}, {{1, "127.0.0.1:1", 1, NodeState::kUp}}, 1);
   REQUIRE(base.ok());
-  auto joining = WithNodeJoining(*base, {2, "127.0.0.1:2", 1, NodeState::kJoining});
+  auto joining = clustermap::WithNodeJoining(*base, {2, "127.0.0.1:2", 1, NodeState::kJoining});
   REQUIRE(joining.ok());
-  rebalance::ChangeRecord rec;
+  ChangeRecord rec;
   rec.change_id = 99;
-  rec.state = rebalance::ChangeState::kStreaming;
-  REQUIRE(maps.Reset(WithEpoch(WithChange(*joining, rec), 2, 1)).ok());
+  rec.state = ChangeState::kStreaming;
+  REQUIRE(maps.Reset(clustermap::WithEpoch(clustermap::WithChange(*joining, rec), 2, 1)).ok());
 
   rebalance::StreamSource source(1, storage->get(), &maps);
   rebalance::StreamSinkOptions options;
@@ -190,17 +190,17 @@ TEST_CASE("stream sink: a newer checkpoint fails the task, a v0.1.0 one resumes 
   std::string newer = StreamCheckpoint{}.Encode();
   const uint32_t version = kStreamCheckpointFormatVersion + 1;
   std::memcpy(newer.data() + 16, &version, 4);
-  REQUIRE((*storage)->PutAux(AuxColumn::kMeta, StreamCheckpoint::Key(99, 1), newer, true).ok());
+  REQUIRE((*storage)->PutAux(storage::AuxColumn::kMeta, StreamCheckpoint::Key(99, 1), newer, true).ok());
   const net::ResponseBody refused = run(1);
   const auto* error = std::get_if<net::ErrorResponse>(&refused);
   REQUIRE(error != nullptr);
   CHECK(error->code == Status::Code::kNotSupported);
   CHECK_THAT(error->message, Catch::Contains("upgrade this node"));
-  CHECK(*(*storage)->GetAux(AuxColumn::kMeta, StreamCheckpoint::Key(99, 1)) == newer);
+  CHECK(*(*storage)->GetAux(storage::AuxColumn::kMeta, StreamCheckpoint::Key(99, 1)) == newer);
 
   // Written by v0.1.0 (done, 7 copies): read and reported as a resumed, finished task.
   REQUIRE((*storage)
-              ->PutAux(AuxColumn::kMeta, StreamCheckpoint::Key(99, 2), "0 1 7 0 70 0 - -", true)
+              ->PutAux(storage::AuxColumn::kMeta, StreamCheckpoint::Key(99, 2), "0 1 7 0 70 0 - -", true)
               .ok());
   const net::ResponseBody resumed = run(2);
   const auto* done = std::get_if<net::StreamRangeResponse>(&resumed);

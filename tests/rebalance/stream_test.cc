@@ -4,11 +4,11 @@
 #include <catch2/catch.hpp>
 
 #include "cluster/map_store.h"
-#include "clustermap/change_record.h"
 #include "clustermap/cluster_map_builder.h"
 #include "rebalance/plan.h"
 #include "rebalance/reconciler.h"
 #include "rebalance/stream_source.h"
+#include "shardkv/change.h"
 #include "storage/storage.h"
 #include "testing/temp_dir.h"
 
@@ -32,13 +32,13 @@ TEST_CASE("stream source: a snapshot older than grace/2 is renewed from the curs
           "[rebalance][stream]") {
   shardkv::testing::TempDir dir;
   auto now_ms = std::make_shared<std::atomic<uint64_t>>(1'800'000'000'000);
-  StorageOptions so;
+  storage::StorageOptions so;
   so.node_id = 1;
   so.tombstone_grace_ms = 10'000;
   so.physical_clock_ms = [now_ms] { return now_ms->load(); };
-  auto storage = Storage::Open(dir.Sub("db"), so);
+  auto storage = storage::Storage::Open(dir.Sub("db"), so);
   REQUIRE(storage.ok());
-  MapStore maps(storage->get());
+  cluster::MapStore maps(storage->get());
   REQUIRE(maps.Reset(ThreeNodeMap()).ok());
   for (int i = 0; i < 10; ++i) {
     REQUIRE((*storage)->Put(uint64_t{100} + i, "k" + std::to_string(i), "v").ok());
@@ -74,11 +74,11 @@ TEST_CASE("stream source: a snapshot older than grace/2 is renewed from the curs
 TEST_CASE("reconciler: a destination drops leftovers before a new change is published",
           "[rebalance][stream]") {
   shardkv::testing::TempDir dir;
-  StorageOptions so;
+  storage::StorageOptions so;
   so.node_id = 4;
-  auto storage = Storage::Open(dir.Sub("db"), so);
+  auto storage = storage::Storage::Open(dir.Sub("db"), so);
   REQUIRE(storage.ok());
-  MapStore maps(storage->get());
+  cluster::MapStore maps(storage->get());
   rebalance::Reconciler reconciler(4, storage->get());
   reconciler.Attach(&maps);
   reconciler.Start();
@@ -95,14 +95,14 @@ TEST_CASE("reconciler: a destination drops leftovers before a new change is publ
                 ->Put(base.TokenOf("k" + std::to_string(i)), "k" + std::to_string(i), "old")
                 .ok());
   }
-  auto joining = WithNodeJoining(base, {4, "127.0.0.1:4", 1, NodeState::kJoining});
+  auto joining = clustermap::WithNodeJoining(base, {4, "127.0.0.1:4", 1, NodeState::kJoining});
   REQUIRE(joining.ok());
-  rebalance::ChangeRecord rec;
+  ChangeRecord rec;
   rec.change_id = 99;
   rec.kind = ChangeKind::kAdd;
   rec.node_id = 4;
-  rec.state = rebalance::ChangeState::kStreaming;
-  const ClusterMap e2 = WithEpoch(WithChange(*joining, rec), 2, 1);
+  rec.state = ChangeState::kStreaming;
+  const ClusterMap e2 = clustermap::WithEpoch(clustermap::WithChange(*joining, rec), 2, 1);
   REQUIRE(maps.Reset(e2).ok());
   // Nothing is left in the ranges it streams into (leftovers) nor anywhere else (it held
   // nothing under its old standalone view of the world: the install dropped it as lost).
@@ -114,7 +114,7 @@ TEST_CASE("reconciler: a destination drops leftovers before a new change is publ
   }
   // A resumed change (same id) keeps what was streamed: no second drop.
   REQUIRE((*storage)->Put(e2.TokenOf("k1"), "k1", "streamed").ok());
-  const ClusterMap e3 = WithEpoch(e2, 3, 2);
+  const ClusterMap e3 = clustermap::WithEpoch(e2, 3, 2);
   REQUIRE(maps.Install(e3).ok());
   if (e3.Holds(4, e3.TokenOf("k1"))) {
     CHECK(*(*storage)->Get(e3.TokenOf("k1"), "k1") == "streamed");

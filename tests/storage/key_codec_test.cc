@@ -5,7 +5,7 @@
 #include <random>
 #include <vector>
 
-namespace shardkv {
+namespace shardkv::storage {
 namespace {
 
 TEST_CASE("data keys are token big-endian then the user key", "[key_codec]") {
@@ -72,4 +72,4 @@ TEST_CASE("TokenRange is inclusive at both ends", "[key_codec]") {
 }
 
 }  // namespace
-}  // namespace shardkv
+}  // namespace shardkv::storage

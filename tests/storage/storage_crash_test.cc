@@ -24,7 +24,7 @@
 
 extern char** environ;
 
-namespace shardkv {
+namespace shardkv::storage {
 namespace {
 
 using testing::OpenOrDie;
@@ -172,4 +172,4 @@ TEST_CASE("acknowledged writes survive kill -9 of the writer", "[storage][durabi
 }
 
 }  // namespace
-}  // namespace shardkv
+}  // namespace shardkv::storage

@@ -48,16 +48,16 @@ class CapturedLog {
 }  // namespace
 
 TEST_CASE("disk space: a start needs kMinFreeBytesToStart free", "[storage][disk]") {
-  Status low = CheckFreeSpaceForStart("/data/n1", kMinFreeBytesToStart - 1);
+  Status low = storage::CheckFreeSpaceForStart("/data/n1", storage::kMinFreeBytesToStart - 1);
   CHECK(low.code() == Status::Code::kResourceExhausted);
   CHECK(low.message().find("no space left on device in /data/n1") == 0);
-  CHECK(CheckFreeSpaceForStart("/data/n1", 0).code() == Status::Code::kResourceExhausted);
-  CHECK(CheckFreeSpaceForStart("/data/n1", kMinFreeBytesToStart).ok());
+  CHECK(storage::CheckFreeSpaceForStart("/data/n1", 0).code() == Status::Code::kResourceExhausted);
+  CHECK(storage::CheckFreeSpaceForStart("/data/n1", storage::kMinFreeBytesToStart).ok());
   shardkv::testing::TempDir dir;
-  auto free_bytes = FreeBytes(dir.path());
+  auto free_bytes = storage::FreeBytes(dir.path());
   REQUIRE(free_bytes.ok());
   CHECK(*free_bytes > 0);
-  CHECK_FALSE(FreeBytes(dir.Sub("missing")).ok());
+  CHECK_FALSE(storage::FreeBytes(dir.Sub("missing")).ok());
 }
 
 TEST_CASE("storage: a full disk is one logged episode, a gauge, and a plain error",
@@ -68,10 +68,10 @@ TEST_CASE("storage: a full disk is one logged episode, a gauge, and a plain erro
     return;
   }
   CapturedLog log;
-  StorageOptions options;
+  storage::StorageOptions options;
   options.node_id = 7;
   const std::string path = disk.path() + "/db";
-  auto storage = Storage::Open(path, options);
+  auto storage = storage::Storage::Open(path, options);
   REQUIRE(storage.ok());
   REQUIRE((*storage)->Put(1, "before", "v").ok());
   CHECK_FALSE((*storage)->disk_full());
@@ -115,12 +115,12 @@ TEST_CASE("storage: a full disk is one logged episode, a gauge, and a plain erro
 
   // Restarting on a full disk is refused in plain words, not by a RocksDB assertion abort.
   disk.Fill();
-  auto reopened = Storage::Open(path, options);
+  auto reopened = storage::Storage::Open(path, options);
   REQUIRE_FALSE(reopened.ok());
   CHECK(reopened.status().code() == Status::Code::kResourceExhausted);
   CHECK(reopened.status().message().find("no space left on device in " + path) == 0);
   disk.Free();
-  reopened = Storage::Open(path, options);
+  reopened = storage::Storage::Open(path, options);
   REQUIRE(reopened.ok());
   CHECK(*(*reopened)->Get(4, "after") == "v");
 }

@@ -5,7 +5,7 @@
 #include "storage/storage.h"
 #include "storage/storage_test_util.h"
 
-namespace shardkv {
+namespace shardkv::storage {
 namespace {
 
 using testing::FakeClock;
@@ -110,9 +110,10 @@ TEST_CASE("GC with the real clock: a deleted key stays deleted after the grace",
   REQUIRE(tombstone->tombstone);
 
   // Sleep until the computed expiry (not a guess), then poll compaction with a deadline.
-  const uint64_t expiry_ms = HlcClock::PhysicalMs(tombstone->timestamp) + 1000 + 1;
-  while (HlcClock::WallClockMs() < expiry_ms) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(expiry_ms - HlcClock::WallClockMs()));
+  const uint64_t expiry_ms = common::HlcClock::PhysicalMs(tombstone->timestamp) + 1000 + 1;
+  while (common::HlcClock::WallClockMs() < expiry_ms) {
+    std::this_thread::sleep_for(
+        std::chrono::milliseconds(expiry_ms - common::HlcClock::WallClockMs()));
   }
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   size_t remaining = 0;
@@ -128,4 +129,4 @@ TEST_CASE("GC with the real clock: a deleted key stays deleted after the grace",
 }
 
 }  // namespace
-}  // namespace shardkv
+}  // namespace shardkv::storage

@@ -6,7 +6,7 @@
 #include "storage/storage.h"
 #include "storage/storage_test_util.h"
 
-namespace shardkv {
+namespace shardkv::storage {
 namespace {
 
 using testing::OpenOrDie;
@@ -224,7 +224,7 @@ TEST_CASE("Scan through a snapshot sees the data as of the snapshot", "[storage]
 TEST_CASE("ApplyBatch applies entries with LWW and is idempotent", "[storage][range]") {
   TempDir dir;
   auto db = OpenOrDie(dir.path(), TestOptions());
-  const uint64_t base = HlcClock::Make(HlcClock::WallClockMs() - 60'000, 0);
+  const uint64_t base = common::HlcClock::Make(common::HlcClock::WallClockMs() - 60'000, 0);
   REQUIRE_OK(db->Write(1, "a", Envelope{base + 10, 1, false, "stored-newer"}));
   REQUIRE_OK(db->Write(2, "b", Envelope{base + 10, 1, false, "stored-older"}));
   REQUIRE_OK(db->Write(3, "c", Envelope{base + 10, 1, false, "same"}));
@@ -339,4 +339,4 @@ TEST_CASE("ApproximateRangeStats estimates keys and bytes per range", "[storage]
 }
 
 }  // namespace
-}  // namespace shardkv
+}  // namespace shardkv::storage

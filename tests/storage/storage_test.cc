@@ -11,7 +11,7 @@
 
 #include "storage/storage_test_util.h"
 
-namespace shardkv {
+namespace shardkv::storage {
 namespace {
 
 using testing::FakeClock;
@@ -22,10 +22,10 @@ using testing::TestOptions;
 constexpr uint64_t kStartMs = 1'700'000'000'000;  // a fixed "now" for the fake clock
 
 Envelope Value(uint64_t physical_ms, uint64_t logical, uint32_t node, std::string v) {
-  return Envelope{HlcClock::Make(physical_ms, logical), node, false, std::move(v)};
+  return Envelope{common::HlcClock::Make(physical_ms, logical), node, false, std::move(v)};
 }
 Envelope Tombstone(uint64_t physical_ms, uint64_t logical, uint32_t node) {
-  return Envelope{HlcClock::Make(physical_ms, logical), node, true, ""};
+  return Envelope{common::HlcClock::Make(physical_ms, logical), node, true, ""};
 }
 
 TEST_CASE("Put, Get and Delete by token and key", "[storage]") {
@@ -78,7 +78,7 @@ TEST_CASE("LWW: newer wins, older never overwrites, node id breaks ties", "[stor
     auto r = db->Write(t, "k", Value(ms, 4, 9, "v4"));
     REQUIRE_OK(r);
     CHECK(r->outcome == WriteOutcome::kSuperseded);
-    CHECK(r->stored == (Version{HlcClock::Make(ms, 5), 2}));
+    CHECK(r->stored == (Version{common::HlcClock::Make(ms, 5), 2}));
     CHECK(*db->Get(t, "k") == "v5");
   }
   SECTION("a newer timestamp wins") {
@@ -126,7 +126,7 @@ TEST_CASE("a local write after a remote one that is slightly ahead still wins", 
   auto local = db->Put(1, "k", "local");
   REQUIRE_OK(local);
   CHECK(local->outcome == WriteOutcome::kApplied);
-  CHECK(local->written.timestamp > HlcClock::Make(kStartMs + 400, 0));
+  CHECK(local->written.timestamp > common::HlcClock::Make(kStartMs + 400, 0));
   CHECK(*db->Get(1, "k") == "local");
 }
 
@@ -147,7 +147,7 @@ TEST_CASE("concurrent LWW writers converge on the newest version", "[storage][lw
       std::mt19937_64 rng(1000 + t);
       for (int i = 0; i < kWritesPerThread; ++i) {
         const int k = static_cast<int>(rng() % kKeys);
-        const Version v{HlcClock::Make(kStartMs - 5000 + rng() % 4000, rng() % 4),
+        const Version v{common::HlcClock::Make(kStartMs - 5000 + rng() % 4000, rng() % 4),
                         static_cast<uint32_t>(rng() % 3)};
         const Envelope e{v.timestamp, v.node_id, (rng() % 5) == 0, ""};
         if (!db->Write(static_cast<uint64_t>(k), "key", e).ok()) {
@@ -352,4 +352,4 @@ TEST_CASE("meta and hints column families", "[storage][aux]") {
 }
 
 }  // namespace
-}  // namespace shardkv
+}  // namespace shardkv::storage

@@ -50,15 +50,16 @@ class FakeClock {
 };
 
 // Small caches for tests; everything else default.
-inline StorageOptions TestOptions() {
-  StorageOptions o;
+inline storage::StorageOptions TestOptions() {
+  storage::StorageOptions o;
   o.block_cache_bytes = size_t{1} << 20;
   o.node_id = 1;
   return o;
 }
 
-inline std::unique_ptr<Storage> OpenOrDie(const std::string& path, StorageOptions options) {
-  auto s = Storage::Open(path, std::move(options));
+inline std::unique_ptr<storage::Storage> OpenOrDie(const std::string& path,
+                                                   storage::StorageOptions options) {
+  auto s = storage::Storage::Open(path, std::move(options));
   REQUIRE_OK(s);
   return std::move(s).value();
 }

@@ -5,7 +5,7 @@
 #include "common/hlc.h"
 #include "storage/value_envelope.h"
 
-namespace shardkv {
+namespace shardkv::storage {
 namespace {
 
 TEST_CASE("ProtectedRanges registers overlapping ranges by id", "[tombstone]") {
@@ -37,7 +37,7 @@ TEST_CASE("TombstoneGc drops only expired, unprotected tombstones", "[tombstone]
   constexpr uint64_t kWrittenMs = 50000;
   auto ranges = std::make_shared<ProtectedRanges>();
   TombstoneGc gc(kGraceMs, nullptr, ranges);
-  const uint64_t ts = HlcClock::Make(kWrittenMs, 3);
+  const uint64_t ts = common::HlcClock::Make(kWrittenMs, 3);
   const std::string tomb = EncodeEnvelope(Envelope{ts, 1, true, ""});
   const std::string live = EncodeEnvelope(Envelope{ts, 1, false, "v"});
   const std::string key = EncodeDataKey(100, "k");
@@ -64,7 +64,7 @@ TEST_CASE("TombstoneGc counts drops and protected keeps", "[tombstone]") {
   uint64_t now = 10000;
   TombstoneGc gc(
       10, [&now] { return now; }, ranges);
-  const std::string tomb = EncodeEnvelope(Envelope{HlcClock::Make(100, 0), 1, true, ""});
+  const std::string tomb = EncodeEnvelope(Envelope{common::HlcClock::Make(100, 0), 1, true, ""});
   (void)ranges->Add({7, 7});
   CHECK_FALSE(gc.ShouldDropNow(EncodeDataKey(7, "a"), tomb));
   CHECK(gc.ShouldDropNow(EncodeDataKey(8, "a"), tomb));
@@ -73,4 +73,4 @@ TEST_CASE("TombstoneGc counts drops and protected keeps", "[tombstone]") {
 }
 
 }  // namespace
-}  // namespace shardkv
+}  // namespace shardkv::storage

@@ -2,7 +2,7 @@
 
 #include <catch2/catch.hpp>
 
-namespace shardkv {
+namespace shardkv::storage {
 namespace {
 
 TEST_CASE("envelope encoding is stable (golden bytes)", "[envelope]") {
@@ -62,4 +62,4 @@ TEST_CASE("versions order by timestamp, then node id", "[envelope]") {
 }
 
 }  // namespace
-}  // namespace shardkv
+}  // namespace shardkv::storage

@@ -207,9 +207,9 @@ TEST_CASE("history checker: catches a stale value written behind the cluster's b
   {
     // Storage's HLC starts past the persisted ceiling, so this write is newer than every write
     // the node took, and LWW makes the stale content the stored one.
-    StorageOptions so;
+    storage::StorageOptions so;
     so.node_id = 1;
-    auto storage = Storage::Open(dir.path() + "/db", so);
+    auto storage = storage::Storage::Open(dir.path() + "/db", so);
     REQUIRE(storage.ok());
     REQUIRE((*storage)->Put(token, key, EncodeValue(key, version - 1, 64)).ok());
     REQUIRE((*storage)->Close().ok());

@@ -10,13 +10,13 @@ TEST_CASE("upgrade v0.1.0: a data directory with an unknown storage format versi
   const std::string db = DbDir(root, 1);
   // The old release stamped version 1, as decimal ASCII in the meta CF.
   CHECK(RawMetaGet(db, "storage/format_version") == "1");
-  const std::string future = std::to_string(kStorageFormatVersion + 1);
+  const std::string future = std::to_string(storage::kStorageFormatVersion + 1);
   RawMetaPut(db, "storage/format_version", future);
 
-  StorageOptions so;
+  storage::StorageOptions so;
   so.create_if_missing = false;
   so.node_id = 1;
-  auto opened = Storage::Open(db, so);
+  auto opened = storage::Storage::Open(db, so);
   REQUIRE_FALSE(opened.ok());
   const Status& s = opened.status();
   INFO(s.ToString());
@@ -51,7 +51,7 @@ TEST_CASE("upgrade v0.1.0: a stored cluster map with an unknown format version i
   const std::string future = std::to_string(ClusterMap::kFormatVersion + 1);
   {
     auto store = OpenStore(DbDir(root, 1), 1);
-    auto bytes = store->GetAux(AuxColumn::kMeta, MapStore::kMetaKey);
+    auto bytes = store->GetAux(storage::AuxColumn::kMeta, cluster::MapStore::kMetaKey);
     REQUIRE(bytes.ok());
     std::string map = *bytes;
     // A single-segment Cap'n Proto message as the old release wrote it: segment table (8 bytes),
@@ -69,9 +69,9 @@ TEST_CASE("upgrade v0.1.0: a stored cluster map with an unknown format version i
     REQUIRE(version == 1);
     const uint32_t bumped = ClusterMap::kFormatVersion + 1;
     std::memcpy(map.data() + 16, &bumped, 4);
-    REQUIRE(store->PutAux(AuxColumn::kMeta, MapStore::kMetaKey, map).ok());
+    REQUIRE(store->PutAux(storage::AuxColumn::kMeta, cluster::MapStore::kMetaKey, map).ok());
 
-    MapStore maps(store.get());
+    cluster::MapStore maps(store.get());
     Status loaded = maps.Load();
     INFO(loaded.ToString());
     CHECK(loaded.code() == Status::Code::kFailedPrecondition);
@@ -92,7 +92,7 @@ TEST_CASE("upgrade v0.1.0: a stored cluster map with an unknown format version i
   }
   // The bumped map is still there (not replaced by a bootstrap map).
   auto store = OpenStore(DbDir(root, 1), 1);
-  MapStore maps(store.get());
+  cluster::MapStore maps(store.get());
   CHECK(maps.Load().code() == Status::Code::kFailedPrecondition);
   CHECK(store->Close().ok());
 }

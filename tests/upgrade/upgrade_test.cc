@@ -33,7 +33,7 @@ TEST_CASE("upgrade v0.1.0: ring fixture, each node's store and map decode", "[up
   for (uint32_t id = 1; id <= 4; ++id) {
     INFO("node " << id);
     auto store = OpenStore(DbDir(root, id), id);
-    MapStore maps(store.get());
+    cluster::MapStore maps(store.get());
     Status loaded = maps.Load();
     INFO(loaded.ToString());
     REQUIRE(loaded.ok());
@@ -71,7 +71,7 @@ TEST_CASE("upgrade v0.1.0: ring fixture, each node's store and map decode", "[up
     CHECK(rec->change_id == kRingChangeId);
     CHECK(rec->kind == ChangeKind::kAdd);
     CHECK(rec->node_id == 4);
-    CHECK(rec->state == rebalance::ChangeState::kDone);
+    CHECK(rec->state == ChangeState::kDone);
     CHECK(rec->error.empty());
     CHECK(rec->from_epoch == 1);
     CHECK(rec->rate_bytes_per_s == 32u << 20);
@@ -96,7 +96,7 @@ TEST_CASE("upgrade v0.1.0: ring fixture, each node's store and map decode", "[up
     CHECK(rec->started_ms > 0);
     CHECK(rec->finished_ms >= rec->started_ms);
     // Re-encoding with this build and decoding again keeps the record.
-    auto again = rebalance::ChangeRecord::Decode(rec->Encode());
+    auto again = ChangeRecord::Decode(rec->Encode());
     REQUIRE(again.ok());
     CHECK(again->change_id == rec->change_id);
     CHECK(again->moved_copies == rec->moved_copies);
@@ -124,7 +124,7 @@ TEST_CASE("upgrade v0.1.0: ring fixture, every live key has three copies across 
   std::map<std::string, int> tombstones;
   for (uint32_t id = 1; id <= 4; ++id) {
     auto store = OpenStore(DbDir(root, id), id);
-    for (const RangeEntry& e : ScanAll(*store)) {
+    for (const storage::RangeEntry& e : ScanAll(*store)) {
       (e.envelope.tombstone ? tombstones : copies)[e.key]++;
     }
     REQUIRE(store->Close().ok());
@@ -211,7 +211,7 @@ TEST_CASE("upgrade v0.1.0: one-node jump fixture, store and map decode", "[upgra
   CHECK(conf.at("shards") == "64");
 
   auto store = OpenStore(DbDir(root, 1), 1);
-  MapStore maps(store.get());
+  cluster::MapStore maps(store.get());
   Status loaded = maps.Load();
   INFO(loaded.ToString());
   REQUIRE(loaded.ok());

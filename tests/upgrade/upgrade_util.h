@@ -19,9 +19,9 @@
 #include <vector>
 
 #include "cluster/map_store.h"
-#include "clustermap/change_record.h"
 #include "net/messages.h"
 #include "net/rpc_client.h"
+#include "shardkv/change.h"
 #include "shardkv/client.h"
 #include "shardkv/cluster_map.h"
 #include "shardkv/node.h"
@@ -84,13 +84,13 @@ inline std::string NodeDir(const std::string& root, uint32_t id) {
 }
 inline std::string DbDir(const std::string& root, uint32_t id) { return NodeDir(root, id) + "/db"; }
 
-inline std::unique_ptr<Storage> OpenStore(const std::string& db, uint32_t node_id) {
-  StorageOptions so;
+inline std::unique_ptr<storage::Storage> OpenStore(const std::string& db, uint32_t node_id) {
+  storage::StorageOptions so;
   so.create_if_missing = false;
   so.node_id = node_id;
   so.tombstone_grace_ms = kHugeGraceMs;
   so.block_cache_bytes = size_t{1} << 20;
-  auto s = Storage::Open(db, so);
+  auto s = storage::Storage::Open(db, so);
   INFO(s.status().ToString());
   REQUIRE(s.ok());
   return std::move(s).value();
@@ -111,9 +111,9 @@ inline std::map<std::string, std::string> ReadConf(const std::string& path) {
 }
 
 // Every data-CF entry of `store`, tombstones included.
-inline std::vector<RangeEntry> ScanAll(Storage& store) {
-  std::vector<RangeEntry> all;
-  ScanOptions so;
+inline std::vector<storage::RangeEntry> ScanAll(storage::Storage& store) {
+  std::vector<storage::RangeEntry> all;
+  storage::ScanOptions so;
   so.include_tombstones = true;
   for (;;) {
     auto batch = store.Scan(TokenRange{0, UINT64_MAX}, so);
@@ -129,7 +129,7 @@ inline std::vector<RangeEntry> ScanAll(Storage& store) {
 
 // Checks that `store` holds exactly the fixture keys `map` places on `node_id`: the live ones
 // with their values, the deleted ones as tombstones, nothing else.
-inline void CheckNodeKeys(Storage& store, const ClusterMap& map, uint32_t node_id) {
+inline void CheckNodeKeys(storage::Storage& store, const ClusterMap& map, uint32_t node_id) {
   size_t expected_entries = 0;
   for (int i = 0; i < kKeyCount; ++i) {
     const std::string key = Key(i);
@@ -159,11 +159,11 @@ inline void CheckNodeKeys(Storage& store, const ClusterMap& map, uint32_t node_i
   }
   const auto all = ScanAll(store);
   CHECK(all.size() == expected_entries);
-  for (const RangeEntry& e : all) {
+  for (const storage::RangeEntry& e : all) {
     INFO(e.key);
     CHECK(e.token == map.TokenOf(e.key));  // the token prefix is the current placement hash
   }
-  auto hints = store.ScanAux(AuxColumn::kHints, "", "", 16);
+  auto hints = store.ScanAux(storage::AuxColumn::kHints, "", "", 16);
   REQUIRE(hints.ok());
   CHECK(hints->empty());  // every write reached every replica
 }

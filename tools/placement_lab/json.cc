@@ -2,7 +2,7 @@
 
 #include <cstdio>
 
-namespace shardkv {
+namespace shardkv::lab {
 
 std::string JsonQuote(std::string_view s) {
   std::string out = "\"";
@@ -36,4 +36,4 @@ std::string JsonQuote(std::string_view s) {
   return out + "\"";
 }
 
-}  // namespace shardkv
+}  // namespace shardkv::lab

@@ -4,9 +4,9 @@
 #include <string>
 #include <string_view>
 
-namespace shardkv {
+namespace shardkv::lab {
 
 // `s` as a JSON string literal, quotes included; control characters are \u-escaped.
 std::string JsonQuote(std::string_view s);
 
-}  // namespace shardkv
+}  // namespace shardkv::lab

@@ -14,7 +14,7 @@ namespace shardkv::cli {
 
 class JsonWriter {
  public:
-  static std::string Quote(std::string_view s) { return JsonQuote(s); }
+  static std::string Quote(std::string_view s) { return lab::JsonQuote(s); }
 
   JsonWriter& Begin() { return Open('{'); }
   JsonWriter& End() { return Close('}'); }
