@@ -267,19 +267,18 @@ void Membership::ReplayHints() {
     if (node == nullptr) continue;  // left the cluster; its ranges were re-streamed
     const ClusterNode copy = *node;
     const uint64_t epoch = map->epoch();
-    auto sent = hints_->Replay(target, options_.hint_replay_per_tick,
-                               [&](uint64_t token, const std::string& key,
-                                   const storage::Envelope& env) {
-                                 // Re-resolved against the current map: a target that no
-                                 // longer holds the token gets nothing (the range moved with
-                                 // its data; joint writes and streams covered the new owners).
-                                 if (!map->Holds(target, token)) return Status::OK();
-                                 std::promise<Status> p;
-                                 coordinator_->SendReplicaWrite(
-                                     copy, epoch, token, key, env,
-                                     [&p](Status s) { p.set_value(std::move(s)); });
-                                 return p.get_future().get();
-                               });
+    auto sent = hints_->Replay(
+        target, options_.hint_replay_per_tick,
+        [&](uint64_t token, const std::string& key, const storage::Envelope& env) {
+          // Re-resolved against the current map: a target that no
+          // longer holds the token gets nothing (the range moved with
+          // its data; joint writes and streams covered the new owners).
+          if (!map->Holds(target, token)) return Status::OK();
+          std::promise<Status> p;
+          coordinator_->SendReplicaWrite(copy, epoch, token, key, env,
+                                         [&p](Status s) { p.set_value(std::move(s)); });
+          return p.get_future().get();
+        });
     if (sent.ok() && *sent > 0) spdlog::info("replayed {} hints to node {}", *sent, target);
   }
 }

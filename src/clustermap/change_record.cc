@@ -1,7 +1,5 @@
 // Cap'n Proto encoding of the change record and report (change.capnp), and the names of the
 // change enums. Decode reads the v0.1.0 key=value text too (change_record_legacy.h).
-#include "shardkv/change.h"
-
 #include <capnp/message.h>
 #include <capnp/serialize.h>
 #include <kj/exception.h>
@@ -11,6 +9,7 @@
 
 #include "clustermap/change.capnp.h"
 #include "clustermap/change_record_legacy.h"
+#include "shardkv/change.h"
 
 namespace shardkv {
 namespace {

@@ -8,20 +8,10 @@
 #include <map>
 
 #include "clustermap/cluster_map_builder.h"
+#include "rebalance/change_text.h"
 
 namespace shardkv::rebalance {
 namespace {
-
-uint64_t WallMs() {
-  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                   std::chrono::system_clock::now().time_since_epoch())
-                                   .count());
-}
-
-std::string Describe(const ChangeRecord& r) {
-  return "change " + std::to_string(r.change_id) + " (" + std::string(ChangeKindName(r.kind)) + " node " +
-         std::to_string(r.node_id) + ", " + std::string(ChangeStateName(r.state)) + ")";
-}
 
 // OK while `cur` still has change `change` pending: a stage commit of a change that ended
 // meanwhile (cancelled, or finished by another driver) is Aborted, never applied to the next.

@@ -6,22 +6,12 @@
 #include <algorithm>
 
 #include "clustermap/cluster_map_builder.h"
+#include "rebalance/change_text.h"
 
 namespace shardkv::rebalance {
 namespace {
 
 net::ResponseBody Error(const Status& s) { return net::ErrorResponse{s.code(), s.message()}; }
-
-uint64_t WallMs() {
-  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                   std::chrono::system_clock::now().time_since_epoch())
-                                   .count());
-}
-
-std::string Describe(const ChangeRecord& r) {
-  return "change " + std::to_string(r.change_id) + " (" + std::string(ChangeKindName(r.kind)) + " node " +
-         std::to_string(r.node_id) + ", " + std::string(ChangeStateName(r.state)) + ")";
-}
 
 }  // namespace
 

@@ -190,7 +190,9 @@ TEST_CASE("stream sink: a newer checkpoint fails the task, a v0.1.0 one resumes 
   std::string newer = StreamCheckpoint{}.Encode();
   const uint32_t version = kStreamCheckpointFormatVersion + 1;
   std::memcpy(newer.data() + 16, &version, 4);
-  REQUIRE((*storage)->PutAux(storage::AuxColumn::kMeta, StreamCheckpoint::Key(99, 1), newer, true).ok());
+  REQUIRE((*storage)
+              ->PutAux(storage::AuxColumn::kMeta, StreamCheckpoint::Key(99, 1), newer, true)
+              .ok());
   const net::ResponseBody refused = run(1);
   const auto* error = std::get_if<net::ErrorResponse>(&refused);
   REQUIRE(error != nullptr);
@@ -200,7 +202,8 @@ TEST_CASE("stream sink: a newer checkpoint fails the task, a v0.1.0 one resumes 
 
   // Written by v0.1.0 (done, 7 copies): read and reported as a resumed, finished task.
   REQUIRE((*storage)
-              ->PutAux(storage::AuxColumn::kMeta, StreamCheckpoint::Key(99, 2), "0 1 7 0 70 0 - -", true)
+              ->PutAux(storage::AuxColumn::kMeta, StreamCheckpoint::Key(99, 2), "0 1 7 0 70 0 - -",
+                       true)
               .ok());
   const net::ResponseBody resumed = run(2);
   const auto* done = std::get_if<net::StreamRangeResponse>(&resumed);
