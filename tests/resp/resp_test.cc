@@ -131,6 +131,16 @@ TEST_CASE("resp parser: multibulk count limit") {
   CHECK(p.MidCommand());
 }
 
+TEST_CASE("resp parser: an inline command is bounded by its line, not the multibulk count") {
+  ParserLimits small;
+  small.max_multibulk_count = 2;
+  RespParser p(small);
+  p.Feed("a b c d\r\n");
+  Args args;
+  REQUIRE(p.Next(&args));
+  CHECK(args == Args{"a", "b", "c", "d"});
+}
+
 TEST_CASE("resp parser: bulk length limit, default and configured") {
   CHECK(ErrorOf("*1\r\n$536870913\r\n") == "Protocol error: invalid bulk length");
   CHECK(ErrorOf("*1\r\n$-1\r\n") == "Protocol error: invalid bulk length");
