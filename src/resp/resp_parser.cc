@@ -184,6 +184,7 @@ bool RespParser::MidCommand() const {
 void RespParser::Reset() {
   buf_.clear();
   pos_ = 0;
+  scanned_ = 0;
   multibulk_left_ = 0;
   bulk_len_ = -1;
   args_.clear();
@@ -195,6 +196,7 @@ RespParser::Step RespParser::Fail(std::string message) {
   buf_.clear();
   buf_.shrink_to_fit();
   pos_ = 0;
+  scanned_ = 0;
   args_.clear();
   multibulk_left_ = 0;
   bulk_len_ = -1;
@@ -225,8 +227,10 @@ bool RespParser::Next(std::vector<std::string>* args) {
 RespParser::Step RespParser::ParseInline(std::vector<std::string>* args) {
   const size_t avail = buf_.size() - pos_;
   const char* begin = buf_.data() + pos_;
-  const void* nl = std::memchr(begin, '\n', std::min(avail, limits_.max_inline_bytes + 2));
+  const size_t scan = std::min(avail, limits_.max_inline_bytes + 2);
+  const void* nl = std::memchr(begin + scanned_, '\n', scan - scanned_);
   if (nl == nullptr) {
+    scanned_ = scan;
     // Redis's check: no newline and more than the limit buffered.
     if (avail > limits_.max_inline_bytes) return Fail(kTooBigInline);
     return Step::kNeedMore;
@@ -237,6 +241,7 @@ RespParser::Step RespParser::ParseInline(std::vector<std::string>* args) {
   if (len > limits_.max_inline_bytes) return Fail(kTooBigInline);
   if (!SplitInlineArgs(std::string_view(begin, len), args)) return Fail(kUnbalanced);
   pos_ += consumed;
+  scanned_ = 0;
   return Step::kDone;
 }
 
@@ -244,12 +249,14 @@ RespParser::Step RespParser::FindCountLine(size_t* end, const char* too_big, con
   const size_t avail = buf_.size() - pos_;
   const char* begin = buf_.data() + pos_;
   const size_t scan = std::min(avail, limits_.max_inline_bytes + 1);
-  const void* cr = std::memchr(begin, '\r', scan);
+  const void* cr = std::memchr(begin + scanned_, '\r', scan - scanned_);
   if (cr == nullptr) {
+    scanned_ = scan;
     if (avail > limits_.max_inline_bytes) return Fail(too_big);
     return Step::kNeedMore;
   }
   const size_t at = pos_ + (static_cast<const char*>(cr) - begin);
+  scanned_ = at - pos_;                               // the '\r' is found again next time
   if (at + 1 >= buf_.size()) return Step::kNeedMore;  // the '\n' has not arrived
   if (buf_[at + 1] != '\n') return Fail(invalid);
   *end = at;
@@ -267,6 +274,7 @@ RespParser::Step RespParser::ParseMultibulk(std::vector<std::string>* args) {
       return Fail(kInvalidMultibulk);
     }
     pos_ = end + 2;
+    scanned_ = 0;
     if (count <= 0) {  // "*0" and "*-1" are empty commands: skipped
       args->clear();
       return Step::kDone;
@@ -294,6 +302,7 @@ RespParser::Step RespParser::ParseMultibulk(std::vector<std::string>* args) {
         return Fail(kInvalidBulk);
       }
       pos_ = end + 2;
+      scanned_ = 0;
       bulk_len_ = len;
       // Room for the argument, but never more than a fixed cap before its bytes arrive.
       const size_t want = static_cast<size_t>(len) + 2;
@@ -309,6 +318,7 @@ RespParser::Step RespParser::ParseMultibulk(std::vector<std::string>* args) {
     }
     args_.emplace_back(buf_.data() + pos_, static_cast<size_t>(bulk_len_));
     pos_ += need;
+    scanned_ = 0;
     bulk_len_ = -1;
     --multibulk_left_;
   }

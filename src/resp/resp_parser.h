@@ -99,6 +99,9 @@ class RespParser {
   const ParserLimits limits_;
   std::string buf_;
   size_t pos_ = 0;  // first unconsumed byte of buf_
+  // Bytes after pos_ already searched in vain for the end of the current line, so a line fed
+  // a byte at a time is scanned once, not once per byte.
+  size_t scanned_ = 0;
 
   // The multibulk command being read: arguments still expected (0 = between commands), the
   // length of the next bulk (-1 = its "$<len>" line is not read yet), and the arguments so far.
