@@ -8,6 +8,9 @@ PKGS=(
   librocksdb-dev libasio-dev capnproto libcapnp-dev catch2
   libxxhash-dev libcli11-dev libspdlog-dev libfmt-dev libbenchmark-dev libssl-dev
   libmemcached-dev redis-server redis-tools libhiredis-dev
+  libtomlplusplus-dev
+  # the multi-host test bed (tests/multihost): namespaces, packet filters, wall-clock skew
+  iproute2 iptables faketime
 )
 
 missing=()

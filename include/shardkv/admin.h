@@ -45,6 +45,11 @@ struct AdminOptions {
   std::string cluster_origin;
   uint32_t timeout_ms = 5000;        // per request to one node
   uint32_t plan_timeout_ms = 60000;  // plan and begin (they count keys)
+  // Authentication and TLS, as ClientOptions.
+  std::string auth_secret_file;
+  std::string tls_ca_file;
+  std::string tls_cert_file;
+  std::string tls_key_file;
 };
 
 // ChangeKind (shardkv/change.h): for kJoin, node_id 0 takes the id the node reports.

@@ -42,6 +42,9 @@ struct NodeOptions {
   // host:port to listen on. Port 0 picks a free port; the bound port is Node::port() and is
   // also written to <data_dir>/port so launchers and tests never race for ports.
   std::string listen = "127.0.0.1:0";
+  // host:port other nodes and clients use to reach this node (what the cluster map records),
+  // when it differs from `listen` (0.0.0.0, containers, NAT). Empty: the bound address.
+  std::string advertise;
   std::string data_dir;  // REQUIRED
   int io_threads = 2;
   bool sync = false;  // fsync the WAL before acknowledging each write (survives power loss)
@@ -58,6 +61,22 @@ struct NodeOptions {
   // not rejoin with its data): drop every local key, fetch the cluster map from `seeds`, re-stream
   // every range this node holds from the other replicas, and only then serve. REQUIRES: seeds.
   bool rebuild = false;
+
+  // ---- Authentication and transport security (design.md "Authentication") ----
+  // The cluster secret: a file of at least 16 bytes (trailing whitespace stripped). With it
+  // every connection, node-to-node and client-to-node, must pass an HMAC-SHA256
+  // challenge-response before its first request. Empty: no authentication.
+  std::string auth_secret_file;
+  // Optional client secret: a connection authenticated with it may run data and admin
+  // operations but never node-to-node ones. Empty: clients use the cluster secret.
+  std::string client_secret_file;
+  // Allow listening on a non-loopback address without a secret (otherwise Start refuses).
+  bool insecure = false;
+  // Optional TLS (all three, or none): PEM certificate chain and key of this node, and the CA
+  // that signs every node's (and client's) certificate. Between nodes TLS is mutual.
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  std::string tls_ca_file;
 };
 
 // OK if Node::Start would accept `options`; otherwise InvalidArgument naming the bad field in
@@ -84,6 +103,15 @@ struct ClientOptions {
   // TCP connections to each node; requests are spread over them. One pipelines well; load
   // generators use more to look like many clients.
   int connections_per_node = 1;
+  // The secret this client authenticates with (the cluster's client secret, or its cluster
+  // secret): a file, as NodeOptions::auth_secret_file. Empty: none (a node that requires one
+  // refuses the connection with Unauthenticated).
+  std::string auth_secret_file;
+  // Optional TLS: the CA that signs the nodes' certificates (verifies them), and this client's
+  // own certificate and key when the nodes require client certificates.
+  std::string tls_ca_file;
+  std::string tls_cert_file;
+  std::string tls_key_file;
 };
 
 }  // namespace shardkv

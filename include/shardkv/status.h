@@ -31,6 +31,9 @@ class [[nodiscard]] Status {
     kAborted,
     kNotSupported,
     kInternal,
+    // The connection did not authenticate (no, wrong or replayed secret; a role that may not
+    // send this request). Never retried with the same secret; the CLI exits 3.
+    kUnauthenticated,
   };
 
   Status() = default;
@@ -54,6 +57,9 @@ class [[nodiscard]] Status {
   static Status Aborted(std::string m) { return {Code::kAborted, std::move(m)}; }
   static Status NotSupported(std::string m) { return {Code::kNotSupported, std::move(m)}; }
   static Status Internal(std::string m) { return {Code::kInternal, std::move(m)}; }
+  static Status Unauthenticated(std::string m) {
+    return {Code::kUnauthenticated, std::move(m)};
+  }
 
   bool ok() const { return code_ == Code::kOk; }
   bool IsNotFound() const { return code_ == Code::kNotFound; }

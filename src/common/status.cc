@@ -32,6 +32,8 @@ std::string_view Status::CodeName(Code code) {
       return "not supported";
     case Code::kInternal:
       return "internal error";
+    case Code::kUnauthenticated:
+      return "unauthenticated";
   }
   return "unknown";
 }

@@ -43,8 +43,8 @@ inline std::string ToString(capnp::Text::Reader t) { return std::string(t.cStr()
 // Status::Code and wire::ErrorCode are kept numerically identical (shardkv.capnp says so);
 // these casts still go through a range check so an unknown code from a newer peer degrades to
 // kInternal instead of an out-of-range enum.
-inline constexpr uint16_t kMaxKnownCode = static_cast<uint16_t>(Status::Code::kInternal);
-static_assert(static_cast<uint16_t>(wire::ErrorCode::INTERNAL) == kMaxKnownCode);
+inline constexpr uint16_t kMaxKnownCode = static_cast<uint16_t>(Status::Code::kUnauthenticated);
+static_assert(static_cast<uint16_t>(wire::ErrorCode::UNAUTHENTICATED) == kMaxKnownCode);
 static_assert(static_cast<uint16_t>(wire::ErrorCode::STALE_EPOCH) ==
               static_cast<uint16_t>(Status::Code::kStaleEpoch));
 inline wire::ErrorCode ToWire(Status::Code code) { return static_cast<wire::ErrorCode>(code); }

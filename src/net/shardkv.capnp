@@ -53,6 +53,7 @@ enum ErrorCode {
   aborted @11;
   notSupported @12;
   internal @13;
+  unauthenticated @14;
 }
 
 struct KeyRef {

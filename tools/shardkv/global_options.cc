@@ -109,6 +109,7 @@ int ExitCodeFor(const Status& status) {
       return kExitUsage;
     case Status::Code::kUnavailable:
     case Status::Code::kTimeout:
+    case Status::Code::kUnauthenticated:
       return kExitUnreachable;
     default:
       return kExitFailed;
