@@ -89,6 +89,12 @@ struct NodeProbe {
   // "unformed: ...", or its stats report the counter `formed` = 0. A node of an older release
   // that bootstraps a standalone one-node map is not `unformed`; see FormableNode.
   bool unformed = false;
+  // The node's wall clock minus this process's, NTP-style: its stats reply carries its clock
+  // (wall_clock_ms), compared with the midpoint of the request's round trip here. The error is
+  // at most round_trip_ms / 2 (plus the 1 ms resolution of each clock reading). Unset when the
+  // node did not report its clock (an older node, or no stats answer).
+  std::optional<int64_t> clock_offset_ms;
+  int64_t round_trip_ms = 0;  // of the stats request that measured the offset
 };
 
 // Whether the probed node may be made a member of a new cluster (FormCluster, `shardkv cluster

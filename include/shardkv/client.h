@@ -40,6 +40,8 @@ struct NodeStatsSnapshot {
   std::string address;
   std::map<std::string, int64_t> counters;
   std::map<std::string, double> gauges;
+  // Text stats (shardkv/stats.h SHARDKV_NODE_INFO: version, address); empty from older nodes.
+  std::map<std::string, std::string> info;
 };
 
 // Splits "host:port" (IPv6 hosts in brackets). InvalidArgument, saying what is wrong, for

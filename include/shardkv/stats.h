@@ -3,8 +3,8 @@
 // Admin API and the metrics endpoint of a later release read the same names. A test checks that
 // a node reports exactly these (tests/node/stats_registry_test.cc).
 //
-// Counters are int64 totals or current counts; gauges are doubles. `ops.<op>` is a family: one
-// counter per request op ("ops.get", "ops.put", ...).
+// Counters are int64 totals or current counts; gauges are doubles; info values are text. `ops.<op>`
+// is a family: one counter per request op ("ops.get", "ops.put", ...).
 //
 // Thread-safety: constants only.
 #pragma once
@@ -18,6 +18,7 @@ namespace shardkv::stats {
 #define SHARDKV_NODE_COUNTERS(X)                                                                \
   X(node_id, "the node's id")                                                                   \
   X(uptime_s, "seconds since the node started")                                                 \
+  X(wall_clock_ms, "the node's wall clock (Unix ms) when it answered, for clock offsets")       \
   X(client_errors, "failed client get/put/delete requests (not NotFound, StaleEpoch, Timeout)") \
   X(connections, "open client and peer connections")                                            \
   X(connections_total, "connections accepted since start")                                      \
@@ -49,9 +50,15 @@ namespace shardkv::stats {
   X(latency_p99_us, "99th percentile request latency, microseconds") \
   X(latency_p999_us, "99.9th percentile request latency, microseconds")
 
+// Info: text values.
+#define SHARDKV_NODE_INFO(X)                                              \
+  X(version, "the shardkv release the node runs (CMake project VERSION)") \
+  X(address, "the address the node advertises to peers and clients (host:port)")
+
 #define SHARDKV_STAT_NAME_(name, help) inline constexpr std::string_view name = #name;
 SHARDKV_NODE_COUNTERS(SHARDKV_STAT_NAME_)
 SHARDKV_NODE_GAUGES(SHARDKV_STAT_NAME_)
+SHARDKV_NODE_INFO(SHARDKV_STAT_NAME_)
 #undef SHARDKV_STAT_NAME_
 
 // The per-op counter family: kOpsPrefix + op name.
@@ -65,6 +72,7 @@ struct StatInfo {
 #define SHARDKV_STAT_INFO_(name, help) StatInfo{#name, help},
 inline constexpr std::array kCounters = {SHARDKV_NODE_COUNTERS(SHARDKV_STAT_INFO_)};
 inline constexpr std::array kGauges = {SHARDKV_NODE_GAUGES(SHARDKV_STAT_INFO_)};
+inline constexpr std::array kInfo = {SHARDKV_NODE_INFO(SHARDKV_STAT_INFO_)};
 #undef SHARDKV_STAT_INFO_
 
 }  // namespace shardkv::stats

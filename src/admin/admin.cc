@@ -3,6 +3,7 @@
 #include "shardkv/admin.h"
 
 #include <algorithm>
+#include <chrono>
 #include <future>
 #include <random>
 #include <set>
@@ -16,6 +17,16 @@ namespace shardkv {
 
 using admin::AdminTransport;
 using admin::CallFailure;
+
+namespace {
+
+int64_t WallClockMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
 
 class Admin::Impl {
  public:
@@ -192,10 +203,18 @@ class Admin::Impl {
     } else {
       p.unformed = admin::IsUnformedError(map.status());
     }
-    if (auto body = transport.CallAnyCluster(address, net::StatsRequest{}, timeout(), nullptr);
-        body.ok()) {
+    const int64_t sent_ms = WallClockMs();
+    auto body = transport.CallAnyCluster(address, net::StatsRequest{}, timeout(), nullptr);
+    const int64_t received_ms = WallClockMs();
+    if (body.ok()) {
       if (const auto* s = std::get_if<net::StatsResponse>(&*body)) {
-        p.stats = NodeStatsSnapshot{address, s->counters, s->gauges};
+        p.stats = NodeStatsSnapshot{address, s->counters, s->gauges, s->info};
+        if (auto it = s->counters.find(std::string(stats::wall_clock_ms));
+            it != s->counters.end()) {
+          p.round_trip_ms = received_ms - sent_ms;
+          // The node read its clock somewhere in the round trip; the midpoint is the best guess.
+          p.clock_offset_ms = it->second - (sent_ms + received_ms) / 2;
+        }
         if (auto it = s->counters.find(std::string(admin::kFormedCounter));
             it != s->counters.end() && it->second == 0) {
           p.unformed = true;
@@ -313,7 +332,7 @@ StatusOr<NodeStatsSnapshot> Admin::NodeStats(const std::string& address) {
   if (!body.ok()) return body.status();
   const auto* s = std::get_if<net::StatsResponse>(&*body);
   if (s == nullptr) return Status::Corruption(address + " sent an unexpected reply to stats");
-  return NodeStatsSnapshot{address, s->counters, s->gauges};
+  return NodeStatsSnapshot{address, s->counters, s->gauges, s->info};
 }
 
 AdminReply Admin::Plan(const ChangeRequest& change) {

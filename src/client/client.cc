@@ -218,7 +218,7 @@ StatusOr<NodeStatsSnapshot> Client::NodeStats(const std::string& address) {
   core_->Send(std::move(req), std::nullopt, address, [&](StatusOr<net::Response> r) {
     auto body = Expect<net::StatsResponse>(r);
     if (!body.ok()) return p.set_value(body.status());
-    p.set_value(NodeStatsSnapshot{address, (*body)->counters, (*body)->gauges});
+    p.set_value(NodeStatsSnapshot{address, (*body)->counters, (*body)->gauges, (*body)->info});
   });
   return Wait(p.get_future());
 }

@@ -134,7 +134,8 @@ void FillResponse(const Response& r, wire::Response::Builder b) {
             FillItems(m.results, body.initMultiPut(static_cast<unsigned>(m.results.size())));
           },
           [&](const StatsResponse& s) {
-            auto list = body.initStats(static_cast<unsigned>(s.counters.size() + s.gauges.size()));
+            auto list = body.initStats(
+                static_cast<unsigned>(s.counters.size() + s.gauges.size() + s.info.size()));
             unsigned i = 0;
             for (const auto& [name, v] : s.counters) {
               list[i].setName(name);
@@ -143,6 +144,10 @@ void FillResponse(const Response& r, wire::Response::Builder b) {
             for (const auto& [name, v] : s.gauges) {
               list[i].setName(name);
               list[i++].getValue().setReal(v);
+            }
+            for (const auto& [name, v] : s.info) {
+              list[i].setName(name);
+              list[i++].getValue().setText(v);
             }
           },
           [&](const GetClusterMapResponse& m) { body.setGetClusterMap(AsData(m.map)); },
@@ -252,6 +257,8 @@ StatusOr<Response> ReadResponse(wire::Response::Reader root) {
           s.counters[ToString(stat.getName())] = v.getInt();
         } else if (v.isReal()) {
           s.gauges[ToString(stat.getName())] = v.getReal();
+        } else if (v.isText()) {
+          s.info[ToString(stat.getName())] = ToString(v.getText());
         }  // a newer kind of stat value is skipped
       }
       r.body = std::move(s);

@@ -221,6 +221,7 @@ struct MultiPutResponse {
 struct StatsResponse {
   std::map<std::string, int64_t> counters;
   std::map<std::string, double> gauges;
+  std::map<std::string, std::string> info;  // text stats (shardkv/stats.h SHARDKV_NODE_INFO)
 };
 
 struct GetClusterMapResponse {

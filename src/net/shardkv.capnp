@@ -234,6 +234,7 @@ struct Stat {
   value :union {
     int @1 :Int64;
     real @2 :Float64;
+    text @3 :Text;  # an info stat (version, advertised address); older readers skip it
   }
 }
 

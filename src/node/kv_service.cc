@@ -353,6 +353,14 @@ net::ResponseBody KvService::Stats() {
   net::StatsResponse out;
   out.counters[std::string(stats::node_id)] = d_.self_id;
   out.counters[std::string(stats::uptime_s)] = static_cast<int64_t>(d_.stats->UptimeSeconds());
+  // Read as late as possible before the reply goes out would be better still; here it is within
+  // microseconds of it, far below the round trip that bounds the offset's precision anyway.
+  out.counters[std::string(stats::wall_clock_ms)] =
+      std::chrono::duration_cast<std::chrono::milliseconds>(
+          std::chrono::system_clock::now().time_since_epoch())
+          .count();
+  out.info[std::string(stats::version)] = SHARDKV_VERSION;
+  if (d_.advertised_address) out.info[std::string(stats::address)] = d_.advertised_address();
   for (size_t op = 0; op < kOpNames.size(); ++op) {
     out.counters[std::string(stats::kOpsPrefix) + std::string(kOpNames[op])] =
         static_cast<int64_t>(d_.stats->OpCount(op));

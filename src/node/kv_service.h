@@ -60,6 +60,8 @@ struct KvServiceDeps {
   std::function<void(net::AdminRequest, std::function<void(net::ResponseBody)>)> admin;
   // Extra counters for stats (the rebalancer's), may be empty.
   std::function<void(std::map<std::string, int64_t>*)> extra_counters;
+  // The address the node advertises (stats info `address`); may be empty.
+  std::function<std::string()> advertised_address;
 };
 
 // What an unformed node (no cluster id, no map: design.md "Unformed nodes") answers every

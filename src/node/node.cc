@@ -182,6 +182,9 @@ Status Node::Impl::Start() {
   deps.admin = [this](net::AdminRequest request, std::function<void(net::ResponseBody)> done) {
     rebalancer_->HandleAdmin(std::move(request), std::move(done));
   };
+  deps.advertised_address = [this] {
+    return options_.advertise.empty() ? address() : options_.advertise;
+  };
   deps.extra_counters = [this](std::map<std::string, int64_t>* counters) {
     rebalancer_->AddCounters(counters);
     (*counters)[std::string(stats::stream_tasks_resumed)] =

@@ -2,6 +2,7 @@
 // `cluster up`, no cluster directory): forming three fresh nodes, put/get through --cluster, and
 // every refusal, each shown to have changed nothing on the nodes.
 #include <catch2/catch.hpp>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
@@ -168,5 +169,87 @@ TEST_CASE("cluster init refuses before changing anything", "[multiprocess]") {
     CHECK(r.exit_code == 0);
     CHECK(Contains(r.err, "tolerates no node failure"));
     CHECK(Contains(r.out, "replicas 2, write quorum 2, read quorum 2"));
+  }
+}
+
+// Step 3 of issue 11: commands that start no local process work with --cluster alone, the
+// local-process ones refuse it, and status shows what each node reports about itself.
+TEST_CASE("remote commands with --cluster and no cluster directory", "[multiprocess]") {
+  Nodes n({1, 2, 3});
+  const std::string all = n.List({0, 1, 2});
+
+  // Before init: the nodes are shown (each standalone or unformed), none as down.
+  ProcessResult r = n.Run({"cluster", "status", "--cluster", all, "--json"});
+  // Standalone nodes are each a cluster (exit 0); unformed ones are of none (exit 3).
+  CHECK((r.exit_code == 0 || Contains(r.out, "\"state\":\"unformed\"")));
+  CHECK_FALSE(Contains(r.out, "\"state\":\"down\""));
+  CHECK(Contains(r.out, "\"version\":\"" SHARDKV_VERSION "\""));
+
+  REQUIRE(n.Run({"cluster", "init", all, "--yes"}).exit_code == 0);
+  r = n.Run({"load", "--cluster", all, "--count", "200", "--prefix", "r"});
+  REQUIRE(r.exit_code == 0);
+  r = n.Run({"verify", "--cluster", n[1], "--count", "200", "--prefix", "r"});
+  CHECK(r.exit_code == 0);
+  r = n.Run({"stats", "--cluster", all, "--json"});
+  CHECK(r.exit_code == 0);
+  CHECK(Contains(r.out, "wall_clock_ms"));
+  r = n.Run({"rebalance", "status", "--cluster", all});
+  CHECK(r.exit_code == 0);
+
+  r = n.Run({"cluster", "status", "--cluster", n[0], "--json"});
+  REQUIRE(r.exit_code == 0);
+  CHECK(Contains(r.out, "\"map_from\":\"" + n[0] + "\""));
+  const auto nodes = shardkv::testing::ParseStatus(r.out);
+  REQUIRE(nodes.size() == 3);
+  std::string digest;
+  const size_t first = r.out.find("\"nodes\":[");
+  for (int id = 1; id <= 3; ++id) {
+    const size_t at = r.out.find("{\"id\":" + std::to_string(id) + ",", first);
+    REQUIRE(at != std::string::npos);
+    const std::string node = r.out.substr(at, r.out.find('}', at) - at + 1);
+    INFO(node);
+    CHECK(shardkv::testing::Field(node, "state") == "up");
+    CHECK(shardkv::testing::Field(node, "node_state") == "up");
+    CHECK(shardkv::testing::Field(node, "epoch") == "1");
+    CHECK(shardkv::testing::Field(node, "advertised_address") ==
+          shardkv::testing::Field(node, "address"));
+    CHECK(shardkv::testing::Field(node, "pid") == "null");  // no local directory read
+    const std::string d = shardkv::testing::Field(node, "map_digest");
+    CHECK(d.size() == 16);
+    if (digest.empty()) digest = d;
+    CHECK(d == digest);  // one map everywhere
+    // One host, one clock: the offset is 0 within its stated error bound.
+    const long offset = std::stol(shardkv::testing::Field(node, "clock_offset_ms"));
+    const long error = std::stol(shardkv::testing::Field(node, "clock_offset_error_ms"));
+    CHECK(error >= 1);
+    CHECK(std::labs(offset) <= error);
+    CHECK(std::stol(shardkv::testing::Field(node, "uptime_s")) >= 0);
+  }
+
+  // A fourth fresh node joins through --cluster; status shows it while it is unformed or
+  // standalone, then as a member.
+  n.Add(4);
+  r = n.Run({"cluster", "status", "--cluster", all + "," + n[3], "--json"});
+  CHECK(r.exit_code == 0);
+  CHECK(Contains(r.out, "{\"id\":4,\"address\":\"" + n[3] + "\""));
+  r = n.Run({"cluster", "join", n[3], "--cluster", all, "--yes"});
+  REQUIRE(r.exit_code == 0);
+  r = n.Run({"rebalance", "watch", "--cluster", all, "--timeout-s", "120"});
+  CHECK(r.exit_code == 0);
+  r = n.Run({"get", "--cluster", n[3], "r7"});
+  CHECK(r.exit_code == 0);
+
+  // The local-process commands refuse --cluster instead of ignoring it.
+  for (std::vector<std::string> local :
+       std::vector<std::vector<std::string>>{{"cluster", "up", "--nodes", "3"},
+                                             {"cluster", "down"},
+                                             {"cluster", "stop-node", "1"},
+                                             {"cluster", "start-node", "1"},
+                                             {"cluster", "add-node", "--yes"}}) {
+    local.push_back("--cluster");
+    local.push_back(all);
+    r = n.Run(local);
+    CHECK(r.exit_code == 2);
+    CHECK(Contains(r.err, "takes no --cluster"));
   }
 }

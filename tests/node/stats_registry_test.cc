@@ -51,4 +51,14 @@ TEST_CASE("stats registry: a node reports exactly the registered names", "[node]
     CHECK(gauges.count(name) == 1);
   }
   CHECK(snapshot->counters.at(std::string(stats::node_id)) == 1);
+  std::set<std::string> info;
+  for (const auto& s : stats::kInfo) info.insert(std::string(s.name));
+  CHECK(snapshot->info.size() == info.size());
+  for (const auto& [name, value] : snapshot->info) {
+    INFO("reported info " << name);
+    CHECK(info.count(name) == 1);
+    CHECK_FALSE(value.empty());
+  }
+  CHECK(snapshot->info.at(std::string(stats::address)) == node->address());
+  CHECK(snapshot->info.at(std::string(stats::version)) == SHARDKV_VERSION);
 }

@@ -175,6 +175,17 @@ int DoDown(const GlobalOptions& g, uint32_t wait_s) {
 
 }  // namespace
 
+bool RefuseRemote(const GlobalOptions& g, const std::string& command, int* exit_code) {
+  if (!g.ClusterGiven()) return false;
+  *exit_code = ReportError(
+      "'" + command +
+          "' starts or stops local shardkv-node processes (in --dir) and takes no --cluster; for "
+          "nodes on other hosts, start shardkv-node there and use 'shardkv cluster init' or "
+          "'shardkv cluster join'",
+      kExitUsage);
+  return true;
+}
+
 void RegisterClusterCommands(CLI::App& app, GlobalOptions* g, int* exit_code) {
   auto* cluster = app.add_subcommand(
       "cluster",
@@ -227,6 +238,7 @@ void RegisterClusterCommands(CLI::App& app, GlobalOptions* g, int* exit_code) {
       ->group("");
   up->add_flag("--json", g->json, "Print the final status as JSON (see 'cluster status')");
   up->callback([f, g, exit_code, up] {
+    if (RefuseRemote(*g, "cluster up", exit_code)) return;
     for (const char* flag : {"--mode", "--replicas", "--write-quorum", "--read-quorum", "--vnodes",
                              "--shards", "--base-port"}) {
       if (up->count(flag) > 0) f->given.insert(flag);
@@ -257,7 +269,10 @@ void RegisterClusterCommands(CLI::App& app, GlobalOptions* g, int* exit_code) {
   stop->add_option("--wait", *stop_wait, "Seconds to wait for a graceful exit")
       ->capture_default_str()
       ->check(CLI::Range(kMinWaitS, kMaxWaitS));
-  stop->callback([=] { *exit_code = DoStopNode(*g, *stop_id, *stop_kill, *stop_wait); });
+  stop->callback([=] {
+    if (RefuseRemote(*g, "cluster stop-node", exit_code)) return;
+    *exit_code = DoStopNode(*g, *stop_id, *stop_kill, *stop_wait);
+  });
 
   auto start_id = std::make_shared<uint32_t>(0);
   auto start_rebuild = std::make_shared<bool>(false);
@@ -274,7 +289,10 @@ void RegisterClusterCommands(CLI::App& app, GlobalOptions* g, int* exit_code) {
   start->add_option("--wait", *start_wait, "Seconds to wait for the node to listen")
       ->capture_default_str()
       ->check(CLI::Range(kMinWaitS, kMaxWaitS));
-  start->callback([=] { *exit_code = DoStartNode(*g, *start_id, *start_rebuild, *start_wait); });
+  start->callback([=] {
+    if (RefuseRemote(*g, "cluster start-node", exit_code)) return;
+    *exit_code = DoStartNode(*g, *start_id, *start_rebuild, *start_wait);
+  });
 
   auto down_wait = std::make_shared<uint32_t>(30);
   auto* down = cluster->add_subcommand(
@@ -282,7 +300,10 @@ void RegisterClusterCommands(CLI::App& app, GlobalOptions* g, int* exit_code) {
   down->add_option("--wait", *down_wait, "Seconds to wait for graceful exits before SIGKILL")
       ->capture_default_str()
       ->check(CLI::Range(kMinWaitS, kMaxWaitS));
-  down->callback([=] { *exit_code = DoDown(*g, *down_wait); });
+  down->callback([=] {
+    if (RefuseRemote(*g, "cluster down", exit_code)) return;
+    *exit_code = DoDown(*g, *down_wait);
+  });
 }
 
 }  // namespace shardkv::cli

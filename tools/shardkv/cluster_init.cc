@@ -151,6 +151,7 @@ int DoInit(const GlobalOptions& g, InitFlags f) {
   AdminOptions o;
   o.seeds = f.addresses;
   o.timeout_ms = g.timeout_ms;
+  o.auth_secret_file = g.auth_secret_file;
   auto admin = Admin::Create(o);
   if (!admin.ok()) return ReportError(admin.status(), kExitUsage);
 

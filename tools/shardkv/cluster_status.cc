@@ -33,16 +33,36 @@ struct NodeRow {
   bool alive = false;
   std::optional<int64_t> keys;
   std::optional<double> share_pct;
+  // As the node itself reports (null while it does not answer).
+  std::optional<std::string> advertised;  // stats info `address`
+  std::optional<std::string> node_state;  // unformed, or its own state in the map it holds
+  std::optional<uint64_t> epoch;
+  std::optional<std::string> map_digest;
+  std::optional<int64_t> clock_offset_ms, clock_offset_error_ms;
+  std::optional<std::string> version;
+  std::optional<int64_t> uptime_s;
 };
 
 // What one address answered.
 struct Probe {
   bool up = false;
+  bool unformed = false;
   std::optional<ClusterMap> map;
   std::optional<int64_t> keys;
   std::optional<int64_t> node_id;
   bool disk_full = false;
+  std::optional<int64_t> clock_offset_ms;  // against this host's clock
+  int64_t round_trip_ms = 0;
+  std::optional<int64_t> uptime_s;
+  std::optional<std::string> version, advertised;
 };
+
+// The map's ClusterMap::ContentHash, as 16 hex digits.
+std::string Digest(const ClusterMap& map) {
+  char buf[17];
+  std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(map.ContentHash()));
+  return buf;
+}
 
 // Asks without an expected cluster id (Admin::Probe sends none), so a node of another cluster
 // still answers and can be shown as a mismatch rather than as down.
@@ -52,8 +72,19 @@ Probe ProbeNode(NodeProber* prober, const std::string& address) {
   NodeProbe np = prober->Probe(address);
   if (!np.reachable) return p;
   p.up = true;
+  p.unformed = np.unformed;
   p.map = std::move(np.map);
+  p.clock_offset_ms = np.clock_offset_ms;
+  p.round_trip_ms = np.round_trip_ms;
   if (np.stats) {
+    if (auto it = np.stats->counters.find(std::string(stats::uptime_s));
+        it != np.stats->counters.end()) {
+      p.uptime_s = it->second;
+    }
+    if (auto it = np.stats->info.find(std::string(stats::version)); it != np.stats->info.end())
+      p.version = it->second;
+    if (auto it = np.stats->info.find(std::string(stats::address)); it != np.stats->info.end())
+      p.advertised = it->second;
     const auto& counters = np.stats->counters;
     if (auto it = counters.find(std::string(stats::keys_approx)); it != counters.end())
       p.keys = it->second;
@@ -155,6 +186,29 @@ std::string ApproxCount(int64_t n) {
 
 using Rebalance = std::optional<ChangeReport>;
 
+// The fields a node reports about itself. The clock offset is against `answering` (the node
+// whose map is shown), from two NTP-style measurements: its error is the sum of both bounds.
+void FillReported(const Probe& p, uint32_t id, const Probe* answering, NodeRow* r) {
+  r->advertised = p.advertised;
+  r->version = p.version;
+  r->uptime_s = p.uptime_s;
+  if (p.map) {
+    r->epoch = p.map->epoch();
+    r->map_digest = Digest(*p.map);
+  }
+  if (p.unformed) {
+    r->node_state = "unformed";
+  } else if (p.map) {
+    const ClusterNode* self = p.map->FindNode(id);
+    r->node_state = self != nullptr ? std::string(NodeStateName(self->state)) : "not-in-map";
+  }
+  if (answering != nullptr && answering->clock_offset_ms && p.clock_offset_ms) {
+    r->clock_offset_ms = *p.clock_offset_ms - *answering->clock_offset_ms;
+    // Each measurement is within half its round trip, plus 1 ms for the clocks' resolution.
+    r->clock_offset_error_ms = (p.round_trip_ms + answering->round_trip_ms + 1) / 2 + 1;
+  }
+}
+
 // The rebalancer's view of the last change (nullopt if no node answered).
 Rebalance QueryRebalance(const GlobalOptions& g, const std::string& dir,
                          std::chrono::milliseconds timeout) {
@@ -194,7 +248,7 @@ std::string RebalanceLine(const Rebalance& r) {
   return line;
 }
 
-void PrintJson(const std::optional<ClusterMap>& map, uint64_t expected,
+void PrintJson(const std::optional<ClusterMap>& map, const std::string& map_from, uint64_t expected,
                const std::vector<NodeRow>& rows, const Rebalance& rebalance) {
   JsonWriter w;
   w.Begin();
@@ -214,6 +268,7 @@ void PrintJson(const std::optional<ClusterMap>& map, uint64_t expected,
   null_or("replicas", map ? map->EffectiveReplicas() : 0, map.has_value());
   null_or("write_quorum", map ? map->EffectiveWriteQuorum() : 0, map.has_value());
   null_or("read_quorum", map ? map->EffectiveReadQuorum() : 0, map.has_value());
+  null_or("map_from", map_from, map.has_value());
   w.Key("nodes").BeginArray();
   for (const NodeRow& r : rows) {
     w.Begin().Field("id", r.id).Field("address", r.address).Field("state", r.state);
@@ -228,6 +283,15 @@ void PrintJson(const std::optional<ClusterMap>& map, uint64_t expected,
     w.Field("disk_full", r.disk_full);
     null_or("share_pct", r.share_pct.value_or(0), r.share_pct.has_value());
     null_or("primary_share_pct", r.primary_pct.value_or(0), r.primary_pct.has_value());
+    null_or("advertised_address", r.advertised.value_or(""), r.advertised.has_value());
+    null_or("node_state", r.node_state.value_or(""), r.node_state.has_value());
+    null_or("epoch", r.epoch.value_or(0), r.epoch.has_value());
+    null_or("map_digest", r.map_digest.value_or(""), r.map_digest.has_value());
+    null_or("clock_offset_ms", r.clock_offset_ms.value_or(0), r.clock_offset_ms.has_value());
+    null_or("clock_offset_error_ms", r.clock_offset_error_ms.value_or(0),
+            r.clock_offset_error_ms.has_value());
+    null_or("version", r.version.value_or(""), r.version.has_value());
+    null_or("uptime_s", r.uptime_s.value_or(0), r.uptime_s.has_value());
     w.End();
   }
   w.EndArray();
@@ -318,9 +382,13 @@ int PrintClusterStatus(const GlobalOptions& g, const std::string& dir, NodeProbe
     }
   }
   std::optional<ClusterMap> map;
+  std::string map_from;  // the answering node: the one whose map is shown
   for (auto& [address, p] : probes) {
     if (!p.map || p.map->cluster_id() != expected) continue;  // another cluster's map
-    if (!map || p.map->epoch() > map->epoch()) map = p.map;
+    if (!map || p.map->epoch() > map->epoch()) {
+      map = p.map;
+      map_from = address;
+    }
   }
   if (map) {
     const std::map<uint32_t, double> shares = CopyShares(*map);
@@ -337,6 +405,21 @@ int PrintClusterStatus(const GlobalOptions& g, const std::string& dir, NodeProbe
     }
     ProbeAll(prober, more, timeout, &probes);
   }
+  // With --cluster, a listed node the map does not name (unformed, or of another cluster) gets
+  // a row under the id it reports, so that it is shown rather than dropped.
+  for (const std::string& a : g.cluster) {
+    auto it = probes.find(a);
+    if (it == probes.end() || !it->second.up) continue;
+    bool listed = false;
+    for (const auto& [id, r] : rows) listed = listed || r.address == a;
+    const int64_t id = it->second.node_id.value_or(0);
+    if (listed || id <= 0 || id > UINT32_MAX || rows.count(static_cast<uint32_t>(id)) != 0) {
+      continue;
+    }
+    rows[static_cast<uint32_t>(id)].id = static_cast<uint32_t>(id);
+    rows[static_cast<uint32_t>(id)].address = a;
+  }
+  const Probe* answering = map_from.empty() ? nullptr : &probes[map_from];
   std::vector<NodeRow> out;
   bool any_up = false;
   std::string foreign;  // "A is node N of cluster Y" for the error line when no node is ours
@@ -346,8 +429,14 @@ int PrintClusterStatus(const GlobalOptions& g, const std::string& dir, NodeProbe
       r.up = true;
       r.state = "up";
       r.disk_full = p.disk_full;
+      FillReported(p, id, answering, &r);
       if (p.map) r.node_cluster_id = p.map->cluster_id();
-      if (!p.map) {
+      if (p.unformed) {
+        r.state = "unformed";
+        r.problem = r.address +
+                    " belongs to no cluster yet: form one with 'shardkv cluster init', or add it "
+                    "with 'shardkv cluster join'";
+      } else if (!p.map) {
         r.state = "mismatch";
         r.problem = "it answers but has no cluster map";
       } else if (p.map->cluster_id() != expected) {
@@ -364,7 +453,7 @@ int PrintClusterStatus(const GlobalOptions& g, const std::string& dir, NodeProbe
         r.state = "mismatch";
         r.problem = r.address + " answers as node " + std::to_string(*p.node_id);
       }
-      if (r.state == "mismatch") {
+      if (r.state == "mismatch" || r.state == "unformed") {
         r.up = false;  // its answers are not this node's
       } else {
         r.keys = p.keys;
@@ -378,7 +467,7 @@ int PrintClusterStatus(const GlobalOptions& g, const std::string& dir, NodeProbe
     out.push_back(std::move(r));
   }
   if (g.json) {
-    PrintJson(map, expected, out, rebalance);
+    PrintJson(map, map_from, expected, out, rebalance);
   } else {
     PrintTable(dir, map, expected, out, rebalance);
   }

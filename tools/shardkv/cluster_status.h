@@ -29,6 +29,8 @@ inline constexpr const char* kStatusHelp = R"(STATE of a node:
              this cluster, or another node id. Its requests fail; a node that lost its data
              comes back with 'shardkv cluster start-node ID --rebuild'
   disk-full  answers, but its writes fail: no space left on its disk
+  unformed   answers, but belongs to no cluster yet (form one with 'cluster init', or 'cluster
+             join' it)
 KEYS is RocksDB's estimate of the copies the node stores (shown as ~12.3k), not an exact count.
 SHARE is the node's share of all copies (each key counted once per replica), as in the plans of
 add-node/remove-node.
@@ -38,9 +40,10 @@ add-node/remove-node.
   expected_cluster_id  string: the id in DIR/cluster.conf (null with --cluster)
   epoch, mode      the newest map's epoch and "ring"|"jump"; null if unknown
   replicas, write_quorum, read_quorum   effective values; null if unknown
+  map_from         address of the node whose map is shown (the answering node); null if none
   nodes[]          ascending id:
     id, address    the map's address, else the directory's
-    state          "up"|"down"|"mismatch"|"disk-full" (above)
+    state          "up"|"down"|"mismatch"|"disk-full"|"unformed" (above)
     problem        why it is mismatch or disk-full; "" otherwise
     node_cluster_id  string: the cluster id the node answered with; null if down
     map_state      "up"|"joining"|"leaving"|"down" in the map; null if not in it
@@ -51,9 +54,24 @@ add-node/remove-node.
     disk_full      true while the node's writes fail for lack of space
     share_pct      % of all copies it holds under the map; null if not in the map
     primary_share_pct  % of the token space it owns as primary
+   As the node itself reports (each null while it does not answer, or an older node omits it):
+    advertised_address  the address it advertises (--advertise, else the one it bound)
+    node_state     "unformed", else its own state in the map it holds ("up"|"joining"|
+                   "leaving"|"down"), or "not-in-map"
+    epoch          the epoch of the map it holds
+    map_digest     16 hex digits: ClusterMap::ContentHash of the map it holds; two nodes with
+                   one epoch and different digests hold different maps
+    clock_offset_ms  its wall clock minus that of the map_from node, in ms: each clock is read
+                   from a stats reply and set against the midpoint of that request's round trip
+                   (as NTP does), so the error is at most clock_offset_error_ms
+    clock_offset_error_ms  bound of that error: half the sum of both round trips, plus 1 ms
+    version        the shardkv release it runs
+    uptime_s       seconds since it started
   rebalance        null (no change ever, or no answer) or {change_id (string), kind ("add"|
                    "remove"), node_id, state, moved_copies, planned_copies, live, error}
 Exit codes: 0 if a node of this cluster answered, 3 if none did.
+With --cluster HOST:PORT[,...] no local directory is read (pid is null, alive false), and a
+listed node the map does not name is shown under the id it reports.
 Global options: --dir DIR (default $SHARDKV_DIR, else ~/.shardkv/local), --cluster HOST:PORT[,...],
 --timeout MS.)";
 

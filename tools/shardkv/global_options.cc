@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "cli_common.h"
+#include "cli_profile.h"
 #include "kv_io.h"
 #include "kv_limits.h"
 #include "local_cluster.h"
@@ -16,31 +17,70 @@ namespace fs = std::filesystem;
 
 void GlobalOptions::Register(CLI::App& app) {
   app.fallthrough();
-  app.add_option("--cluster", cluster, "Node addresses (host:port), comma separated")
-      ->delimiter(',')
-      // One argument per --cluster: otherwise the list swallows the command's own arguments
-      // (`put --cluster A k v` would read k and v as addresses).
-      ->allow_extra_args(false)
-      ->check(CLI::Validator(
-          [](std::string& address) {
-            const std::string why = CheckHostPort(address);
-            return why;
-          },
-          ""))
-      ->type_name("HOST:PORT");
-  app.add_option("--cluster-id", cluster_id,
-                 "The id of the cluster to talk to (see 'cluster status'); a node of another "
-                 "cluster is refused. Default: the id in DIR/cluster.conf, or with --cluster "
-                 "the id of the first node that answers")
-      ->check(CLI::Range(limits::kMinClusterId, std::numeric_limits<uint64_t>::max()));
-  app.add_option("--dir", dir,
-                 "Local cluster directory (default: $SHARDKV_DIR, else ~/.shardkv/local)");
-  app.add_option("--timeout", timeout_ms, "Per-operation timeout in milliseconds, retries included")
-      ->capture_default_str()
-      ->check(CLI::Range(limits::kMinTimeoutMs, limits::kMaxTimeoutMs));
-  app.add_option("--consistency", consistency, "one, quorum or all")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"one", "quorum", "all"}));
+  cluster_opt_ =
+      app.add_option("--cluster", cluster, "Node addresses (host:port), comma separated")
+          ->delimiter(',')
+          // One argument per --cluster: otherwise the list swallows the command's own arguments
+          // (`put --cluster A k v` would read k and v as addresses).
+          ->allow_extra_args(false)
+          ->check(CLI::Validator(
+              [](std::string& address) {
+                const std::string why = CheckHostPort(address);
+                return why;
+              },
+              ""))
+          ->type_name("HOST:PORT");
+  cluster_id_opt_ =
+      app.add_option("--cluster-id", cluster_id,
+                     "The id of the cluster to talk to (see 'cluster status'); a node of another "
+                     "cluster is refused. Default: the id in DIR/cluster.conf, or with --cluster "
+                     "the id of the first node that answers")
+          ->check(CLI::Range(limits::kMinClusterId, std::numeric_limits<uint64_t>::max()));
+  dir_opt_ = app.add_option(
+      "--dir", dir, "Local cluster directory (default: $SHARDKV_DIR, else ~/.shardkv/local)");
+  timeout_opt_ = app.add_option("--timeout", timeout_ms,
+                                "Per-operation timeout in milliseconds, retries included")
+                     ->capture_default_str()
+                     ->check(CLI::Range(limits::kMinTimeoutMs, limits::kMaxTimeoutMs));
+  consistency_opt_ = app.add_option("--consistency", consistency, "one, quorum or all")
+                         ->capture_default_str()
+                         ->check(CLI::IsMember({"one", "quorum", "all"}));
+  app.add_option("--profile", profile,
+                 "CLI profile (TOML) with defaults for --cluster, --cluster-id, the secret file, "
+                 "--timeout and --consistency (default: $XDG_CONFIG_HOME/shardkv/cli.toml, else "
+                 "~/.config/shardkv/cli.toml, if it exists)")
+      ->type_name("FILE");
+  // Before any command's callback: the commands see the options with the profile applied.
+  app.parse_complete_callback([this] {
+    if (Status s = ApplyProfile(); !s.ok()) throw CLI::ValidationError(s.message());
+  });
+}
+
+bool GlobalOptions::ClusterGiven() const {
+  return cluster_opt_ != nullptr && cluster_opt_->count() > 0;
+}
+
+Status GlobalOptions::ApplyProfile() {
+  auto loaded = LoadProfile(profile);
+  if (!loaded.ok()) return loaded.status();
+  const CliProfile& p = *loaded;
+  profile_used = p.path;
+  auto given = [](const CLI::Option* o) { return o != nullptr && o->count() > 0; };
+  const char* env_dir = std::getenv("SHARDKV_DIR");
+  const bool local_dir = given(dir_opt_) || (env_dir != nullptr && *env_dir != '\0');
+  if (!p.cluster.empty() && !given(cluster_opt_) && !local_dir) cluster = p.cluster;
+  if (p.cluster_id != 0 && !given(cluster_id_opt_)) cluster_id = p.cluster_id;
+  if (p.timeout_ms && !given(timeout_opt_)) timeout_ms = *p.timeout_ms;
+  if (p.consistency && !given(consistency_opt_)) consistency = *p.consistency;
+  if (auth_secret_file.empty()) {
+    const char* env = std::getenv("SHARDKV_AUTH_SECRET_FILE");
+    if (env != nullptr && *env != '\0') {
+      auth_secret_file = env;
+    } else {
+      auth_secret_file = p.auth_secret_file;
+    }
+  }
+  return Status::OK();
 }
 
 std::string GlobalOptions::ClusterDir() const {
@@ -98,6 +138,7 @@ StatusOr<std::unique_ptr<Client>> GlobalOptions::Connect() const {
   o.cluster_id = expected->id;
   o.cluster_id_source = expected->source;
   o.timeout_ms = timeout_ms;
+  o.auth_secret_file = auth_secret_file;
   auto c = ParseConsistency(consistency);
   if (!c.ok()) return c.status();
   o.consistency = *c;

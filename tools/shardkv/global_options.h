@@ -21,6 +21,11 @@ struct GlobalOptions {
   uint32_t timeout_ms = 5000;
   std::string consistency = "quorum";
   uint64_t cluster_id = 0;  // --cluster-id; 0 = not given
+  // The cluster secret for Client/Admin (ClientOptions/AdminOptions::auth_secret_file): from
+  // --auth-secret-file or $SHARDKV_AUTH_SECRET_FILE, else the profile.
+  std::string auth_secret_file;
+  std::string profile;       // --profile FILE; "" = the default path (cli_profile.h)
+  std::string profile_used;  // the profile file applied ("" if none)
 
   // The cluster the client must talk to: --cluster-id, else (without --cluster) the id in the
   // cluster directory's cluster.conf, else 0 (adopt the first that answers). `source` says
@@ -31,14 +36,29 @@ struct GlobalOptions {
   };
   StatusOr<ExpectedCluster> Expected() const;
 
-  // Adds the flags to `app`; subcommands see them through fallthrough.
+  // Adds the flags to `app`; subcommands see them through fallthrough. Once the command line is
+  // parsed, and before any command runs, the profile fills what neither the command line nor the
+  // environment gave (a bad profile is a usage error, exit 2).
   void Register(CLI::App& app);
+  // Applies the profile (cli_profile.h) to the options not given on the command line or in the
+  // environment. The profile's cluster applies only when no --dir and no $SHARDKV_DIR name a
+  // local cluster either.
+  Status ApplyProfile();
+  // --cluster was given on the command line (not just by the profile).
+  bool ClusterGiven() const;
   // The cluster directory after defaults.
   std::string ClusterDir() const;
   // Seeds: --cluster, else the ports of the nodes recorded in the cluster directory.
   StatusOr<std::vector<std::string>> Seeds() const;
   // Connects a client with these options.
   StatusOr<std::unique_ptr<Client>> Connect() const;
+
+ private:
+  CLI::Option* cluster_opt_ = nullptr;
+  CLI::Option* cluster_id_opt_ = nullptr;
+  CLI::Option* dir_opt_ = nullptr;
+  CLI::Option* timeout_opt_ = nullptr;
+  CLI::Option* consistency_opt_ = nullptr;
 };
 
 // Maps a failed Status to the CLI's exit codes: 1 not found / failed, 2 bad input, 3 cluster

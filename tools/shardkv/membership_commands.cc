@@ -13,6 +13,7 @@
 
 #include "change_guard.h"
 #include "cli_common.h"
+#include "cluster_commands.h"
 #include "cluster_limits.h"
 #include "cluster_up.h"
 #include "local_cluster.h"
@@ -442,7 +443,10 @@ void RegisterMembershipCommands(CLI::App& app, GlobalOptions* g, int* exit_code)
   add->add_option("--wait", add_flags->wait_s, "Seconds to wait for the new node to listen")
       ->capture_default_str()
       ->check(CLI::Range(kMinWaitS, kMaxWaitS));
-  add->callback([=] { *exit_code = DoAddNode(*g, *add_flags); });
+  add->callback([=] {
+    if (RefuseRemote(*g, "cluster add-node", exit_code)) return;
+    *exit_code = DoAddNode(*g, *add_flags);
+  });
 
   auto join_flags = std::make_shared<ChangeFlags>();
   auto join_address = std::make_shared<std::string>();

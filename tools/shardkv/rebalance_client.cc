@@ -22,17 +22,22 @@ std::string SteerCommand::Name() const {
   return "?";
 }
 
-AdminClient::AdminClient(uint64_t cluster_id, std::string origin) {
+AdminClient::AdminClient(uint64_t cluster_id, std::string origin, std::string auth_secret_file) {
   AdminOptions o;
   o.cluster_id = cluster_id;
+  o.auth_secret_file = std::move(auth_secret_file);
   o.cluster_origin = std::move(origin);
   // No seeds yet (each call names its addresses), so Create cannot fail.
   admin_ = std::move(Admin::Create(std::move(o))).value();
 }
 
 AdminClient ClientFor(const GlobalOptions& g, const std::string& dir) {
+  // --cluster-id (or the profile's) wins, as for the data commands (GlobalOptions::Expected).
+  if (g.cluster_id != 0)
+    return AdminClient(g.cluster_id, "the --cluster-id given", g.auth_secret_file);
   const uint64_t id = DirClusterId(g, dir);
-  return AdminClient(id, id != 0 ? "the cluster in " + ClusterConfPath(dir) : "");
+  return AdminClient(id, id != 0 ? "the cluster in " + ClusterConfPath(dir) : "",
+                     g.auth_secret_file);
 }
 
 Admin* AdminClient::With(const std::vector<std::string>& seeds, std::chrono::milliseconds t) {
