@@ -5,7 +5,9 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <filesystem>
+#include <fstream>
 #include <mutex>
 #include <set>
 #include <sstream>
@@ -198,7 +200,7 @@ StatusOr<int> Bed::AddHost() {
 Status Bed::AddHostLocked() {
   const int host = hosts() + 1;
   if (host > 15) return Status::InvalidArgument("the bed has at most 15 hosts");
-  char suffix[4];
+  char suffix[16];
   std::snprintf(suffix, sizeof(suffix), "%x", host);
   const std::string ns = std::string(kPrefix) + "-" + tag_ + "-h" + std::to_string(host);
   const std::string veth = kPrefix + tag_hex_ + "-" + suffix;
@@ -303,6 +305,27 @@ bool Bed::NodeRunning(int host) const {
   return slot && slot->process->running();
 }
 
+StatusOr<int64_t> Bed::ObservedSkewMs(int host) const {
+  // Only a node that just started: its newest "listening on" line is at most a poll old.
+  const auto now = std::chrono::system_clock::now();
+  std::ifstream log(options_.dir + "/node" + std::to_string(host) + ".log");
+  std::string line, found;
+  while (std::getline(log, line)) {
+    if (line.find(" listening on ") != std::string::npos) found = line;
+  }
+  // "2026-12-01T19:40:01.123 info [node 3] node 3 listening on ...", in local time (spdlog).
+  std::tm tm{};
+  int millis = 0;
+  if (found.size() < 23 || strptime(found.c_str(), "%Y-%m-%dT%H:%M:%S", &tm) == nullptr ||
+      std::sscanf(found.c_str() + 20, "%3d", &millis) != 1) {
+    return Status::NotFound("no 'listening on' line in node " + std::to_string(host) + "'s log");
+  }
+  tm.tm_isdst = -1;
+  const auto logged =
+      std::chrono::system_clock::from_time_t(std::mktime(&tm)) + std::chrono::milliseconds(millis);
+  return std::chrono::duration_cast<std::chrono::milliseconds>(logged - now).count();
+}
+
 void Bed::KillNode(int host) {
   auto& slot = nodes_.at(host - 1);
   if (!slot) return;
@@ -334,7 +357,17 @@ void Bed::Cleanup() {
     for (const std::string& p : Lines(RunCommand({"ip", "netns", "pids", ns}, 10s).out)) {
       if (const long pid = std::atol(p.c_str()); pid > 0) kill(static_cast<pid_t>(pid), SIGKILL);
     }
-    RunCommand({"ip", "netns", "delete", ns}, 10s);  // deletes the veth pair with it
+    RunCommand({"ip", "netns", "delete", ns}, 10s);
+  }
+  // The kernel destroys a namespace (and the veth pairs in it) asynchronously: delete the
+  // root-side ends now, so that nothing of the run is left when Cleanup() returns.
+  for (int h = 1; h <= static_cast<int>(namespaces_.size()); ++h) {
+    char suffix[16];
+    std::snprintf(suffix, sizeof(suffix), "%x", h);
+    const std::string veth = kPrefix + tag_hex_ + "-" + suffix;
+    if (RunCommand({"ip", "link", "show", veth}, 10s).exit_code == 0) {
+      RunCommand({"ip", "link", "delete", veth}, 10s);
+    }
   }
   namespaces_.clear();
   nodes_.clear();

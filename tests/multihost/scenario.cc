@@ -44,7 +44,8 @@ Scenario::Scenario(std::string name, std::unique_ptr<testing::TempDir> dir,
       start_(Clock::now()) {}
 
 Scenario::~Scenario() {
-  processes_.clear();  // SIGKILLs workloads still running
+  processes_.clear();
+  samplers_.clear();  // SIGKILLs workloads still running
   bed_->Cleanup();
 }
 
@@ -125,6 +126,7 @@ void Scenario::StartWorkload(const WorkloadSpec& spec) {
                                 "--history",
                                 history};
   if (!reads.empty()) argv.insert(argv.end(), {"--read-prefixes", reads});
+  if (spec.fresh_clients) argv.push_back("--fresh-clients");
   processes_.push_back(std::make_unique<testing::BackgroundProcess>(
       bed_->InNamespace(spec.host, argv), history + ".log"));
   histories_.push_back(history);
@@ -137,7 +139,7 @@ void Scenario::StartSamplers(std::chrono::milliseconds duration, std::vector<int
   for (int h : hosts) {
     const std::string out =
         dir_->Sub("samples-" + std::to_string(h) + "-" + std::to_string(samples_.size()) + ".txt");
-    processes_.push_back(std::make_unique<testing::BackgroundProcess>(
+    samplers_.push_back(std::make_unique<testing::BackgroundProcess>(
         bed_->InNamespace(h, {SHARDKV_WORKLOAD_PATH, "sample", "--node", bed_->Address(h), "--id",
                               std::to_string(h), "--out", out, "--duration-ms",
                               std::to_string(duration.count())}),
@@ -270,6 +272,7 @@ uint32_t Scenario::Driver() {
 
 std::vector<std::string> Scenario::Teardown() {
   processes_.clear();
+  samplers_.clear();
   bed_->Cleanup();
   std::vector<std::string> left = bed_->Leftovers();
   for (const std::string& l : left) std::printf("%s: LEFTOVER %s\n", name_.c_str(), l.c_str());
@@ -279,6 +282,15 @@ std::vector<std::string> Scenario::Teardown() {
 Figures Scenario::Check() {
   WaitAll(120s);
   Figures figures;
+  for (const std::string& path : histories_) {
+    Figures one;
+    (void)LoadHistories({path}, &one);
+    std::ifstream log(path + ".log");
+    std::string first_line;
+    std::getline(log, first_line);
+    std::printf("%s: %s: %s%s%s\n", name_.c_str(), path.substr(dir_->path().size() + 1).c_str(),
+                one.Line().c_str(), first_line.empty() ? "" : "; log: ", first_line.c_str());
+  }
   auto histories = LoadHistories(histories_, &figures);
   if (!histories.ok()) {
     figures.violations.push_back(histories.status().ToString());
@@ -292,6 +304,7 @@ Figures Scenario::Check() {
   options.timeout_ms = 5000;
   const auto finals = FinalReads(options, keys, 6);
   CheckHistories(*histories, finals, &figures);
+  samplers_.clear();  // SIGKILL: they flushed every sample; the settling is sampled too
   if (Status s = CheckSamples(samples_, &figures); !s.ok()) {
     figures.violations.push_back(s.ToString());
   }

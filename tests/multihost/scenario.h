@@ -32,6 +32,7 @@ struct WorkloadSpec {
   int writers = 2, readers = 2;
   std::chrono::milliseconds duration{5000};
   uint64_t seed = 1;
+  bool fresh_clients = false;  // a new Client per write (like one CLI process per write)
 };
 
 class Scenario {
@@ -58,7 +59,7 @@ class Scenario {
   void StartSamplers(std::chrono::milliseconds duration, std::vector<int> hosts = {});
   // Polls until the workloads recorded `ops` operations in all (false after `limit`).
   bool WaitForOps(uint64_t ops, std::chrono::milliseconds limit);
-  // Waits for the workloads (their own duration bounds them) and samplers.
+  // Waits for the workloads (their own duration bounds them); samplers run on until Check().
   void WaitAll(std::chrono::milliseconds limit);
 
   // Polls until the change (if any) ended and every running member reports one epoch and map.
@@ -90,7 +91,8 @@ class Scenario {
   Nemesis nemesis_;
   int formed_ = 0;
   std::chrono::steady_clock::time_point start_;
-  std::vector<std::unique_ptr<testing::BackgroundProcess>> processes_;
+  std::vector<std::unique_ptr<testing::BackgroundProcess>> processes_;  // workloads
+  std::vector<std::unique_ptr<testing::BackgroundProcess>> samplers_;
   std::vector<std::string> histories_;
   std::vector<std::string> samples_;
 };

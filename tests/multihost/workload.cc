@@ -43,6 +43,9 @@ struct RunFlags {
   uint64_t seed = 1;
   std::string history;
   std::string secret_file;
+  // Each write through a new Client, as separate `shardkv put` processes do: no HLC session
+  // carries one write's timestamp to the next (the findings' A2 needs this).
+  bool fresh_clients = false;
 };
 
 std::string KeyName(const std::string& prefix, int writer, int j) {
@@ -255,6 +258,7 @@ int main(int argc, char** argv) {
   run->add_option("--seed", f.seed);
   run->add_option("--history", f.history, "History file to write")->required();
   run->add_option("--auth-secret-file", f.secret_file);
+  run->add_flag("--fresh-clients", f.fresh_clients, "A new Client for every write");
   std::string address, out;
   uint32_t id = 0;
   int duration_ms = 10000, interval_ms = 250;
