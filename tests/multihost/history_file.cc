@@ -197,7 +197,9 @@ void CheckHistories(const std::map<std::string, KeyHistory>& histories,
 }
 
 Status CheckSamples(const std::vector<std::string>& paths, Figures* figures) {
-  std::map<uint64_t, std::map<std::string, std::set<uint32_t>>> by_epoch;  // hash -> nodes
+  // (cluster id, epoch) -> hash -> nodes. A node not yet formed holds a map of its own
+  // cluster, which is no divergence.
+  std::map<std::pair<uint64_t, uint64_t>, std::map<std::string, std::set<uint32_t>>> by_epoch;
   for (const std::string& path : paths) {
     std::ifstream in(path);
     if (!in) return Status::IOError("cannot read " + path);
@@ -205,16 +207,16 @@ Status CheckSamples(const std::vector<std::string>& paths, Figures* figures) {
       std::istringstream fields(line);
       int64_t t = 0;
       uint32_t node = 0;
-      uint64_t epoch = 0;
+      uint64_t cluster = 0, epoch = 0;
       std::string hash;
-      fields >> t >> node >> epoch >> hash;
-      if (fields) by_epoch[epoch][hash].insert(node);
+      fields >> t >> node >> cluster >> epoch >> hash;
+      if (fields) by_epoch[{cluster, epoch}][hash].insert(node);
     }
   }
-  for (const auto& [epoch, maps] : by_epoch) {
+  for (const auto& [cluster_epoch, maps] : by_epoch) {
     if (maps.size() < 2) continue;
     ++figures->divergent_epochs;
-    std::string text = "epoch " + std::to_string(epoch) + " held as " +
+    std::string text = "epoch " + std::to_string(cluster_epoch.second) + " held as " +
                        std::to_string(maps.size()) + " different maps:";
     for (const auto& [hash, nodes] : maps) {
       text += " " + hash + " by node(s)";

@@ -71,8 +71,9 @@ void CheckHistories(const std::map<std::string, testing::KeyHistory>& histories,
                     const std::map<std::string, std::optional<uint64_t>>& final_reads,
                     Figures* figures);
 
-// Sampler lines: "<t_us> <node id> <epoch> <content hash hex>". Counts the epochs seen with two
-// different maps, into figures->divergent_epochs, naming them in figures->violations.
+// Sampler lines: "<t_us> <node id> <cluster id> <epoch> <content hash hex>". Counts the epochs of
+// one cluster seen with two different maps, into figures->divergent_epochs, naming them in
+// figures->violations.
 Status CheckSamples(const std::vector<std::string>& paths, Figures* figures);
 
 }  // namespace shardkv::multihost

@@ -82,9 +82,30 @@ Status Nemesis::Loss(int host, double p) {
                          prob, "-j", "DROP"});
 }
 
+Status Nemesis::Latency(int host, std::chrono::milliseconds delay) {
+  Log("latency " + std::to_string(delay.count()) + " ms each way into node " +
+      std::to_string(host) + " (delaying TCP proxy: this kernel has no sch_netem for tc netem)");
+  constexpr uint16_t kProxyPort = 7001;
+  auto proxy = DelayProxy::Start(bed_->Namespace(host), bed_->Ip(host), kProxyPort, bed_->Ip(host),
+                                 7000, delay);
+  if (!proxy.ok()) return proxy.status();
+  proxies_.push_back(std::move(*proxy));
+  // Only what arrives from outside: the proxy's own connection to the node is local (OUTPUT),
+  // so it does not loop through PREROUTING.
+  return Iptables(host, {"-t", "nat", "-A", "PREROUTING", "-p", "tcp", "--dport", "7000", "-j",
+                         "REDIRECT", "--to-ports", std::to_string(kProxyPort)});
+}
+
 Status Nemesis::Heal() {
   Log("heal");
-  for (int h = 1; h <= bed_->hosts(); ++h) SHARDKV_RETURN_IF_ERROR(Iptables(h, {"-F", "INPUT"}));
+  for (int h = 1; h <= bed_->hosts(); ++h) {
+    SHARDKV_RETURN_IF_ERROR(Iptables(h, {"-F", "INPUT"}));
+    SHARDKV_RETURN_IF_ERROR(Iptables(h, {"-t", "nat", "-F", "PREROUTING"}));
+  }
+  for (const auto& proxy : proxies_) {
+    Log("the latency proxy carried " + std::to_string(proxy->connections()) + " connections");
+  }
+  proxies_.clear();  // closes the delayed connections; their peers reconnect directly
   return Status::OK();
 }
 

@@ -11,10 +11,12 @@
 // when. Thread-safety: none; the scenario's control thread calls it.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "multihost/bed.h"
+#include "multihost/delay_proxy.h"
 #include "shardkv/status.h"
 
 namespace shardkv::multihost {
@@ -32,7 +34,10 @@ class Nemesis {
   Status Bridge(int hub, const std::vector<int>& left, const std::vector<int>& right);
   // Drops each packet host `host` receives with probability p (0 < p <= 1).
   Status Loss(int host, double p);
-  // Removes every rule (partitions and loss) of every host.
+  // Delays the traffic into node `host` by `delay` each way: a DelayProxy in its namespace and a
+  // REDIRECT of port 7000 to it. Applies to connections opened from now on (see delay_proxy.h).
+  Status Latency(int host, std::chrono::milliseconds delay);
+  // Removes every rule (partitions, loss, latency) of every host and stops the proxies.
   Status Heal();
 
   // Clock skew, pause, kill and restart (the Bed's, logged).
@@ -51,6 +56,7 @@ class Nemesis {
 
   Bed* bed_;
   std::vector<std::string> events_;
+  std::vector<std::unique_ptr<DelayProxy>> proxies_;
 };
 
 }  // namespace shardkv::multihost

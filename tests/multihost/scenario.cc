@@ -260,14 +260,16 @@ StatusOr<std::string> Scenario::FinishChange(std::chrono::milliseconds limit, in
   }
 }
 
-uint32_t Scenario::Driver() {
+uint32_t Scenario::Driver(std::string* state) {
   AdminOptions options;
   options.seeds = bed_->Addresses(Members());
   options.timeout_ms = 2000;
   auto admin = Admin::Create(options);
   if (!admin.ok()) return 0;
   AdminReply r = (*admin)->ChangeStatus();
-  return r.status.ok() && r.report.has_change ? r.report.driver : 0;
+  if (!r.status.ok() || !r.report.has_change) return 0;
+  if (state != nullptr) *state = std::string(ChangeStateName(r.report.record.state));
+  return r.report.driver;
 }
 
 std::vector<std::string> Scenario::Teardown() {

@@ -68,8 +68,8 @@ class Scenario {
   // Waits for the change to end; a failed one is resumed (`rebalance resume`, what the
   // operator of the findings did), at most `resumes` times. Returns the end state's name.
   StatusOr<std::string> FinishChange(std::chrono::milliseconds limit, int resumes = 2);
-  // The node driving the current change (0 if none answered).
-  uint32_t Driver();
+  // The node driving the current change (0 if none answered), and its state's name ("streaming").
+  uint32_t Driver(std::string* state = nullptr);
 
   // Final reads from the root namespace, then every check. Prints the one-line figures.
   Figures Check();

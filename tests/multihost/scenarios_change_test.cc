@@ -11,12 +11,13 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// 4 hosts, nodes 1-3 formed with data to stream, node 4 started; a join of node 4 begun at
-// 1 MB/s so that its streams last several seconds. Workload and samplers run.
-void StartJoinMidStream(Scenario& s, std::chrono::milliseconds workload) {
+// 4 hosts, nodes 1-3 formed with data to stream (20 MB), node 4 started; a join of node 4 begun
+// at 1 MB/s so that its streams (about a fifth of the data) last several seconds. Workload and
+// samplers run. Returns the driver, checked to be streaming still.
+uint32_t StartJoinMidStream(Scenario& s, std::chrono::milliseconds workload) {
   REQUIRE(s.StartNodes(3).ok());
   REQUIRE(s.Form(3).ok());
-  REQUIRE(s.Load(6000, 1000).ok());
+  REQUIRE(s.Load(2500, 8000).ok());
   REQUIRE(s.bed().StartNode(4).ok());
   s.StartSamplers(workload + 60s);
   s.StartWorkload({.prefix = "J", .seed_hosts = {1, 2, 3}, .duration = workload});
@@ -24,6 +25,12 @@ void StartJoinMidStream(Scenario& s, std::chrono::milliseconds workload) {
   Command join = s.Cli(0, {1, 2, 3}, {"cluster", "join", s.bed().Address(4), "--rate", "1"});
   INFO(join.out);
   REQUIRE(join.exit_code == 0);
+  std::string state;
+  const uint32_t driver = s.Driver(&state);
+  std::printf("driver: node %u, change %s\n", driver, state.c_str());
+  REQUIRE(driver != 0);
+  REQUIRE(state == "streaming");  // else the fault would not be mid-stream
+  return driver;
 }
 
 void FinishAndCheck(Scenario& s, const std::string& expected_failure) {
@@ -62,10 +69,7 @@ TEST_CASE("join while a node is partitioned", "[multihost]") {
 TEST_CASE("partition of the driver mid-stream", "[multihost][!mayfail]") {
   MULTIHOST_SCENARIO(s, "driver-partitioned", 4);
   const auto fault = Scale(10s);
-  StartJoinMidStream(s, fault + 8s);
-  const uint32_t driver = s.Driver();
-  std::printf("driver: node %u\n", driver);
-  REQUIRE(driver != 0);
+  const uint32_t driver = StartJoinMidStream(s, fault + 8s);
   REQUIRE(s.nemesis().Isolate(static_cast<int>(driver)).ok());
   std::this_thread::sleep_for(fault);  // the fault's window
   REQUIRE(s.nemesis().Heal().ok());
@@ -120,10 +124,7 @@ TEST_CASE("2|2 split with a remove-node started on each side", "[multihost][!may
 TEST_CASE("SIGSTOP of the driver mid-change", "[multihost]") {
   MULTIHOST_SCENARIO(s, "driver-sigstop", 4);
   const auto pause = Scale(8s);
-  StartJoinMidStream(s, pause + 8s);
-  const uint32_t driver = s.Driver();
-  std::printf("driver: node %u\n", driver);
-  REQUIRE(driver != 0);
+  const uint32_t driver = StartJoinMidStream(s, pause + 8s);
   s.nemesis().Pause(static_cast<int>(driver));
   std::this_thread::sleep_for(pause);  // the fault's window
   s.nemesis().Resume(static_cast<int>(driver));

@@ -108,6 +108,29 @@ TEST_CASE("majority/minority split with clients on both sides", "[multihost]") {
   CHECK(s.Teardown().empty());
 }
 
+// The other nemeses: latency into node 2 (the delaying proxy, set before the traffic it slows),
+// loss on node 3, then a bridge (1 sees 2 and 3, which do not see each other), then heal.
+TEST_CASE("latency, loss and a bridge", "[multihost]") {
+  MULTIHOST_SCENARIO(s, "latency-loss-bridge", 3);
+  REQUIRE(s.StartNodes(3).ok());
+  REQUIRE(s.nemesis().Latency(2, 30ms).ok());
+  REQUIRE(s.Form(3).ok());
+  const auto fault = Scale(5s);
+  s.StartSamplers(2 * fault + 20s);
+  s.StartWorkload({.prefix = "L", .duration = 2 * fault + 3s});
+  REQUIRE(s.WaitForOps(100, 20s));
+  REQUIRE(s.nemesis().Loss(3, 0.05).ok());
+  std::this_thread::sleep_for(fault);  // the fault's window
+  REQUIRE(s.nemesis().Bridge(1, {2}, {3}).ok());
+  std::this_thread::sleep_for(fault);  // the fault's window
+  REQUIRE(s.nemesis().Heal().ok());
+  s.WaitAll(60s);
+  REQUIRE(s.Settle(60s).ok());
+  const Figures f = s.Check();
+  CHECK(s.Report(f, ""));
+  CHECK(s.Teardown().empty());
+}
+
 // Node 3's wall clock `skew_ms` off (libfaketime, monotonic untouched), then SIGKILL and restart
 // of node 3 mid-run, as in the findings' e4 (lost writes with a clock 1 s fast, A2).
 void SkewScenario(const std::string& name, int skew_ms) {

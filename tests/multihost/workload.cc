@@ -6,8 +6,8 @@
 //           put v2, delete, never written again), concurrent readers; records every operation
 //           to --history (history_file.h). One Client per thread, fixed seeds, bounded duration.
 //   sample  polls one node's map (Admin::MapOf) every --interval-ms, appending
-//           "<t_us> <id> <epoch> <hash>" to --out: run inside the node's namespace, it sees its
-//           node even when the node is isolated.
+//           "<t_us> <id> <cluster id> <epoch> <hash>" to --out: run inside the node's namespace, it
+//           sees its node even when the node is isolated.
 //   form    forms a cluster from running unformed nodes (Admin::FormCluster): the fallback
 //           while `shardkv cluster init` does not exist.
 //   load    writes --count keys of --bytes each (data for a change to stream).
@@ -176,8 +176,8 @@ int Sample(const std::string& address, uint32_t id, const std::string& out, int 
   while (Clock::now() < end) {
     StatusOr<ClusterMap> map = (*admin)->MapOf(address);
     if (map.ok()) {
-      std::fprintf(file, "%" PRId64 " %u %" PRIu64 " %016" PRIx64 "\n", MonotonicMicros(), id,
-                   map->epoch(), map->ContentHash());
+      std::fprintf(file, "%" PRId64 " %u %" PRIu64 " %" PRIu64 " %016" PRIx64 "\n",
+                   MonotonicMicros(), id, map->cluster_id(), map->epoch(), map->ContentHash());
       std::fflush(file);
     }
     next += std::chrono::milliseconds(interval_ms);
