@@ -127,6 +127,7 @@ void Scenario::StartWorkload(const WorkloadSpec& spec) {
                                 history};
   if (!reads.empty()) argv.insert(argv.end(), {"--read-prefixes", reads});
   if (spec.fresh_clients) argv.push_back("--fresh-clients");
+  argv.insert(argv.end(), {"--keys", std::to_string(spec.keys)});
   processes_.push_back(std::make_unique<testing::BackgroundProcess>(
       bed_->InNamespace(spec.host, argv), history + ".log"));
   histories_.push_back(history);

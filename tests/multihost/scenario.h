@@ -30,6 +30,7 @@ struct WorkloadSpec {
   std::vector<std::string> read_prefixes;
   std::vector<int> seed_hosts;  // whose nodes it connects to; empty: all
   int writers = 2, readers = 2;
+  int keys = 20;  // per writer
   std::chrono::milliseconds duration{5000};
   uint64_t seed = 1;
   bool fresh_clients = false;  // a new Client per write (like one CLI process per write)
