@@ -85,7 +85,20 @@ struct NodeProbe {
   Status error;                   // why it was not reachable
   std::optional<ClusterMap> map;  // the map it holds (any cluster)
   std::optional<NodeStatsSnapshot> stats;
+  // The node belongs to no cluster yet (no map, no cluster id): its map fetch is refused with
+  // "unformed: ...", or its stats report the counter `formed` = 0. A node of an older release
+  // that bootstraps a standalone one-node map is not `unformed`; see FormableNode.
+  bool unformed = false;
 };
+
+// Whether the probed node may be made a member of a new cluster (FormCluster, `shardkv cluster
+// init`): OK for an unformed node, and for a standalone node (a one-node map) that holds no
+// data. Otherwise Unavailable (it did not answer), FailedPrecondition (it belongs to a cluster:
+// a map with other nodes, or `formed` = 1; or it holds data: keys_approx or bytes_approx above
+// 0), or InvalidArgument (it did not report its node id). The message names the address.
+Status FormableNode(const NodeProbe& probe);
+// The id the probed node reports (stats counter node_id); 0 when it did not report one.
+uint32_t ReportedNodeId(const NodeProbe& probe);
 
 // The cluster as its newest map describes it, and what each member answered.
 struct ClusterDescription {
@@ -117,10 +130,15 @@ class Admin {
 
   // ---- Forming a cluster ----
 
-  // Forms a new cluster at epoch 1 from running standalone nodes: builds the map
-  // (ClusterMap::Create; its errors come back unchanged) with `cluster_id` (0: a random one) and
-  // the first node as claimant, and has every node adopt it. Returns the map. An error names the
-  // node that did not take it; nodes before it may have adopted the map already.
+  // Forms a new cluster at epoch 1 from running unformed (or standalone, empty) nodes: builds
+  // the map (ClusterMap::Create; its errors come back unchanged) with `cluster_id` (0: a random
+  // one) and the first node as claimant, and has every node adopt it. Returns the map.
+  // Before anything is installed, every node is probed (in parallel) and the whole formation is
+  // refused, with nothing installed, if any node is not FormableNode (its error, naming the
+  // node), reports another id than the one given (FailedPrecondition), or if two entries share
+  // an id or an address (InvalidArgument). A node that already holds exactly this map (a retry
+  // with the same `cluster_id`) counts as formable. After the checks, an error names the node
+  // that did not take the map; nodes before it may have adopted it already.
   StatusOr<ClusterMap> FormCluster(const std::vector<ClusterNode>& nodes,
                                    const ClusterParams& params, uint64_t cluster_id = 0);
 

@@ -36,7 +36,8 @@ namespace shardkv::stats {
   X(stream_tasks_resumed, "stream tasks continued from a checkpoint on this node")              \
   X(stream_entries_pulled, "entries this node pulled as a stream destination")                  \
   X(ranges_dropped, "token ranges dropped after a change moved them away")                      \
-  X(epoch, "epoch of the node's cluster map")                                                   \
+  X(epoch, "epoch of the node's cluster map (0 while unformed)")                                \
+  X(formed, "1 once the node is in a cluster, 0 while unformed (no cluster id, no map)")        \
   X(keys_approx, "estimated keys stored (RocksDB estimate, tombstones included)")               \
   X(bytes_approx, "estimated bytes stored")                                                     \
   X(storage_io_errors, "storage writes that failed with an I/O error")

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "admin/admin_transport.h"
+#include "admin/formation.h"
 #include "net/rpc_client.h"
 #include "shardkv/stats.h"
 
@@ -186,14 +187,33 @@ class Admin::Impl {
       return p;
     }
     p.reachable = true;
-    if (auto map = transport.MapOf(address, timeout(), nullptr); map.ok()) p.map = std::move(*map);
+    if (auto map = transport.MapOf(address, timeout(), nullptr); map.ok()) {
+      p.map = std::move(*map);
+    } else {
+      p.unformed = admin::IsUnformedError(map.status());
+    }
     if (auto body = transport.CallAnyCluster(address, net::StatsRequest{}, timeout(), nullptr);
         body.ok()) {
       if (const auto* s = std::get_if<net::StatsResponse>(&*body)) {
         p.stats = NodeStatsSnapshot{address, s->counters, s->gauges};
+        if (auto it = s->counters.find(std::string(admin::kFormedCounter));
+            it != s->counters.end() && it->second == 0) {
+          p.unformed = true;
+        }
       }
     }
     return p;
+  }
+
+  // Probes every address in parallel (Probe sends no cluster id: safe to run concurrently).
+  std::vector<NodeProbe> ProbeAll(const std::vector<std::string>& addresses) {
+    std::vector<std::future<NodeProbe>> pending;
+    for (const auto& a : addresses) {
+      pending.push_back(std::async(std::launch::async, [this, a] { return Probe(a); }));
+    }
+    std::vector<NodeProbe> out;
+    for (auto& f : pending) out.push_back(f.get());
+    return out;
   }
 
   AdminOptions options;
@@ -230,8 +250,15 @@ StatusOr<ClusterMap> Admin::FormCluster(const std::vector<ClusterNode>& nodes,
     std::random_device rd;
     cluster_id = ((uint64_t{rd()} << 32) | rd()) | 1;
   }
+  if (Status s = admin::CheckDistinct(nodes); !s.ok()) return s;
   auto map = ClusterMap::Create(cluster_id, params, nodes, nodes.front().id);
   if (!map.ok()) return map.status();
+  // Every check before any install: a refusal leaves every node as it was.
+  std::vector<std::string> addresses;
+  for (const ClusterNode& n : map->nodes()) addresses.push_back(n.address);
+  if (Status s = admin::CheckFormation(*map, impl_->ProbeAll(addresses)); !s.ok()) {
+    return s.WithContext("not forming the cluster (nothing changed)");
+  }
   const std::string encoded = map->Encode();
   for (const ClusterNode& n : map->nodes()) {
     bool unreachable = false;
@@ -255,15 +282,13 @@ StatusOr<ClusterDescription> Admin::Describe() {
   auto map = impl_->Newest();
   if (!map.ok()) return map.status();
   ClusterDescription d{*map, impl_->newest_from, {}};
-  std::vector<std::future<NodeProbe>> probes;
-  for (const ClusterNode& n : map->nodes()) {
-    // Probe() uses only calls without a cluster id, which never adopt one: safe in parallel.
-    probes.push_back(std::async(std::launch::async, [this, a = n.address] { return Probe(a); }));
-  }
+  std::vector<std::string> addresses;
+  for (const ClusterNode& n : map->nodes()) addresses.push_back(n.address);
+  std::vector<NodeProbe> probes = impl_->ProbeAll(addresses);
   for (size_t i = 0; i < map->nodes().size(); ++i) {
     ClusterDescription::Member m;
     m.node = map->nodes()[i];
-    m.probe = probes[i].get();
+    m.probe = std::move(probes[i]);
     m.foreign = m.probe.map && m.probe.map->cluster_id() != map->cluster_id();
     d.members.push_back(std::move(m));
   }

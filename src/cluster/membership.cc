@@ -171,7 +171,12 @@ net::ResponseBody Membership::Install(const net::InstallMapRequest& request) {
     s = current && current->cluster_id() == offered->cluster_id() ? maps_->Install(*offered)
                                                                   : maps_->Reset(*offered);
   } else {
-    if (!current || current->cluster_id() != offered->cluster_id()) {
+    if (!current) {
+      return Error(Status::FailedPrecondition(
+          "node " + std::to_string(options_.self_id) +
+          " is unformed (not in a cluster yet): only an adopting install can form it"));
+    }
+    if (current->cluster_id() != offered->cluster_id()) {
       return Error(Status::FailedPrecondition("map is for another cluster"));
     }
     if (request.expected_epoch != 0 && current->epoch() != request.expected_epoch &&

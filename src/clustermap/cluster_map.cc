@@ -155,6 +155,24 @@ StatusOr<ClusterMap> ClusterMap::Build(std::shared_ptr<Rep> rep) {
   }
   if (p.vnodes == 0) return Status::InvalidArgument("vnodes must be >= 1");
   if (p.shards == 0 || p.shards > (1u << 31)) return Status::InvalidArgument("bad shard count");
+  // Ceilings for any map, decoded ones included: far above what Create allows (so a map made by
+  // an older build keeps loading), but low enough that a hostile or corrupt map received from a
+  // peer cannot make a node allocate gigabytes building its placement.
+  if (p.mode == PlacementMode::kJump && p.shards > clustermap::kMaxDecodedShards) {
+    return Status::InvalidArgument("shard count " + std::to_string(p.shards) +
+                                   " exceeds the ceiling " +
+                                   std::to_string(clustermap::kMaxDecodedShards));
+  }
+  if (p.mode == PlacementMode::kRing) {
+    double points = 0;
+    for (const ClusterNode& n : rep->nodes)
+      points += std::max(1.0, static_cast<double>(p.vnodes) * n.weight);
+    if (!(points <= static_cast<double>(clustermap::kMaxDecodedRingPoints))) {
+      return Status::InvalidArgument(
+          "the ring would have " + std::to_string(points) + " points, above the ceiling " +
+          std::to_string(clustermap::kMaxDecodedRingPoints) + "; lower vnodes or weights");
+    }
+  }
   std::set<uint32_t> ids;
   std::set<std::string> addresses;
   for (const ClusterNode& n : rep->nodes) {

@@ -13,6 +13,13 @@
 
 namespace shardkv::clustermap {
 
+// Ceilings of any map, a decoded one included (Build refuses more with InvalidArgument). They are
+// far above ClusterMap::Create's limits (kMaxShards, kMaxVnodes), so a map made by an older build
+// keeps loading, and they bound what a corrupt or hostile map received from a peer can make a
+// node allocate for its placement (2^25 ring points are 512 MiB).
+inline constexpr uint32_t kMaxDecodedShards = uint32_t{1} << 20;
+inline constexpr uint64_t kMaxDecodedRingPoints = uint64_t{1} << 25;
+
 // One placement (current or pending) derived from the node list.
 struct PlacementView {
   std::shared_ptr<const HashRing> ring;

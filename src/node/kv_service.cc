@@ -104,12 +104,12 @@ void KvService::Handle(net::Request request, std::function<void(net::Response)> 
     done(std::move(response));
   };
 
-  if (!map) return reply(Error(Status::Unavailable("node has no cluster map yet")));
   const bool info_op = std::holds_alternative<net::PingRequest>(request.body) ||
                        std::holds_alternative<net::GetClusterMapRequest>(request.body) ||
                        std::holds_alternative<net::StatsRequest>(request.body);
   const bool adopt = std::holds_alternative<net::InstallMapRequest>(request.body) &&
                      std::get<net::InstallMapRequest>(request.body).adopt;
+  if (!map) return HandleWithoutMap(request, std::move(reply));
   if (!ready_.load() && !info_op && !adopt) {
     return reply(Error(Status::Unavailable("node " + std::to_string(d_.self_id) +
                                            " is starting (fetching the newest cluster map)")));
@@ -147,6 +147,36 @@ void KvService::Handle(net::Request request, std::function<void(net::Response)> 
     return;
   }
   Dispatch(map, request, std::move(reply));
+}
+
+void KvService::HandleWithoutMap(net::Request& request, Reply reply) {
+  // No map: the node is unformed (ready), or still loading its map (not ready). Either way it
+  // answers what `cluster init` and `cluster join` need to look at it and form it, and nothing
+  // that would need a map. The "unformed:" prefix of getClusterMap's refusal is the contract
+  // those commands test for.
+  const bool ready = ready_.load();
+  const std::string id = std::to_string(d_.self_id);
+  const Status unavailable =
+      ready ? Status::Unavailable(UnformedMessage(d_.self_id))
+            : Status::Unavailable("node " + id + " is starting (loading its cluster map)");
+  if (std::holds_alternative<net::PingRequest>(request.body)) return reply(net::PingResponse{});
+  if (std::holds_alternative<net::StatsRequest>(request.body)) return reply(Stats());
+  if (std::holds_alternative<net::GetClusterMapRequest>(request.body)) {
+    if (!ready) return reply(Error(unavailable));
+    return reply(Error(Status::FailedPrecondition("unformed: node " + id +
+                                                  " has no cluster map (not in a cluster yet)")));
+  }
+  auto* install = std::get_if<net::InstallMapRequest>(&request.body);
+  if (install != nullptr && install->adopt && d_.membership != nullptr) {
+    return d_.membership->HandleInstall(std::move(*install), std::move(reply));
+  }
+  reply(Error(unavailable));
+}
+
+std::string UnformedMessage(uint32_t node_id) {
+  return "node " + std::to_string(node_id) +
+         " is unformed (not in a cluster yet): form a cluster with `shardkv cluster init` or "
+         "add it with `shardkv cluster join`";
 }
 
 void KvService::Dispatch(const std::shared_ptr<const ClusterMap>& map, net::Request& request,
@@ -346,8 +376,11 @@ net::ResponseBody KvService::Stats() {
       static_cast<int64_t>(cs.stale_epoch_replies);
   out.counters[std::string(stats::redriven)] = static_cast<int64_t>(cs.redriven);
   if (d_.extra_counters) d_.extra_counters(&out.counters);
-  if (auto map = d_.maps->Current())
-    out.counters[std::string(stats::epoch)] = static_cast<int64_t>(map->epoch());
+  // `formed` is the contract with `cluster init`: 0 on an unformed node, which has epoch 0.
+  auto current = d_.maps->Current();
+  out.counters[std::string(stats::formed)] = current ? 1 : 0;
+  out.counters[std::string(stats::epoch)] =
+      current ? static_cast<int64_t>(current->epoch()) : int64_t{0};
   auto range = d_.storage->ApproximateRangeStats(TokenRange{0, UINT64_MAX});
   if (range.ok()) {
     out.counters[std::string(stats::keys_approx)] = static_cast<int64_t>(range->approximate_keys);

@@ -62,14 +62,19 @@ struct KvServiceDeps {
   std::function<void(std::map<std::string, int64_t>*)> extra_counters;
 };
 
+// What an unformed node (no cluster id, no map: design.md "Unformed nodes") answers every
+// request that needs a map.
+std::string UnformedMessage(uint32_t node_id);
+
 class KvService : public net::RequestHandler {
  public:
   KvService(KvServiceDeps deps, KvServiceLimits limits) : d_(std::move(deps)), limits_(limits) {}
 
   void Handle(net::Request request, std::function<void(net::Response)> done) override;
 
-  // Until ready, requests other than ping and getClusterMap are refused with Unavailable (a
-  // restarting node first fetches the newest map from its peers).
+  // Until ready, requests other than ping, stats, getClusterMap and adopting installs are
+  // refused with Unavailable (a restarting node first fetches the newest map from its peers).
+  // A ready node without a map is unformed: see HandleWithoutMap.
   void SetReady(bool ready) { ready_.store(ready); }
 
  private:
@@ -79,6 +84,7 @@ class KvService : public net::RequestHandler {
   Status CheckValue(std::string_view value) const;
   Status CheckFence(const ClusterMap& map, uint64_t sender_epoch, uint64_t token) const;
   void Dispatch(const std::shared_ptr<const ClusterMap>& map, net::Request& request, Reply reply);
+  void HandleWithoutMap(net::Request& request, Reply reply);
   void Get(const std::shared_ptr<const ClusterMap>& map, net::Consistency c, net::GetRequest& r,
            Reply reply);
   void Write(const std::shared_ptr<const ClusterMap>& map, net::Consistency c, std::string key,

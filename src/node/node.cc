@@ -12,7 +12,6 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
-#include <random>
 
 #include "cluster/coordinator.h"
 #include "cluster/hint_store.h"
@@ -47,7 +46,12 @@ class Node::Impl {
     while (!stopped_) lock.Wait(stopped_cv_);
   }
   uint16_t port() const { return server_ ? server_->bound_port() : 0; }
-  std::string address() const { return host_ + ":" + std::to_string(port()); }
+  // The address the cluster map records and peers use: --advertise when given (the bound one
+  // may be 0.0.0.0, or hidden behind a container's or NAT's mapping), else the bound one.
+  std::string address() const {
+    return options_.advertise.empty() ? bound_address() : options_.advertise;
+  }
+  std::string bound_address() const { return host_ + ":" + std::to_string(port()); }
   uint32_t id() const { return options_.id; }
   StatusOr<uint64_t> Compact() {
     SHARDKV_RETURN_IF_ERROR(storage_->Flush());
@@ -57,6 +61,7 @@ class Node::Impl {
 
  private:
   Status WritePortFile();
+  Status WriteFileAtomically(const std::string& name, const std::string& text);
   Status LockDataDir();
   Status CheckIdentity();
   Status NoDatabaseError() const;
@@ -203,7 +208,17 @@ Status Node::Impl::Start() {
   rebalancer_->Start();
   service_->SetReady(true);
   SHARDKV_RETURN_IF_ERROR(WritePortFile());
-  spdlog::info("node {} listening on {} (data {})", options_.id, address(), options_.data_dir);
+  const std::string advertised =
+      options_.advertise.empty() ? "" : " (advertised as " + options_.advertise + ")";
+  if (maps_->Current() == nullptr) {
+    spdlog::info(
+        "node {} listening on {}{} (data {}), unformed: waiting for `shardkv cluster init` or "
+        "`shardkv cluster join`",
+        options_.id, bound_address(), advertised, options_.data_dir);
+  } else {
+    spdlog::info("node {} listening on {}{} (data {})", options_.id, bound_address(), advertised,
+                 options_.data_dir);
+  }
   started_ = true;
   return Status::OK();
 }
@@ -266,15 +281,11 @@ Status Node::Impl::LoadOrBootstrapMap() {
     return Status::OK();
   }
   if (!loaded.IsNotFound()) return loaded.WithContext("loading the cluster map");
-  // A fresh node is a standalone one-node cluster until a cluster adopts it.
-  std::random_device rd;
-  const uint64_t cluster_id = (uint64_t{rd()} << 32) | rd();
-  ClusterParams params;
-  params.replication_factor = params.write_quorum = params.read_quorum = 1;
-  auto map = ClusterMap::Create(cluster_id == 0 ? 1 : cluster_id, params,
-                                {{options_.id, address(), 1.0, NodeState::kUp}}, options_.id);
-  if (!map.ok()) return map.status();
-  return maps_->Reset(*map);
+  // A fresh node stays unformed (no cluster id, no map) until `cluster init` (Admin::FormCluster)
+  // or `cluster join` gives it one: a node that made itself a cluster of one would have a
+  // cluster id of its own, and every node started on several hosts would have a different one.
+  // Nothing is persisted for it, so a restarted unformed node is unformed again.
+  return Status::OK();
 }
 
 Status Node::Impl::Rebuild() {
@@ -323,16 +334,23 @@ Status Node::Impl::Rebuild() {
 }
 
 Status Node::Impl::WritePortFile() {
-  // Written to a temporary name and renamed, so a reader never sees a partial number.
+  // `port` is the bound port (a launcher on this host connects to it); `address` is what the
+  // cluster map records for this node (the advertised address, or the bound one).
+  SHARDKV_RETURN_IF_ERROR(WriteFileAtomically("port", std::to_string(port()) + "\n"));
+  return WriteFileAtomically("address", address() + "\n");
+}
+
+Status Node::Impl::WriteFileAtomically(const std::string& name, const std::string& text) {
+  // Written to a temporary name and renamed, so a reader never sees a partial line.
   const fs::path dir(options_.data_dir);
-  const fs::path tmp = dir / "port.tmp";
+  const fs::path tmp = dir / (name + ".tmp");
   {
     std::ofstream out(tmp, std::ios::trunc);
-    out << port() << "\n";
+    out << text;
     if (!out) return Status::IOError("cannot write " + tmp.string());
   }
   std::error_code ec;
-  fs::rename(tmp, dir / "port", ec);
+  fs::rename(tmp, dir / name, ec);
   if (ec) return Status::IOError("cannot rename " + tmp.string() + ": " + ec.message());
   return Status::OK();
 }

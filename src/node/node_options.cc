@@ -65,6 +65,23 @@ Status ValidateNodeOptions(const NodeOptions& o) {
   std::string host;
   uint16_t port = 0;
   SHARDKV_RETURN_IF_ERROR(node::ParseHostPort(o.listen, "--listen", &host, &port));
+  if (!o.advertise.empty()) {
+    // What peers and clients dial: it needs a concrete host and port (no "any" address, no
+    // port 0, no empty host meaning "this host").
+    SHARDKV_RETURN_IF_ERROR(node::ParseHostPort(o.advertise, "--advertise", &host, &port));
+    const size_t colon = o.advertise.rfind(':');
+    if (colon == 0) {
+      return Status::InvalidArgument("--advertise '" + o.advertise + "' has no host");
+    }
+    if (host == "0.0.0.0" || host == "::" || host == "0:0:0:0:0:0:0:0") {
+      return Status::InvalidArgument("--advertise '" + o.advertise +
+                                     "' is the any-address; give the address peers dial");
+    }
+    if (port == 0) {
+      return Status::InvalidArgument("--advertise '" + o.advertise +
+                                     "' has port 0; give the port peers dial");
+    }
+  }
   SHARDKV_RETURN_IF_ERROR(CheckRange<int>("--threads", o.io_threads, 1, kMaxIoThreads));
   SHARDKV_RETURN_IF_ERROR(
       CheckRange<size_t>("--max-key-bytes", o.max_key_bytes, 1, kMaxKeyBytesLimit));

@@ -29,14 +29,14 @@ ClusterParams OneReplica() {
   return p;
 }
 
-// A fresh standalone node: a one-node cluster of its own, with a random id.
+// A fresh node formed into a one-node cluster of its own, with a random id.
 std::unique_ptr<Node> StartLoneNode(const std::string& dir, const std::string& listen) {
   NodeOptions o;
   o.id = 1;
   o.data_dir = dir;
   o.listen = listen;
   o.io_threads = 1;
-  return shardkv::testing::MustStart(o);
+  return shardkv::testing::MustStartFormed(o);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "clustermap/cluster_map_builder.h"
+#include "clustermap/cluster_map_rep.h"
 #include "shardkv/hash.h"
 #include "shardkv/jump_hash.h"
 #include "shardkv/shard_map.h"
@@ -104,6 +105,54 @@ TEST_CASE("cluster map: errors", "[clustermap]") {
   auto future = ClusterMap::Decode(bytes);
   CHECK(future.status().code() == Status::Code::kFailedPrecondition);
   CHECK(future.status().message().find("99") != std::string::npos);
+}
+
+namespace {
+
+// Replaces the one little-endian occurrence of `from` in an encoded map by `to`: how a test makes
+// a map that Create would refuse but a hostile or corrupt peer could send.
+std::string PatchU32(std::string bytes, uint32_t from, uint32_t to) {
+  std::string needle(reinterpret_cast<const char*>(&from), sizeof from);
+  const size_t at = bytes.find(needle);
+  REQUIRE(at != std::string::npos);
+  REQUIRE(bytes.find(needle, at + 1) == std::string::npos);
+  bytes.replace(at, sizeof to, reinterpret_cast<const char*>(&to), sizeof to);
+  return bytes;
+}
+
+}  // namespace
+
+TEST_CASE("cluster map: a decoded map is bounded in what its placement allocates", "[clustermap]") {
+  ClusterParams ring;
+  ring.vnodes = 74565;  // a value whose bytes occur once in the encoding
+  auto m = ClusterMap::Create(1, ring, ThreeNodes(), 1);
+  REQUIRE(m.ok());
+  // 2^30 vnodes on 3 nodes would be over 3 * 2^30 ring points (48 GiB): refused before building.
+  auto huge = ClusterMap::Decode(PatchU32(m->Encode(), 74565, uint32_t{1} << 30));
+  CHECK(huge.status().IsInvalidArgument());
+  CHECK(huge.status().message().find("ceiling") != std::string::npos);
+  // More than Create allows still decodes (a map of an older build keeps loading): the ceiling
+  // is far above Create's limit. (Right under the ceiling takes seconds: not in a unit test.)
+  double weights = 0;
+  for (const ClusterNode& n : ThreeNodes()) weights += n.weight;
+  CHECK(static_cast<double>(clustermap::kMaxDecodedRingPoints) / weights > 20.0 * kMaxVnodes);
+  auto big = ClusterMap::Decode(PatchU32(m->Encode(), 74565, 2 * kMaxVnodes));
+  INFO(big.status().ToString());
+  CHECK(big.ok());
+
+  ClusterParams jump;
+  jump.mode = PlacementMode::kJump;
+  jump.shards = 1031;
+  auto j = ClusterMap::Create(1, jump, ThreeNodes(), 1);
+  REQUIRE(j.ok());
+  // The shard rows travel with the map, so a bigger count also fails on the row count; the
+  // ceiling refuses it first, with its own message.
+  auto shards = ClusterMap::Decode(PatchU32(j->Encode(), 1031, uint32_t{1} << 31));
+  CHECK(shards.status().IsInvalidArgument());
+  CHECK(shards.status().message().find("ceiling") != std::string::npos);
+  // Create's own limits are unchanged.
+  ring.vnodes = kMaxVnodes + 1;
+  CHECK(ClusterMap::Create(1, ring, ThreeNodes(), 1).status().IsInvalidArgument());
 }
 
 TEST_CASE("cluster map: node updates keep placement", "[clustermap]") {

@@ -59,7 +59,7 @@ class Sandbox {
   bool ok() const { return !dir_.empty(); }
   const std::string& dir() const { return dir_; }
 
-  // A node that starts standalone (in no cluster) on a free port: Admin puts it in one.
+  // A node that starts unformed (in no cluster) on a free port: Admin puts it in one.
   shardkv::StatusOr<shardkv::Node*> StartNode(uint32_t id) {
     shardkv::NodeOptions options;
     options.id = id;                 // unique in the cluster, never reused

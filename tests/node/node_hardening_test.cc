@@ -14,6 +14,7 @@
 
 using namespace shardkv;
 using shardkv::testing::MustStart;
+using shardkv::testing::MustStartFormed;
 using shardkv::testing::TempDir;
 
 namespace {
@@ -84,7 +85,7 @@ TEST_CASE("node: a member whose data is gone or foreign refuses to start", "[nod
   const std::string data = dir.Sub("n1");
   uint64_t cluster_id = 0;
   {
-    auto node = MustStart(Options(data));
+    auto node = MustStartFormed(Options(data));
     cluster_id = ClusterIdOf(*node);
   }
   NodeOptions member = Options(data);
@@ -111,14 +112,17 @@ TEST_CASE("node: a member whose data is gone or foreign refuses to start", "[nod
   std::filesystem::remove_all(data);
   CHECK(Node::Start(member).status().code() == Status::Code::kFailedPrecondition);
 
-  // Without --cluster-id (a new node) a fresh directory is still fine.
+  // Without --cluster-id (a new node) a fresh directory is still fine: the node is unformed.
   auto fresh = MustStart(Options(dir.Sub("n2")));
-  CHECK(ClusterIdOf(*fresh) != 0);
+  CHECK(ClusterIdOf(*fresh) == 0);
+  const NodeProbe probe = testing::AdminFor({fresh->address()})->Probe(fresh->address());
+  REQUIRE(probe.stats.has_value());
+  CHECK(probe.stats->counters.at("formed") == 0);
 }
 
 TEST_CASE("node: a rebuild takes maps only from its own cluster", "[node][hardening]") {
   TempDir dir;
-  auto other = MustStart(Options(dir.Sub("other"), 1));
+  auto other = MustStartFormed(Options(dir.Sub("other"), 1));
   const uint64_t other_cluster = ClusterIdOf(*other);
   NodeOptions rebuild = Options(dir.Sub("rebuilt"), 1);
   rebuild.rebuild = true;
@@ -135,7 +139,7 @@ TEST_CASE("node: a node started for a cluster refuses adoption into another", "[
   TempDir dir;
   uint64_t cluster_id = 0;
   {
-    auto node = MustStart(Options(dir.Sub("n1")));
+    auto node = MustStartFormed(Options(dir.Sub("n1")));
     cluster_id = ClusterIdOf(*node);
   }
   NodeOptions member = Options(dir.Sub("n1"));
@@ -167,7 +171,7 @@ TEST_CASE("node: one data directory, one node", "[node][hardening]") {
 
 TEST_CASE("node: stats report disk health", "[node][hardening]") {
   TempDir dir;
-  auto node = MustStart(Options(dir.path()));
+  auto node = MustStartFormed(Options(dir.path()));
   auto client = Connect(*node);
   REQUIRE(client->Put("k", "v").ok());
   auto stats = client->NodeStats(node->address());
@@ -185,7 +189,7 @@ TEST_CASE("node: the largest accepted limits work end to end", "[node][hardening
   o.max_key_bytes = kMaxKeyBytesLimit;
   o.max_value_bytes = kMaxValueBytesLimit;
   o.tombstone_grace_ms = kMaxTombstoneGraceSeconds * 1000;
-  auto node = MustStart(o);
+  auto node = MustStartFormed(o);
   auto client = Connect(*node);
   const std::string key(kMaxKeyBytesLimit, 'k');
   const std::string value(kMaxValueBytesLimit, 'v');

@@ -17,13 +17,14 @@ using shardkv::testing::TempDir;
 
 namespace {
 
-std::unique_ptr<Node> StartNode(const std::string& dir, uint32_t id = 1) {
+// A node formed into a cluster of one (`form`), or restarted on a directory that holds its map.
+std::unique_ptr<Node> StartNode(const std::string& dir, uint32_t id = 1, bool form = true) {
   NodeOptions o;
   o.id = id;
   o.data_dir = dir;
   o.max_value_bytes = 1 << 20;
   o.max_key_bytes = 1024;
-  return testing::MustStart(o);
+  return form ? testing::MustStartFormed(o) : testing::MustStart(o);
 }
 
 std::unique_ptr<Client> Connect(const Node& node) { return testing::MustConnect(node.address()); }
@@ -124,7 +125,7 @@ TEST_CASE("node: data and timestamps survive a restart", "[node]") {
     node->Stop();
     node->Stop();  // idempotent
   }
-  auto node = StartNode(dir.path());
+  auto node = StartNode(dir.path(), 1, /*form=*/false);
   auto client = Connect(*node);
   for (int i = 0; i < 100; ++i) {
     auto got = client->Get("p" + std::to_string(i));

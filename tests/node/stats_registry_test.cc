@@ -19,7 +19,7 @@ TEST_CASE("stats registry: a node reports exactly the registered names", "[node]
   NodeOptions o;
   o.id = 1;
   o.data_dir = dir.path();
-  auto node = testing::MustStart(o);
+  auto node = testing::MustStartFormed(o);
   auto snapshot = testing::AdminFor({node->address()})->NodeStats(node->address());
   INFO(snapshot.status().ToString());
   REQUIRE(snapshot.ok());

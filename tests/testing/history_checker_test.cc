@@ -3,11 +3,13 @@
 #include "testing/history_checker.h"
 
 #include <catch2/catch.hpp>
+#include <filesystem>
 
 #include "shardkv/client.h"
 #include "shardkv/cluster_map.h"
 #include "shardkv/node.h"
 #include "storage/storage.h"
+#include "testing/standalone_node.h"
 #include "testing/temp_dir.h"
 
 using namespace std::chrono_literals;
@@ -43,14 +45,13 @@ bool AnyContains(const std::vector<std::string>& lines, const std::string& a,
   return false;
 }
 
+// A node of a cluster of one: formed on a fresh directory, restarted on one that has its map.
 std::unique_ptr<Node> StartNode(const std::string& dir) {
   NodeOptions o;
   o.id = 1;
   o.data_dir = dir;
-  auto node = Node::Start(o);
-  INFO(node.status().ToString());
-  REQUIRE(node.ok());
-  return std::move(node).value();
+  if (!std::filesystem::exists(dir + "/db")) return shardkv::testing::MustStartFormed(o);
+  return shardkv::testing::MustStart(o);
 }
 
 ClientOptions ClientFor(const Node& node) {

@@ -24,14 +24,14 @@ class InProcessCluster {
                    uint64_t cluster_id = kInProcessClusterId);
   ~InProcessCluster();
 
-  // Starts every node standalone and forms the cluster (Admin::FormCluster). Returns the first
+  // Starts every node (unformed) and forms the cluster (Admin::FormCluster). Returns the first
   // error.
   Status Start();
   // Stops node `id` (1-based) gracefully; its data stays.
   void StopNode(uint32_t id);
   // Restarts a stopped node on the same data and the same port.
   Status RestartNode(uint32_t id);
-  // Starts one more node (id = size() + 1), standalone, for a scale-out. Returns its id.
+  // Starts one more node (id = size() + 1), unformed, for a scale-out. Returns its id.
   StatusOr<uint32_t> AddStandaloneNode();
   uint32_t size() const { return static_cast<uint32_t>(nodes_.size()); }
   bool running(uint32_t id) const { return nodes_[id - 1] != nullptr; }

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "cli_common.h"
+#include "cluster_init.h"
 #include "cluster_limits.h"
 #include "cluster_status.h"
 #include "cluster_up.h"
@@ -177,8 +178,8 @@ int DoDown(const GlobalOptions& g, uint32_t wait_s) {
 void RegisterClusterCommands(CLI::App& app, GlobalOptions* g, int* exit_code) {
   auto* cluster = app.add_subcommand(
       "cluster",
-      "Run a local cluster of shardkv-node processes (in --dir, default $SHARDKV_DIR, "
-      "else ~/.shardkv/local)");
+      "Form a cluster of running nodes anywhere (init), or run a local cluster of shardkv-node "
+      "processes (in --dir, default $SHARDKV_DIR, else ~/.shardkv/local)");
   cluster->require_subcommand(1);
   // Subcommands inherit the footer: their --help would otherwise not mention the global flags.
   cluster->footer(
@@ -187,6 +188,8 @@ void RegisterClusterCommands(CLI::App& app, GlobalOptions* g, int* exit_code) {
       "DIR/cluster.conf. Exit codes: 0 ok, 1 failed, declined, or refused by the cluster (nothing "
       "changed), 2 usage or bad input, refused before anything started (nothing changed), 3 "
       "cluster unreachable, a node of another cluster, or the outcome is unknown.");
+
+  RegisterInitCommand(cluster, g, exit_code);
 
   auto f = std::make_shared<UpFlags>();
   auto* up = cluster->add_subcommand(

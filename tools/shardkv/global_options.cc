@@ -18,6 +18,9 @@ void GlobalOptions::Register(CLI::App& app) {
   app.fallthrough();
   app.add_option("--cluster", cluster, "Node addresses (host:port), comma separated")
       ->delimiter(',')
+      // One argument per --cluster: otherwise the list swallows the command's own arguments
+      // (`put --cluster A k v` would read k and v as addresses).
+      ->allow_extra_args(false)
       ->check(CLI::Validator(
           [](std::string& address) {
             const std::string why = CheckHostPort(address);
