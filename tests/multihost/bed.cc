@@ -189,6 +189,7 @@ Status Bed::Setup() {
   for (int i = 0; i < options_.hosts; ++i) SHARDKV_RETURN_IF_ERROR(AddHostLocked());
   const Command help = RunCommand({options_.node_path, "--help"}, 10s);
   node_has_insecure_ = help.out.find("--insecure") != std::string::npos;
+  node_has_secret_flag_ = help.out.find("--auth-secret-file") != std::string::npos;
   return Status::OK();
 }
 
@@ -280,7 +281,11 @@ Status Bed::StartNode(int host, int skew_ms, const std::vector<std::string>& ext
   }
   argv.insert(argv.end(), {options_.node_path, "--id", std::to_string(host), "--listen",
                            Address(host), "--data", data});
-  if (node_has_insecure_) argv.push_back("--insecure");
+  if (node_has_secret_flag_ && !options_.secret_file.empty()) {
+    argv.insert(argv.end(), {"--auth-secret-file", options_.secret_file});
+  } else if (node_has_insecure_) {
+    argv.push_back("--insecure");
+  }
   argv.insert(argv.end(), options_.node_args.begin(), options_.node_args.end());
   argv.insert(argv.end(), extra.begin(), extra.end());
   auto& slot = nodes_[host - 1];

@@ -33,6 +33,9 @@ struct BedOptions {
   std::string node_path;               // the shardkv-node binary
   std::string cli_path;                // the shardkv CLI binary
   std::vector<std::string> node_args;  // extra arguments of every node
+  // The cluster secret, passed as --auth-secret-file when shardkv-node lists that flag (else
+  // --insecure when it lists that: a node on a non-loopback address needs one or the other).
+  std::string secret_file;
 };
 
 // Output of a program run by the bed.
@@ -62,6 +65,7 @@ class Bed {
   const std::string& cli_path() const { return options_.cli_path; }
   // Whether shardkv-node knows --insecure (protected mode); the bed passes it when it does.
   bool node_has_insecure() const { return node_has_insecure_; }
+  bool node_has_secret_flag() const { return node_has_secret_flag_; }
 
   // Starts node `host` (id = host) in its namespace, its wall clock `skew_ms` off (libfaketime,
   // monotonic clock untouched), and waits until it answers a ping. Data survives restarts.
@@ -104,6 +108,7 @@ class Bed {
   int subnet_ = 0;       // S of 10.213.S.0/24
   bool bridge_made_ = false;
   bool node_has_insecure_ = false;
+  bool node_has_secret_flag_ = false;
   std::vector<std::string> namespaces_;
   std::vector<std::unique_ptr<NodeProcess>> nodes_;  // index host-1; null when never started
 };

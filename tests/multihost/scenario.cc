@@ -1,8 +1,11 @@
 #include "multihost/scenario.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <set>
@@ -11,6 +14,7 @@
 #include "shardkv/admin.h"
 
 namespace shardkv::multihost {
+namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
@@ -26,13 +30,27 @@ StatusOr<std::unique_ptr<Scenario>> Scenario::Create(const std::string& name, in
   options.dir = dir->path();
   options.node_path = SHARDKV_NODE_PATH;
   options.cli_path = SHARDKV_CLI_PATH;
+  // One secret per run, for the nodes, the CLI (SHARDKV_AUTH_SECRET_FILE) and the workloads.
+  options.secret_file = dir->Sub("secret");
+  {
+    std::ofstream secret(options.secret_file);
+    secret << "shardkv-bed-secret-" << getpid() << "-0123456789abcdef\n";
+  }
+  fs::permissions(options.secret_file, fs::perms::owner_read | fs::perms::owner_write);
+  setenv("SHARDKV_AUTH_SECRET_FILE", options.secret_file.c_str(), 1);
   auto bed = Bed::Create(options);
   if (!bed.ok()) return bed.status();
   std::printf(
       "%s: bed %s, %d hosts, run dir %s; latency nemesis: delaying TCP proxy (no "
       "sch_netem in this kernel)\n",
       name.c_str(), (*bed)->tag().c_str(), hosts, dir->path().c_str());
-  return std::unique_ptr<Scenario>(new Scenario(name, std::move(dir), std::move(*bed)));
+  std::printf("%s: nodes get %s\n", name.c_str(),
+              (*bed)->node_has_secret_flag() ? "--auth-secret-file (one secret per run)"
+              : (*bed)->node_has_insecure()  ? "--insecure (no --auth-secret-file flag)"
+                                             : "neither --auth-secret-file nor --insecure");
+  auto scenario = std::unique_ptr<Scenario>(new Scenario(name, std::move(dir), std::move(*bed)));
+  scenario->secret_file_ = options.secret_file;
+  return scenario;
 }
 
 Scenario::Scenario(std::string name, std::unique_ptr<testing::TempDir> dir,
@@ -75,7 +93,8 @@ Status Scenario::Form(int n, int replicas) {
         "%s: forming with the workload's `form` (Admin::FormCluster): this CLI has no "
         "`cluster init`\n",
         name_.c_str());
-    c = RunCommand({SHARDKV_WORKLOAD_PATH, "form", list, "--replicas", std::to_string(replicas)},
+    c = RunCommand({SHARDKV_WORKLOAD_PATH, "form", list, "--replicas", std::to_string(replicas),
+                    "--auth-secret-file", secret_file_},
                    60s);
   }
   if (c.exit_code != 0) return Status::Unavailable("forming failed: " + c.out);
@@ -93,9 +112,10 @@ Command Scenario::Cli(int from, const std::vector<int>& seed_hosts, std::vector<
 }
 
 Status Scenario::Load(int count, int bytes) {
-  Command c = RunCommand({SHARDKV_WORKLOAD_PATH, "load", "--seeds", bed_->AllAddresses(), "--count",
-                          std::to_string(count), "--bytes", std::to_string(bytes)},
-                         120s);
+  Command c = RunCommand(
+      {SHARDKV_WORKLOAD_PATH, "load", "--seeds", bed_->AllAddresses(), "--count",
+       std::to_string(count), "--bytes", std::to_string(bytes), "--auth-secret-file", secret_file_},
+      120s);
   if (c.exit_code != 0) return Status::Unavailable("load failed: " + c.out);
   return Status::OK();
 }
@@ -127,7 +147,8 @@ void Scenario::StartWorkload(const WorkloadSpec& spec) {
                                 history};
   if (!reads.empty()) argv.insert(argv.end(), {"--read-prefixes", reads});
   if (spec.fresh_clients) argv.push_back("--fresh-clients");
-  argv.insert(argv.end(), {"--keys", std::to_string(spec.keys)});
+  argv.insert(argv.end(),
+              {"--keys", std::to_string(spec.keys), "--auth-secret-file", secret_file_});
   processes_.push_back(std::make_unique<testing::BackgroundProcess>(
       bed_->InNamespace(spec.host, argv), history + ".log"));
   histories_.push_back(history);
@@ -142,8 +163,8 @@ void Scenario::StartSamplers(std::chrono::milliseconds duration, std::vector<int
         dir_->Sub("samples-" + std::to_string(h) + "-" + std::to_string(samples_.size()) + ".txt");
     samplers_.push_back(std::make_unique<testing::BackgroundProcess>(
         bed_->InNamespace(h, {SHARDKV_WORKLOAD_PATH, "sample", "--node", bed_->Address(h), "--id",
-                              std::to_string(h), "--out", out, "--duration-ms",
-                              std::to_string(duration.count())}),
+                              std::to_string(h), "--out", out, "--auth-secret-file", secret_file_,
+                              "--duration-ms", std::to_string(duration.count())}),
         out + ".log"));
     samples_.push_back(out);
   }
@@ -186,6 +207,7 @@ Status Scenario::WaitChangeEnded(std::chrono::milliseconds limit) {
   AdminOptions options;
   options.seeds = bed_->Addresses(Members());
   options.timeout_ms = 2000;
+  options.auth_secret_file = secret_file_;
   auto admin = Admin::Create(options);
   if (!admin.ok()) return admin.status();
   const auto deadline = Clock::now() + limit;
@@ -206,6 +228,7 @@ Status Scenario::Settle(std::chrono::milliseconds limit) {
   AdminOptions options;
   options.seeds = bed_->Addresses(Members());
   options.timeout_ms = 2000;
+  options.auth_secret_file = secret_file_;
   auto admin = Admin::Create(options);
   if (!admin.ok()) return admin.status();
   std::string last;
@@ -246,6 +269,7 @@ StatusOr<std::string> Scenario::FinishChange(std::chrono::milliseconds limit, in
     SHARDKV_RETURN_IF_ERROR(WaitChangeEnded(std::max(left, 1ms)));
     AdminOptions options;
     options.seeds = bed_->Addresses(Members());
+    options.auth_secret_file = secret_file_;
     auto admin = Admin::Create(options);
     if (!admin.ok()) return admin.status();
     AdminReply r = (*admin)->ChangeStatus();
@@ -265,6 +289,7 @@ uint32_t Scenario::Driver(std::string* state) {
   AdminOptions options;
   options.seeds = bed_->Addresses(Members());
   options.timeout_ms = 2000;
+  options.auth_secret_file = secret_file_;
   auto admin = Admin::Create(options);
   if (!admin.ok()) return 0;
   AdminReply r = (*admin)->ChangeStatus();
@@ -305,6 +330,7 @@ Figures Scenario::Check() {
   ClientOptions options;
   options.seeds = bed_->Addresses(Members());
   options.timeout_ms = 5000;
+  options.auth_secret_file = secret_file_;
   const auto finals = FinalReads(options, keys, 6);
   CheckHistories(*histories, finals, &figures);
   samplers_.clear();  // SIGKILL: they flushed every sample; the settling is sampled too

@@ -96,6 +96,7 @@ class Scenario {
   std::vector<std::unique_ptr<testing::BackgroundProcess>> samplers_;
   std::vector<std::string> histories_;
   std::vector<std::string> samples_;
+  std::string secret_file_;
 };
 
 }  // namespace shardkv::multihost

@@ -148,8 +148,13 @@ void SkewScenario(const std::string& name, int skew_ms) {
   const auto window = Scale(9s);
   s.StartSamplers(window + 20s);
   s.StartWorkload({.prefix = "S", .read_prefixes = {"F"}, .duration = window, .seed = 1});
-  s.StartWorkload({.prefix = "F", .writers = 2, .readers = 0, .keys = 3, .duration = window,
-                   .seed = 2, .fresh_clients = true});
+  s.StartWorkload({.prefix = "F",
+                   .writers = 2,
+                   .readers = 0,
+                   .keys = 3,
+                   .duration = window,
+                   .seed = 2,
+                   .fresh_clients = true});
   REQUIRE(s.WaitForOps(100, 20s));
   for (int round = 0; round < 3; ++round) {
     std::this_thread::sleep_for(window / 5);  // the skewed node serves a while (a fault window)
@@ -160,8 +165,9 @@ void SkewScenario(const std::string& name, int skew_ms) {
   s.WaitAll(60s);
   REQUIRE(s.Settle(60s).ok());
   const Figures f = s.Check();
-  CHECK(s.Report(f, "lost writes and stale reads with a clock off by more than "
-                    "max_clock_offset (findings A2, A6)"));
+  CHECK(s.Report(f,
+                 "lost writes and stale reads with a clock off by more than "
+                 "max_clock_offset (findings A2, A6)"));
   CHECK(s.Teardown().empty());
 }
 

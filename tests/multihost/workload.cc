@@ -162,9 +162,12 @@ int Run(const RunFlags& f) {
   return 0;
 }
 
+std::string secret_file;  // --auth-secret-file, of every subcommand
+
 int Sample(const std::string& address, uint32_t id, const std::string& out, int duration_ms,
            int interval_ms) {
   AdminOptions options;
+  options.auth_secret_file = secret_file;
   options.seeds = {address};
   options.timeout_ms = static_cast<uint32_t>(std::max(interval_ms, 200));
   auto admin = Admin::Create(options);
@@ -189,6 +192,7 @@ int Sample(const std::string& address, uint32_t id, const std::string& out, int 
 
 int Form(const std::vector<std::string>& addresses, uint32_t replicas) {
   AdminOptions options;
+  options.auth_secret_file = secret_file;
   options.seeds = addresses;
   auto admin = Admin::Create(options);
   if (!admin.ok()) {
@@ -216,6 +220,7 @@ int Form(const std::vector<std::string>& addresses, uint32_t replicas) {
 int Load(const std::vector<std::string>& seeds, int count, int bytes) {
   ClientOptions o;
   o.seeds = seeds;
+  o.auth_secret_file = secret_file;
   auto client = Client::Connect(o);
   if (!client.ok()) return 1;
   const std::string value(static_cast<size_t>(bytes), 'x');
@@ -257,7 +262,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 100000));
   run->add_option("--seed", f.seed);
   run->add_option("--history", f.history, "History file to write")->required();
-  run->add_option("--auth-secret-file", f.secret_file);
+  run->add_option("--auth-secret-file", f.secret_file, "The cluster secret");
   run->add_flag("--fresh-clients", f.fresh_clients, "A new Client for every write");
   std::string address, out;
   uint32_t id = 0;
@@ -267,15 +272,18 @@ int main(int argc, char** argv) {
   sample->add_option("--id", id)->required();
   sample->add_option("--out", out)->required();
   sample->add_option("--duration-ms", duration_ms)->check(CLI::Range(1, 3600000));
+  sample->add_option("--auth-secret-file", secret_file, "The cluster secret");
   sample->add_option("--interval-ms", interval_ms)->check(CLI::Range(10, 60000));
   std::vector<std::string> addresses;
   uint32_t replicas = 3;
   auto* form = app.add_subcommand("form", "Form a cluster (Admin::FormCluster)");
   form->add_option("ADDRESSES", addresses)->delimiter(',')->required();
+  form->add_option("--auth-secret-file", secret_file, "The cluster secret");
   form->add_option("--replicas", replicas)->check(CLI::Range(1, 7));
   int count = 1000, bytes = 1000;
   auto* load = app.add_subcommand("load", "Write --count keys load.<i>");
   load->add_option("--seeds", addresses)->delimiter(',')->required();
+  load->add_option("--auth-secret-file", secret_file, "The cluster secret");
   load->add_option("--count", count)->check(CLI::Range(1, 10000000));
   load->add_option("--bytes", bytes)->check(CLI::Range(1, 1 << 20));
   try {
