@@ -99,7 +99,7 @@ multihost() {
     -V >"$log" 2>&1 || rc=$?
   # Each scenario's figures, verdict and time, then CTest's summary (the whole log stays).
   grep -E '^[0-9]+: [a-z0-9+-]+: (ops=|EXPECTED FAILURE|held|FAILED)| Test +#' "$log" || true
-  grep -A 30 'tests passed' "$log" || tail -n 30 "$log"
+  grep -E -A 30 '^[0-9]+% tests passed' "$log" || tail -n 30 "$log"
   [[ "$rc" == 0 ]] || return 1
   if ! grep -q 'Test #.*multihost_tests:' "$log"; then
     echo "no multihost test ran (is tests/multihost built?)" >&2
