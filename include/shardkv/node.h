@@ -18,7 +18,9 @@ namespace shardkv {
 
 class Node {
  public:
-  // Opens (or creates) the store and starts listening. Errors: bad options (InvalidArgument,
+  // Opens (or creates) the store and starts listening. A fresh node (an empty data directory,
+  // options.cluster_id 0) is unformed: no cluster id, no map, until Admin::FormCluster or a
+  // join makes it a member (design.md "Unformed nodes"). Errors: bad options (InvalidArgument,
   // before anything is created; see ValidateNodeOptions), a data directory in use by another
   // node, of an unknown format version, without a database or of another cluster while
   // options.cluster_id is set (FailedPrecondition), too little free space (ResourceExhausted),
@@ -31,7 +33,9 @@ class Node {
 
   uint32_t id() const;
   uint16_t port() const;
-  std::string address() const;  // host:port actually bound
+  // host:port the node states as its own (the cluster map, DATA/address): options.advertise
+  // when set, else the address actually bound (port() is always the bound port).
+  std::string address() const;
 
   // Compacts the whole store now, which also runs tombstone GC (outside protected ranges).
   // Returns how many tombstones compaction has collected since the node started.

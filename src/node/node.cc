@@ -65,7 +65,7 @@ class Node::Impl {
   Status LockDataDir();
   Status CheckIdentity();
   Status NoDatabaseError() const;
-  Status LoadOrBootstrapMap();
+  Status LoadMap();
   Status Rebuild();
 
   NodeOptions options_;
@@ -198,7 +198,7 @@ Status Node::Impl::Start() {
   if (options_.rebuild) {
     SHARDKV_RETURN_IF_ERROR(Rebuild());
   } else {
-    SHARDKV_RETURN_IF_ERROR(LoadOrBootstrapMap());
+    SHARDKV_RETURN_IF_ERROR(LoadMap());
   }
   // A restarted member first learns the newest map from its peers, then serves (design.md
   // "Propagation"); the server already answers ping and getClusterMap meanwhile.
@@ -267,12 +267,13 @@ Status Node::Impl::CheckIdentity() {
   return Status::OK();
 }
 
-Status Node::Impl::LoadOrBootstrapMap() {
+Status Node::Impl::LoadMap() {
   Status loaded = maps_->Load();
   if (loaded.ok()) {
     auto map = maps_->Current();
     const ClusterNode* self = map->FindNode(options_.id);
-    // A standalone node restarted on another port keeps serving under its new address.
+    // A one-node cluster's node restarted on another address (port, or --advertise) keeps
+    // serving under its new one.
     if (map->nodes().size() == 1 && self != nullptr && self->address != address()) {
       auto moved = clustermap::WithNodeUpdated(*map, options_.id, NodeState::kUp, address());
       if (!moved.ok()) return moved.status();

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "clustermap/cluster_map_builder.h"
+#include "shardkv/stats.h"
 
 namespace shardkv::rebalance {
 namespace {
@@ -185,9 +186,10 @@ Status ChangePlanner::CheckJoiningNode(const ClusterMap& map, uint32_t node_id,
   auto reply = peers_->CallSync(address, std::move(req), rpc_timeout_);
   Status s = reply.ok() ? reply->status() : reply.status();
   // An unformed node (no cluster id, no map) is what a join expects: it refuses getClusterMap
-  // with this prefix (design.md "Unformed nodes").
-  if (s.code() == Status::Code::kFailedPrecondition && s.message().rfind("unformed:", 0) == 0)
-    return Status::OK();
+  // with this prefix (design.md "Unformed nodes"). It has no map to name its id: its stats do.
+  if (s.code() == Status::Code::kFailedPrecondition && s.message().rfind("unformed:", 0) == 0) {
+    return CheckUnformedNodeId(node_id, address);
+  }
   if (!s.ok()) {
     return Status::Unavailable("node at " + address + " does not answer: " + s.ToString());
   }
@@ -210,31 +212,30 @@ Status ChangePlanner::CheckJoiningNode(const ClusterMap& map, uint32_t node_id,
     }
     return Status::OK();
   }
-  // A fresh standalone node: a one-node map of its own, naming the id we are adding.
-  const bool standalone = theirs->nodes().size() == 1;
-  if (!standalone) {
-    return Status::FailedPrecondition("node at " + address + " belongs to cluster " +
-                                      std::to_string(theirs->cluster_id()) + ", not this cluster " +
-                                      std::to_string(map.cluster_id()));
+  // Only an unformed node joins. A node with a map of another cluster belongs to that cluster,
+  // even a one-node one (formed by `cluster init`, or a fresh node of shardkv 0.1.0, which made
+  // itself one): joining it would drop its identity, and whatever it holds with it.
+  const size_t n = theirs->nodes().size();
+  return Status::FailedPrecondition(
+      "node at " + address + " belongs to cluster " + std::to_string(theirs->cluster_id()) + " (" +
+      std::to_string(n) + (n == 1 ? " node" : " nodes") + "), not this cluster " +
+      std::to_string(map.cluster_id()) +
+      "; only an unformed node can join (a fresh data directory, no --cluster-id)");
+}
+
+Status ChangePlanner::CheckUnformedNodeId(uint32_t node_id, const std::string& address) {
+  net::Request req;
+  req.body = net::StatsRequest{};
+  auto reply = peers_->CallSync(address, std::move(req), rpc_timeout_);
+  const auto* stats = reply.ok() ? std::get_if<net::StatsResponse>(&reply->body) : nullptr;
+  if (stats == nullptr || stats->counters.count(std::string(stats::node_id)) == 0) {
+    return Status::Unavailable("node at " + address + " did not report its node id");
   }
-  if (theirs->nodes().front().id != node_id) {
+  const int64_t reported = stats->counters.at(std::string(stats::node_id));
+  if (reported != static_cast<int64_t>(node_id)) {
     return Status::FailedPrecondition("node at " + address + " was started as node " +
-                                      std::to_string(theirs->nodes().front().id) + ", not node " +
+                                      std::to_string(reported) + ", not node " +
                                       std::to_string(node_id));
-  }
-  // A one-node cluster in use is not fresh: it holds data of its own.
-  net::Request count;
-  count.body = net::CountRangesRequest{{{0, UINT64_MAX}}};
-  auto counted = peers_->CallSync(address, std::move(count), rpc_timeout_);
-  const auto* c = counted.ok() ? std::get_if<net::CountRangesResponse>(&counted->body) : nullptr;
-  if (c == nullptr || c->counts.size() != 1) {
-    return Status::Unavailable("node at " + address + " did not count its keys");
-  }
-  if (c->counts[0].live + c->counts[0].tombstones > 0) {
-    return Status::FailedPrecondition(
-        "node at " + address + " belongs to cluster " + std::to_string(theirs->cluster_id()) +
-        " (a one-node cluster holding " + std::to_string(c->counts[0].live) +
-        " keys), not this cluster " + std::to_string(map.cluster_id()));
   }
   return Status::OK();
 }

@@ -66,6 +66,8 @@ class ChangePlanner {
 
   StatusOr<ChangePlan> Count(const ClusterMap& map, const ChangeRequest& change);
   Status CheckJoiningNode(const ClusterMap& map, uint32_t node_id, const std::string& address);
+  // An unformed joining node must be the node id being added (its stats say which it is).
+  Status CheckUnformedNodeId(uint32_t node_id, const std::string& address);
   StatusOr<std::vector<net::RangeCount>> CountRanges(const ClusterMap& map,
                                                      const std::vector<MovingRange>& ranges);
 

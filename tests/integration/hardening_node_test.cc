@@ -123,6 +123,7 @@ TEST_CASE("shardkv-node: SIGTERM ends a node whose graceful stop hangs, within t
   unsetenv("SHARDKV_TEST_STOP_DELAY_MS");
   const std::string address = WaitForPort(data, std::chrono::seconds(20));
   REQUIRE_FALSE(address.empty());
+  REQUIRE(shardkv::testing::FormAlone(address).ok());  // a fresh node is unformed
   REQUIRE(RunProcess({SHARDKV_CLI_PATH, "--cluster", address, "put", "k", "v"}).exit_code == 0);
   node->Signal(SIGTERM);
   // Bound: 5 s of grace plus generous slack for a loaded machine; far below the 60 s stall.
@@ -141,7 +142,9 @@ TEST_CASE("shardkv-node: a member that lost its data refuses to start empty", "[
   TempDir dir;
   const std::string data = dir.Sub("data");
   auto node = StartNode(data, dir.Sub("node.log"));
-  REQUIRE_FALSE(WaitForPort(data, std::chrono::seconds(20)).empty());
+  const std::string address = WaitForPort(data, std::chrono::seconds(20));
+  REQUIRE_FALSE(address.empty());
+  REQUIRE(shardkv::testing::FormAlone(address).ok());  // a cluster of its own, not 42
   node->Signal(SIGTERM);
   REQUIRE(node->Wait(std::chrono::seconds(20)) == 0);
 
@@ -179,6 +182,7 @@ TEST_CASE("shardkv-node: a full disk is logged once, shown in stats, and said pl
   auto node = StartNode(data, log_path);
   const std::string address = WaitForPort(data, std::chrono::seconds(20));
   REQUIRE_FALSE(address.empty());
+  REQUIRE(shardkv::testing::FormAlone(address).ok());  // a fresh node is unformed
   auto cli = [&](std::vector<std::string> args) {
     args.insert(args.begin(), {SHARDKV_CLI_PATH, "--cluster", address});
     return RunProcess(args);

@@ -37,6 +37,7 @@ TEST_CASE("node process: acknowledged writes survive kill -9", "[multiprocess]")
   auto node = StartNode(dir);
   std::string address = WaitForPort(dir.Sub("data"), std::chrono::seconds(20));
   REQUIRE_FALSE(address.empty());
+  REQUIRE(shardkv::testing::FormAlone(address).ok());  // a fresh node is unformed
   const std::string count = std::to_string(TestKeys(20000));
   auto load = RunProcess({SHARDKV_CLI_PATH, "--cluster", address, "load", "--count", count});
   INFO(load.err);
@@ -58,6 +59,7 @@ TEST_CASE("node process: SIGTERM shuts down gracefully", "[multiprocess]") {
   auto node = StartNode(dir, "info");
   const std::string address = WaitForPort(dir.Sub("data"), std::chrono::seconds(20));
   REQUIRE_FALSE(address.empty());
+  REQUIRE(shardkv::testing::FormAlone(address).ok());  // a fresh node is unformed
   REQUIRE(RunProcess({SHARDKV_CLI_PATH, "--cluster", address, "put", "k", "v"}).exit_code == 0);
   node->Signal(SIGTERM);
   CHECK(node->Wait(std::chrono::seconds(20)) == 0);

@@ -15,6 +15,8 @@
 #include "rebalance_test_util.h"
 #include "shardkv/admin.h"
 #include "testing/cluster_util.h"
+#include "testing/standalone_node.h"
+#include "testing/temp_dir.h"
 
 using namespace shardkv;
 using namespace shardkv::rebalance_test;
@@ -182,11 +184,48 @@ TEST_CASE("rebalance: joining a node of another cluster is refused before any co
   REQUIRE(theirs.has_value());
   CHECK(theirs->nodes().size() == 2);
   CHECK(theirs->cluster_id() == 0xB0B);
-  // A fresh standalone node is accepted by the same check.
+  // A fresh (unformed) node is accepted by the same check.
   REQUIRE(a.AddStandaloneNode().ok());
   const AdminReply fresh = admin->Plan(AddOf(a, 4));
   INFO(fresh.status.ToString());
   CHECK(fresh.status.ok());
+}
+
+TEST_CASE("rebalance: only an unformed node joins, and only as the id it was started with",
+          "[rebalance][unformed]") {
+  InProcessCluster a(3, ClusterParams{});
+  REQUIRE(a.Start().ok());
+  auto admin = AdminFor(a);
+  // A one-node cluster (formed alone, as `cluster init` of one node does, or a fresh node of
+  // shardkv 0.1.0) is a cluster of its own, empty or not.
+  shardkv::testing::TempDir dir;
+  NodeOptions o;
+  o.id = 4;
+  o.data_dir = dir.Sub("alone");
+  auto alone = shardkv::testing::MustStartFormed(o, 0xA1);
+  const ChangeRequest join_alone{ChangeKind::kAdd, 4, alone->address(), 1.0};
+  const AdminReply refused = admin->Plan(join_alone);
+  INFO(refused.status.ToString());
+  CHECK(refused.status.code() == Status::Code::kFailedPrecondition);
+  CHECK(refused.status.message() ==
+        "node at " + alone->address() + " belongs to cluster " + std::to_string(0xA1) +
+            " (1 node), not this cluster " + std::to_string(a.cluster_id()) +
+            "; only an unformed node can join (a fresh data directory, no --cluster-id)");
+  // An unformed node is asked for its id: added as another id, it is refused.
+  o.id = 5;
+  o.data_dir = dir.Sub("unformed");
+  auto unformed = shardkv::testing::MustStart(o);
+  const AdminReply wrong = admin->Plan({ChangeKind::kAdd, 4, unformed->address(), 1.0});
+  INFO(wrong.status.ToString());
+  CHECK(wrong.status.code() == Status::Code::kFailedPrecondition);
+  CHECK(wrong.status.message() ==
+        "node at " + unformed->address() + " was started as node 5, not node 4");
+  const AdminReply right = admin->Plan({ChangeKind::kAdd, 5, unformed->address(), 1.0});
+  INFO(right.status.ToString());
+  CHECK(right.status.ok());
+  auto after = admin->NewestMap();
+  REQUIRE(after.ok());
+  CHECK(after->epoch() == 1);  // plans commit nothing
 }
 
 TEST_CASE("rebalance: the joining node cancels its own add, cancel says OK and it is cancelled",

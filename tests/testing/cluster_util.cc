@@ -160,6 +160,14 @@ std::vector<std::string> NodeAddressesInDir(const std::string& dir) {
   return out;
 }
 
+Status FormAlone(const std::string& address, uint32_t id, uint64_t cluster_id) {
+  ClusterParams params;
+  params.replication_factor = params.write_quorum = params.read_quorum = 1;
+  auto formed =
+      AdminFor({address})->FormCluster({{id, address, 1.0, NodeState::kUp}}, params, cluster_id);
+  return formed.ok() ? Status::OK() : formed.status();
+}
+
 std::unique_ptr<Admin> AdminForDir(const std::string& dir) {
   const std::string id = ClusterIdInDir(dir);
   return AdminFor(NodeAddressesInDir(dir), id.empty() ? 0 : std::stoull(id));

@@ -78,4 +78,9 @@ std::vector<std::string> NodeAddressesInDir(const std::string& dir);
 // An Admin of the nodes of DIR, expecting the cluster of DIR/cluster.conf.
 std::unique_ptr<Admin> AdminForDir(const std::string& dir);
 
+// Forms the unformed node `id` at `address` into a cluster of one, RF=W=Q=1, with `cluster_id`
+// (0: a random one), through Admin::FormCluster: the usable single node a fresh node was by
+// itself before unformed nodes (design.md "Unformed nodes").
+Status FormAlone(const std::string& address, uint32_t id = 1, uint64_t cluster_id = 0);
+
 }  // namespace shardkv::testing

@@ -354,14 +354,15 @@ int DoJoin(const GlobalOptions& g, const ChangeFlags& f, const std::string& addr
                            std::to_string(map->FindNodeByAddress(address)->id) + ")",
                        kExitFailed);
   }
-  // Only a fresh node (a one-node map of itself) can join; a member of another cluster is
-  // refused here, before anything is planned or committed.
+  // Only an unformed node (no map) can join; a member of another cluster, even a one-node one,
+  // is refused here, before anything is planned or committed.
   if (const std::optional<ClusterMap>& other = joining.map;
-      other && other->cluster_id() != map->cluster_id() && other->nodes().size() > 1) {
+      other && other->cluster_id() != map->cluster_id()) {
     return ReportError(address + " is node " + std::to_string(id) + " of another cluster (" +
                            std::to_string(other->cluster_id()) + ", " +
                            std::to_string(other->nodes().size()) + " nodes, epoch " +
-                           std::to_string(other->epoch()) + "), not a fresh node; cluster " +
+                           std::to_string(other->epoch()) +
+                           "), not a fresh node (only an unformed node can join); cluster " +
                            std::to_string(map->cluster_id()) + " is unchanged",
                        kExitFailed);
   }
