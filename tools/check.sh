@@ -2,9 +2,12 @@
 # Installs missing dependencies, checks the lock annotations with clang, then builds and runs
 # the whole test suite twice:
 #   0. clang -Wthread-safety over the library modules only (syntax only: no objects, no tests);
-#   1. a Release build (-Werror) running every test, including the slow multi-process drills;
-#   2. an ASan+UBSan build running the unit and in-process tests (label "multiprocess" and
-#      "bench" excluded: those spawn real node processes and run in the release build only).
+#   1. a Release build (-Werror) running every test, including the slow multi-process drills and
+#      the multi-host bed (label "multihost": network namespaces, needs root; in CI a skipped
+#      multihost test fails the stage);
+#   2. an ASan+UBSan build running the unit and in-process tests (labels "multiprocess",
+#      "multihost" and "bench" excluded: those spawn real node processes and run in the release
+#      build only).
 # Prints the time of each stage and exits non-zero on the first failure.
 #
 # Environment:
@@ -12,6 +15,8 @@
 #   SHARDKV_SKIP_TSA=1    skip the clang thread-safety stage (local quick runs; CI never sets it)
 #   SHARDKV_JOBS=N        build parallelism (default: nproc)
 #   SHARDKV_TEST_KEYS=N   key count for the heavy integration tests (default small)
+#   SHARDKV_LONG=1        the multi-host scenarios with their full fault windows (4x)
+#   CI=true               a skipped multi-host test (no root, no `ip`) fails the run
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -79,11 +84,37 @@ fi
 mkdir -p "$ROOT/build-release" "$ROOT/build-asan"
 stage "configure release" configure "$ROOT/build-release" -DCMAKE_BUILD_TYPE=Release
 stage "build release" build "$ROOT/build-release"
-stage "test release (unit + in-process)" run_tests "$ROOT/build-release" -LE multiprocess
+stage "test release (unit + in-process)" run_tests "$ROOT/build-release" -LE "multiprocess|multihost"
 # The multi-process drills one at a time: a killed node restarts on its old ephemeral port, and a
 # node of a test running in parallel could have taken that port meanwhile (seen once in CI).
 stage "test release (multi-process drills, one at a time)" \
   ctest --test-dir "$ROOT/build-release" --output-on-failure -j 1 --timeout 900 -L multiprocess
+
+# The multi-host bed (tests/multihost): one scenario at a time, each printing its figures and
+# time. A test that cannot make namespaces prints "MULTIHOST SKIPPED" and CTest counts it as
+# skipped; with CI=true that fails the stage, so the bed never passes silently in CI.
+multihost() {
+  local log="$ROOT/build-release/multihost.log" rc=0
+  ctest --test-dir "$ROOT/build-release" --output-on-failure -j 1 --timeout 900 -L multihost \
+    -V >"$log" 2>&1 || rc=$?
+  # Each scenario's figures, verdict and time, then CTest's summary (the whole log stays).
+  grep -E '^[0-9]+: [a-z0-9+-]+: (ops=|EXPECTED FAILURE|held|FAILED)| Test +#' "$log" || true
+  grep -E -A 30 '^[0-9]+% tests passed' "$log" || tail -n 30 "$log"
+  [[ "$rc" == 0 ]] || return 1
+  if ! grep -q 'Test #.*multihost_tests:' "$log"; then
+    echo "no multihost test ran (is tests/multihost built?)" >&2
+    return 1
+  fi
+  if grep -q 'MULTIHOST SKIPPED\|\*\*\*Skipped' "$log"; then
+    if [[ "${CI:-}" == true ]]; then
+      echo "multihost tests were SKIPPED while CI=true: the bed must run in CI" >&2
+      grep -m1 'MULTIHOST SKIPPED' "$log" >&2 || true
+      return 1
+    fi
+    echo "WARNING: multihost tests were skipped (see $log)" >&2
+  fi
+}
+stage "test release (multi-host bed, network namespaces)" multihost
 
 # tests/consumer against the installed package: `consumer` embeds nodes, admin and client in one
 # process; `client_only` links only the client and admin API and must not contain RocksDB. RocksDB
@@ -129,7 +160,7 @@ if [[ "${SHARDKV_SKIP_ASAN:-0}" != 1 ]]; then
   stage "test asan+ubsan (unit + in-process)" env ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
     UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --test-dir "$ROOT/build-asan" --output-on-failure -j "$JOBS" --timeout 900 \
-    -LE 'multiprocess|bench'
+    -LE 'multiprocess|multihost|bench'
 fi
 
 echo "==> all stages passed in $(($(date +%s) - START)) s"
