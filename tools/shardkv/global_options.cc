@@ -3,12 +3,14 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <limits>
 
 #include "cli_common.h"
 #include "kv_io.h"
 #include "kv_limits.h"
 #include "local_cluster.h"
+#include "shardkv/secret_file.h"
 
 namespace shardkv::cli {
 
@@ -38,6 +40,20 @@ void GlobalOptions::Register(CLI::App& app) {
   app.add_option("--consistency", consistency, "one, quorum or all")
       ->capture_default_str()
       ->check(CLI::IsMember({"one", "quorum", "all"}));
+  // Loaded here so that a bad file is a usage error before anything runs, and a world-readable
+  // one is warned about once.
+  app.add_option("--auth-secret-file", auth_secret_file,
+                 "The cluster's secret (or its client secret): a file of at least 16 bytes")
+      ->envname("SHARDKV_AUTH_SECRET_FILE")
+      ->type_name("FILE")
+      ->check(CLI::Validator(
+          [](std::string& path) {
+            auto loaded = LoadSecretFile(path, "--auth-secret-file");
+            if (!loaded.ok()) return loaded.status().message();
+            if (!loaded->warning.empty()) std::cerr << "warning: " << loaded->warning << "\n";
+            return std::string();
+          },
+          ""));
 }
 
 std::string GlobalOptions::ClusterDir() const {
@@ -95,6 +111,7 @@ StatusOr<std::unique_ptr<Client>> GlobalOptions::Connect() const {
   o.cluster_id = expected->id;
   o.cluster_id_source = expected->source;
   o.timeout_ms = timeout_ms;
+  o.auth_secret_file = auth_secret_file;
   auto c = ParseConsistency(consistency);
   if (!c.ok()) return c.status();
   o.consistency = *c;

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "shardkv/admin.h"
 #include "shardkv/client.h"
 #include "shardkv/options.h"
 #include "shardkv/status.h"
@@ -21,6 +22,8 @@ struct GlobalOptions {
   uint32_t timeout_ms = 5000;
   std::string consistency = "quorum";
   uint64_t cluster_id = 0;  // --cluster-id; 0 = not given
+  // --auth-secret-file, else $SHARDKV_AUTH_SECRET_FILE; checked (and warned about) at parsing.
+  std::string auth_secret_file;
 
   // The cluster the client must talk to: --cluster-id, else (without --cluster) the id in the
   // cluster directory's cluster.conf, else 0 (adopt the first that answers). `source` says
@@ -39,6 +42,8 @@ struct GlobalOptions {
   StatusOr<std::vector<std::string>> Seeds() const;
   // Connects a client with these options.
   StatusOr<std::unique_ptr<Client>> Connect() const;
+  // The authentication options every Admin the command builds gets.
+  void ApplyAuth(AdminOptions* o) const { o->auth_secret_file = auth_secret_file; }
 };
 
 // Maps a failed Status to the CLI's exit codes: 1 not found / failed, 2 bad input, 3 cluster
