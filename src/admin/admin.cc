@@ -216,6 +216,11 @@ StatusOr<std::unique_ptr<Admin>> Admin::Create(AdminOptions options) {
     if (Status st = net::ParseHostPort(s, &host, &port); !st.ok()) return st;
   }
   if (options.timeout_ms == 0) return Status::InvalidArgument("timeout_ms must be positive");
+  if (!options.tls_ca_file.empty() || !options.tls_cert_file.empty() ||
+      !options.tls_key_file.empty()) {
+    return Status::InvalidArgument(
+        "tls_ca_file/tls_cert_file/tls_key_file: TLS is not supported by this build yet");
+  }
   std::string secret;
   if (!options.auth_secret_file.empty()) {
     auto loaded = LoadSecretFile(options.auth_secret_file, "auth_secret_file");

@@ -40,6 +40,11 @@ StatusOr<std::unique_ptr<Client>> Client::Connect(ClientOptions options) {
     uint16_t port = 0;
     SHARDKV_RETURN_IF_ERROR(net::ParseHostPort(seed, &host, &port));
   }
+  if (!options.tls_ca_file.empty() || !options.tls_cert_file.empty() ||
+      !options.tls_key_file.empty()) {
+    return Status::InvalidArgument(
+        "tls_ca_file/tls_cert_file/tls_key_file: TLS is not supported by this build yet");
+  }
   std::string secret;
   if (!options.auth_secret_file.empty()) {
     auto loaded = LoadSecretFile(options.auth_secret_file, "auth_secret_file");

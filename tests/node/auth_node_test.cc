@@ -360,3 +360,30 @@ TEST_CASE("protected mode: a non-loopback listener needs a secret or --insecure"
 }
 
 }  // namespace shardkv
+
+namespace shardkv {
+
+TEST_CASE("TLS options are refused, not ignored (TLS is not implemented)", "[auth][node]") {
+  TempDir dir;
+  NodeOptions o;
+  o.id = 1;
+  o.listen = "127.0.0.1:0";
+  o.data_dir = dir.Sub("node");
+  o.tls_cert_file = dir.Sub("cert.pem");
+  auto node = Node::Start(o);
+  REQUIRE_FALSE(node.ok());
+  CHECK_THAT(node.status().message(), Catch::Contains("TLS is not supported"));
+  ClientOptions co;
+  co.seeds = {"127.0.0.1:1"};
+  co.tls_ca_file = dir.Sub("ca.pem");
+  auto c = Client::Connect(co);
+  REQUIRE_FALSE(c.ok());
+  CHECK(c.status().code() == Status::Code::kInvalidArgument);
+  AdminOptions ao;
+  ao.tls_ca_file = dir.Sub("ca.pem");
+  auto a = Admin::Create(ao);
+  REQUIRE_FALSE(a.ok());
+  CHECK(a.status().code() == Status::Code::kInvalidArgument);
+}
+
+}  // namespace shardkv
