@@ -28,8 +28,17 @@ void ServerConnection::Refuse(const Status& why) {
 }
 
 asio::awaitable<bool> ServerConnection::WriteHandshake(const std::string& frame) {
+  // Marked as the write in progress, so that a refusal queued meanwhile (the watchdog's
+  // handshake timeout) waits for it instead of writing to the socket at the same time.
+  write_in_progress_ = true;
+  last_write_ = std::chrono::steady_clock::now();
   auto [ec, n] = co_await asio::async_write(socket_, asio::buffer(frame), kUseTuple);
-  if (closed_ || draining_) co_return false;
+  write_in_progress_ = false;
+  if (closed_) co_return false;
+  if (draining_) {
+    StartWrite();  // the queued refusal, then close
+    co_return false;
+  }
   if (ec) {
     spdlog::debug("shardkv server: {}: handshake write: {}", peer_, ErrorText(ec));
     Close("write error");
