@@ -1,15 +1,19 @@
 // ServerConnection's side of the authentication handshake (auth_handshake.h, design.md
 // "Authentication"). Split from server_connection.cc, which keeps the request path.
 //
-// The handshake reads exact frame sizes straight from the socket (no decoder): a frame whose
-// length is not the handshake's is refused before a byte of its payload is read, so an
-// unauthenticated peer can make the node buffer at most one 48-byte payload.
+// The handshake reads exact frame sizes straight from the socket (no decoder). A first frame
+// whose length is not the handshake's is refused; it is read (and dropped) first only when it is
+// at most 4 KiB, so that the close after the error is a FIN rather than a reset that could destroy
+// the error in flight. An unauthenticated peer thus costs at most 4 KiB of buffer.
 #include <spdlog/spdlog.h>
 
 #include "net/server_connection.h"
 
 namespace shardkv::net {
 namespace {
+
+// A first frame up to this size that is not a handshake is read in full before the refusal.
+constexpr uint32_t kDiscardBytes = 4096;
 
 uint32_t LittleEndian32(const char* p) {
   uint32_t v = 0;
@@ -55,6 +59,15 @@ asio::awaitable<StatusOr<auth::Message>> ServerConnection::ReadHandshake(auth::K
   }
   const uint32_t length = LittleEndian32(header);
   if (length != auth::kPayloadBytes) {
+    if (length <= kDiscardBytes) {
+      // A small request from a client without a secret: read it before refusing, so that the
+      // close is a FIN after the error, not a reset that could destroy the error in flight.
+      std::string discard(length, '\0');
+      co_await asio::async_read(socket_, asio::buffer(discard), kUseTuple);
+      if (closed_ || draining_ || stop_requested_) {
+        co_return Status::Aborted("connection closed during the authentication handshake");
+      }
+    }
     co_return Status::Unauthenticated(
         "this node requires authentication (a cluster or client secret, --auth-secret-file); "
         "the connection sent a frame of " +
