@@ -8,7 +8,6 @@
 #include <string>
 #include <vector>
 
-#include "shardkv/admin.h"
 #include "shardkv/client.h"
 #include "shardkv/options.h"
 #include "shardkv/status.h"
@@ -42,8 +41,6 @@ struct GlobalOptions {
   StatusOr<std::vector<std::string>> Seeds() const;
   // Connects a client with these options.
   StatusOr<std::unique_ptr<Client>> Connect() const;
-  // The authentication options every Admin the command builds gets.
-  void ApplyAuth(AdminOptions* o) const { o->auth_secret_file = auth_secret_file; }
 };
 
 // Maps a failed Status to the CLI's exit codes: 1 not found / failed, 2 bad input, 3 cluster
