@@ -11,6 +11,7 @@
 #include "admin/admin_transport.h"
 #include "admin/formation.h"
 #include "net/rpc_client.h"
+#include "shardkv/secret_file.h"
 #include "shardkv/stats.h"
 
 namespace shardkv {
@@ -30,8 +31,9 @@ int64_t WallClockMs() {
 
 class Admin::Impl {
  public:
-  explicit Impl(AdminOptions o)
-      : options(std::move(o)), transport(options.cluster_id, options.cluster_origin) {}
+  Impl(AdminOptions o, std::string auth_secret)
+      : options(std::move(o)),
+        transport(options.cluster_id, options.cluster_origin, std::move(auth_secret)) {}
 
   std::chrono::milliseconds timeout() const {
     return std::chrono::milliseconds(options.timeout_ms);
@@ -135,9 +137,11 @@ class Admin::Impl {
   StatusOr<ClusterMap> Newest() {
     std::optional<ClusterMap> best;
     std::string errors;
+    bool refused = false;
     for (const auto& a : options.seeds) {
       auto body = transport.Call(a, net::GetClusterMapRequest{}, timeout(), nullptr);
       if (!body.ok()) {
+        refused = refused || body.status().code() == Status::Code::kUnauthenticated;
         errors += (errors.empty() ? "" : "; ") + body.status().message();
         continue;
       }
@@ -157,6 +161,8 @@ class Admin::Impl {
       }
     }
     if (best) return std::move(*best);
+    // A seed refused this Admin's secret: that, not "no node answered", is what to fix.
+    if (refused) return Status::Unauthenticated(errors);
     const std::string who =
         transport.cluster_id() != 0 ? transport.NoNode() : std::string("no node of the cluster");
     return Status::Unavailable(who + " answered" +
@@ -168,7 +174,7 @@ class Admin::Impl {
     ChangeRequest out = c;
     if (c.kind == ChangeKind::kJoin && c.node_id == 0) {
       NodeProbe p = Probe(c.address);
-      if (!p.reachable) return p.error;
+      if (!p.reachable || !p.error.ok()) return p.error;
       int64_t reported = 0;
       if (p.stats) {
         if (auto it = p.stats->counters.find(std::string(stats::node_id));
@@ -193,7 +199,8 @@ class Admin::Impl {
     p.address = address;
     bool down = false;
     auto ping = transport.CallAnyCluster(address, net::PingRequest{}, timeout(), &down);
-    if (!ping.ok() && down) {
+    if (!ping.ok() && (down || ping.status().code() == Status::Code::kUnauthenticated)) {
+      p.reachable = !down;  // a node that refused the secret did answer
       p.error = ping.status();
       return p;
     }
@@ -248,7 +255,19 @@ StatusOr<std::unique_ptr<Admin>> Admin::Create(AdminOptions options) {
     if (Status st = net::ParseHostPort(s, &host, &port); !st.ok()) return st;
   }
   if (options.timeout_ms == 0) return Status::InvalidArgument("timeout_ms must be positive");
-  return std::unique_ptr<Admin>(new Admin(std::make_unique<Impl>(std::move(options))));
+  if (!options.tls_ca_file.empty() || !options.tls_cert_file.empty() ||
+      !options.tls_key_file.empty()) {
+    return Status::InvalidArgument(
+        "tls_ca_file/tls_cert_file/tls_key_file: TLS is not supported by this build yet");
+  }
+  std::string secret;
+  if (!options.auth_secret_file.empty()) {
+    auto loaded = LoadSecretFile(options.auth_secret_file, "auth_secret_file");
+    if (!loaded.ok()) return loaded.status();
+    secret = std::move(loaded->secret);
+  }
+  return std::unique_ptr<Admin>(
+      new Admin(std::make_unique<Impl>(std::move(options), std::move(secret))));
 }
 
 Admin::Admin(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}

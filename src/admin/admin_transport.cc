@@ -1,9 +1,15 @@
 #include "admin/admin_transport.h"
 
 namespace shardkv::admin {
+namespace {
 
-AdminTransport::AdminTransport(uint64_t cluster_id, std::string origin)
-    : pool_(std::make_unique<net::PeerPool>(1)),
+// A transport failure that means the node did not answer (as opposed to refusing the secret).
+bool Unreachable(const Status& s) { return s.code() != Status::Code::kUnauthenticated; }
+
+}  // namespace
+
+AdminTransport::AdminTransport(uint64_t cluster_id, std::string origin, std::string auth_secret)
+    : pool_(std::make_unique<net::PeerPool>(1, std::move(auth_secret))),
       cluster_id_(cluster_id),
       origin_(std::move(origin)) {}
 
@@ -27,7 +33,7 @@ StatusOr<net::ResponseBody> AdminTransport::CallAnyCluster(const std::string& ad
   request.body = std::move(body);
   auto response = pool_->CallSync(address, std::move(request), timeout);
   if (!response.ok()) {
-    if (unreachable != nullptr) *unreachable = true;
+    if (unreachable != nullptr) *unreachable = Unreachable(response.status());
     // The pool's errors usually name the address already.
     if (response.status().message().find(address) != std::string::npos) return response.status();
     return response.status().WithContext(address);
@@ -57,6 +63,7 @@ StatusOr<net::ResponseBody> AdminTransport::Call(const std::string& address, net
     // Adopt the first answering node's cluster; every later request must reach that cluster.
     bool down = false;
     auto map = MapOf(address, timeout, &down);
+    if (!map.ok() && map.status().code() == Status::Code::kUnauthenticated) return map.status();
     if (down) {
       failure->unreachable = true;
       return Status::Unavailable(address + " did not answer");
@@ -69,7 +76,7 @@ StatusOr<net::ResponseBody> AdminTransport::Call(const std::string& address, net
   request.cluster_id = cluster_id_;
   auto response = pool_->CallSync(address, std::move(request), timeout);
   if (!response.ok()) {
-    failure->unreachable = true;
+    failure->unreachable = Unreachable(response.status());
     if (response.status().message().find(address) != std::string::npos) return response.status();
     return response.status().WithContext(address);
   }

@@ -18,6 +18,8 @@
 namespace shardkv::admin {
 
 // How a call ended when it did not return a body.
+// A node that refused this Admin's secret (Unauthenticated) answered: it is not unreachable, and
+// fail-over to the next seed would only be refused the same way.
 struct CallFailure {
   bool unreachable = false;  // transport failure: the node did not answer
   bool foreign = false;      // the node belongs to another cluster
@@ -25,7 +27,8 @@ struct CallFailure {
 
 class AdminTransport {
  public:
-  AdminTransport(uint64_t cluster_id, std::string origin);
+  // `auth_secret`: the bytes of AdminOptions::auth_secret_file (empty: none).
+  AdminTransport(uint64_t cluster_id, std::string origin, std::string auth_secret = "");
 
   uint64_t cluster_id() const { return cluster_id_; }
   // Adopts `id` when no id is expected yet (0 is ignored).

@@ -57,8 +57,9 @@ struct Client::Core::Attempt {
   ResponseCallback done;
 };
 
-Client::Core::Core(ClientOptions options)
+Client::Core::Core(ClientOptions options, std::string auth_secret)
     : options_(std::move(options)),
+      auth_secret_(std::move(auth_secret)),
       io_(std::make_shared<net::IoContext>(std::max(1, options_.io_threads), "shardkv-client")) {
   cluster_id_.store(options_.cluster_id);
 }
@@ -122,6 +123,7 @@ net::RpcClient* Client::Core::Rpc(const std::string& address) {
     net::RpcClientOptions ro;
     ro.connect_timeout = std::chrono::milliseconds(std::min<uint32_t>(options_.timeout_ms, 3000));
     ro.connections = std::max(1, options_.connections_per_node);
+    ro.auth_secret = auth_secret_;
     it = rpcs_.emplace(address, std::make_unique<net::RpcClient>(address, ro, io_)).first;
   }
   return it->second.get();
@@ -179,6 +181,7 @@ Status Client::Core::RefreshMap() {
   // interrupted add-node) is used only if no seed belongs to a real cluster.
   std::optional<std::pair<std::string, ClusterMap>> lone;  // (address, map)
   const bool first_map = map() == nullptr;
+  Status refused;  // the first node that refused this client's secret
   for (const std::string& address : candidates) {
     net::RpcClient* rpc = Rpc(address);
     if (rpc == nullptr) return Status::Aborted("client closed");
@@ -218,6 +221,8 @@ Status Client::Core::RefreshMap() {
         s = decoded.status().WithContext(address);
       }
     }
+    // A refused secret is not an unreachable node: if no seed answers, that is the error.
+    if (s.code() == Status::Code::kUnauthenticated && refused.ok()) refused = s;
     if (!errors.empty()) errors += "; ";
     errors += s.message();
   }
@@ -225,6 +230,9 @@ Status Client::Core::RefreshMap() {
     common::MutexLock lock(&mu_);
     if (!map_) map_ = std::make_shared<const ClusterMap>(std::move(lone->second));
     return Status::OK();
+  }
+  if (!refused.ok()) {
+    return Status::Unauthenticated(candidates.size() > 1 ? errors : refused.message());
   }
   if (!foreign.empty()) {
     // "A and B belong to cluster X, not cluster Y (...)": the wrong-cluster answers first, as
@@ -334,6 +342,12 @@ void Client::Core::OnReply(std::shared_ptr<Attempt> attempt, StatusOr<net::Respo
     }
   } else {
     error = reply.status();
+    if (error.code() == Status::Code::kUnauthenticated) {
+      // The node refused this client's secret: another attempt with the same secret, on this
+      // node or the next replica, would be refused the same way.
+      attempt->done(std::move(error));
+      return;
+    }
     if (error.code() == Status::Code::kUnavailable || error.code() == Status::Code::kTimeout) {
       MarkSuspect(attempt->address);
     }

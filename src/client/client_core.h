@@ -32,7 +32,8 @@ class Client::Core : public std::enable_shared_from_this<Client::Core> {
   using Clock = std::chrono::steady_clock;
   using ResponseCallback = std::function<void(StatusOr<net::Response>)>;
 
-  explicit Core(ClientOptions options);
+  // `auth_secret`: the bytes of options.auth_secret_file, loaded by Client::Connect.
+  Core(ClientOptions options, std::string auth_secret);
   ~Core();
 
   // Fetches the map from the seeds (or, once known, from the map's nodes).
@@ -69,6 +70,7 @@ class Client::Core : public std::enable_shared_from_this<Client::Core> {
   Status WrongCluster(const std::string& address, uint64_t theirs) const;
 
   const ClientOptions options_;
+  const std::string auth_secret_;
   std::shared_ptr<net::IoContext> io_;
 
   mutable common::Mutex mu_;

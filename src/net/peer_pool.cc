@@ -2,8 +2,9 @@
 
 namespace shardkv::net {
 
-PeerPool::PeerPool(int io_threads)
-    : io_(std::make_shared<net::IoContext>(std::max(1, io_threads), "shardkv-peer")) {}
+PeerPool::PeerPool(int io_threads, std::string auth_secret)
+    : io_(std::make_shared<net::IoContext>(std::max(1, io_threads), "shardkv-peer")),
+      auth_secret_(std::move(auth_secret)) {}
 
 PeerPool::~PeerPool() { Close(); }
 
@@ -14,6 +15,7 @@ net::RpcClient* PeerPool::Get(const std::string& address) {
   if (it == clients_.end()) {
     net::RpcClientOptions o;
     o.connect_timeout = std::chrono::milliseconds(1000);
+    o.auth_secret = auth_secret_;
     it = clients_.emplace(address, std::make_unique<net::RpcClient>(address, o, io_)).first;
   }
   return it->second.get();

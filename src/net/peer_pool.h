@@ -17,7 +17,8 @@ namespace shardkv::net {
 
 class PeerPool {
  public:
-  explicit PeerPool(int io_threads = 1);
+  // A non-empty `auth_secret` authenticates every connection with it (RpcClientOptions).
+  explicit PeerPool(int io_threads = 1, std::string auth_secret = "");
   ~PeerPool();  // Close()s.
   PeerPool(const PeerPool&) = delete;
   PeerPool& operator=(const PeerPool&) = delete;
@@ -34,6 +35,7 @@ class PeerPool {
   net::RpcClient* Get(const std::string& address);
 
   std::shared_ptr<net::IoContext> io_;
+  const std::string auth_secret_;
   common::Mutex mu_;
   std::map<std::string, std::unique_ptr<net::RpcClient>> clients_ GUARDED_BY(mu_);
   bool closed_ GUARDED_BY(mu_) = false;

@@ -7,11 +7,15 @@
 
 #include <exception>
 
+#include "net/auth_handshake.h"
+
 namespace shardkv::net {
 namespace {
 
 constexpr size_t kReadChunkBytes = 16 * 1024;
 constexpr size_t kKeepWriteBufferBytes = size_t{1} << 20;
+// A node's reply during the handshake is a handshake message or one error Response.
+constexpr size_t kMaxHandshakeReplyBytes = 64 * 1024;
 
 }  // namespace
 
@@ -141,17 +145,91 @@ asio::awaitable<Status> RpcClient::Channel::Connect() {
         return !connect_timed_out_;
       },
       kUseTuple);
+  if (!connect_timed_out_ && !cec && !shared_->options.auth_secret.empty()) {
+    // The connect timer keeps running: it bounds the handshake too, so a node that accepts and
+    // never answers cannot hang the connection.
+    Status st = co_await Authenticate();
+    if (!st.ok() && !connect_timed_out_) {
+      connecting_ = false;
+      connect_timer_.cancel();
+      co_return st;
+    }
+  }
   connecting_ = false;
   connect_timer_.cancel();
   if (connect_timed_out_) {
-    co_return Status::Unavailable(address + ": connect timed out after " +
-                                  std::to_string(shared_->options.connect_timeout.count()) + " ms");
+    co_return Status::Unavailable(
+        address + ": connect" +
+        (shared_->options.auth_secret.empty() ? "" : " and authentication") + " timed out after " +
+        std::to_string(shared_->options.connect_timeout.count()) + " ms");
   }
   if (cec) co_return Status::Unavailable(address + ": " + ErrorText(cec));
   SetNoDelay(socket_);
   decoder_.Reset();
   write_error_ = Status::OK();
   ++generation_;
+  co_return Status::OK();
+}
+
+asio::awaitable<StatusOr<std::string>> RpcClient::Channel::ReadFramePayload(size_t max_bytes) {
+  const std::string& address = shared_->address;
+  char header[kFrameHeaderBytes];
+  auto [ec, n] = co_await asio::async_read(socket_, asio::buffer(header), kUseTuple);
+  if (ec) {
+    co_return Status::Unavailable(address +
+                                  ": connection closed during authentication: " + ErrorText(ec));
+  }
+  uint32_t length = 0;
+  for (int i = 3; i >= 0; --i) length = (length << 8) | static_cast<uint8_t>(header[i]);
+  if (length == 0 || length > max_bytes) {
+    co_return Status::Corruption(address + ": a reply of " + std::to_string(length) +
+                                 " bytes to the authentication handshake");
+  }
+  std::string payload(length, '\0');
+  auto [pec, pn] = co_await asio::async_read(socket_, asio::buffer(payload), kUseTuple);
+  if (pec) {
+    co_return Status::Unavailable(address +
+                                  ": connection closed during authentication: " + ErrorText(pec));
+  }
+  co_return payload;
+}
+
+asio::awaitable<Status> RpcClient::Channel::Authenticate() {
+  const std::string& address = shared_->address;
+  const std::string& key = shared_->options.auth_secret;
+  // A handshake message, or the node's error Response (a refusal), as a Status.
+  auto expect = [&](StatusOr<std::string> payload, auth::Kind kind) -> StatusOr<auth::Message> {
+    if (!payload.ok()) return payload.status();
+    if (!auth::LooksLikeHandshake(*payload)) {
+      StatusOr<Response> r = DecodeResponse(*payload, shared_->options.codec);
+      if (r.ok() && !r->ok()) return r->status().WithContext(address);
+      return Status::Corruption(address + ": unexpected reply to the authentication handshake");
+    }
+    StatusOr<auth::Message> m = auth::Parse(*payload, kind);
+    if (!m.ok()) return m.status().WithContext(address);
+    return m;
+  };
+  StatusOr<std::string> cn = auth::NewNonce();
+  if (!cn.ok()) co_return cn.status().WithContext(address);
+  std::string hello = auth::EncodeFrame(auth::Kind::kHello, *cn);
+  auto [wec, wn] = co_await asio::async_write(socket_, asio::buffer(hello), kUseTuple);
+  if (wec) co_return Status::Unavailable(address + ": " + ErrorText(wec));
+  StatusOr<auth::Message> challenge =
+      expect(co_await ReadFramePayload(kMaxHandshakeReplyBytes), auth::Kind::kChallenge);
+  if (!challenge.ok()) co_return challenge.status();
+  const std::string& sn = challenge->body;
+  std::string proof = auth::EncodeFrame(auth::Kind::kProof, auth::ClientProof(key, *cn, sn));
+  auto [pec, pn] = co_await asio::async_write(socket_, asio::buffer(proof), kUseTuple);
+  if (pec) co_return Status::Unavailable(address + ": " + ErrorText(pec));
+  StatusOr<auth::Message> welcome =
+      expect(co_await ReadFramePayload(kMaxHandshakeReplyBytes), auth::Kind::kWelcome);
+  if (!welcome.ok()) co_return welcome.status();
+  if (!auth::SameMac(welcome->body, auth::ServerProof(key, *cn, sn, welcome->role))) {
+    co_return Status::Unauthenticated(
+        address +
+        ": the node did not prove it knows this client's secret (it accepted the "
+        "connection with another secret, or it is not the node it claims to be)");
+  }
   co_return Status::OK();
 }
 

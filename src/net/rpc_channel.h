@@ -75,6 +75,10 @@ class RpcClient::Channel : public std::enable_shared_from_this<Channel> {
 
   static asio::awaitable<void> Run(std::shared_ptr<Channel> self);
   asio::awaitable<Status> Connect();
+  // The client side of the handshake (auth_handshake.h), on a connected socket.
+  asio::awaitable<Status> Authenticate();
+  // Reads one frame's payload with exact reads (at most max_bytes).
+  asio::awaitable<StatusOr<std::string>> ReadFramePayload(size_t max_bytes);
   asio::awaitable<Status> ReadLoop();
   void Deliver(uint64_t id, StatusOr<Response> result);
   void FailAll(const Status& status);

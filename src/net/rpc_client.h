@@ -16,6 +16,8 @@
 //     or may not have been executed by the server.
 //   - Corruption / other codes: the server sent bytes that are not a valid response, or
 //     answered a connection-level error; the connection is dropped.
+//   - Unauthenticated: the node refused this client's secret (or has none while the client has
+//     one, or the reverse), or could not prove it knows the secret; retrying will not help.
 //   - InvalidArgument: the request cannot be encoded (too large) or the address is invalid.
 //   - Aborted: the client was closed or destroyed before the call completed.
 // Every message starts with the address.
@@ -49,6 +51,10 @@ struct RpcClientOptions {
   CodecOptions codec;
   // Threads of the private IoContext, used only when the constructor is given none.
   int io_threads = 1;
+  // Non-empty: every connection starts with the authentication handshake (design.md
+  // "Authentication") using this secret, within connect_timeout. A refusal, or a node that
+  // cannot prove it knows the secret, fails the connection's calls with Unauthenticated.
+  std::string auth_secret;
 };
 
 class RpcClient {

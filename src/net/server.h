@@ -62,6 +62,13 @@ struct ServerOptions {
   // Stop(): how long to wait for in-flight requests to finish, then for responses to flush.
   std::chrono::milliseconds stop_grace{std::chrono::seconds(5)};
   CodecOptions codec;
+  // Authentication (design.md "Authentication"). With a non-empty auth_secret every connection
+  // must complete the handshake before its first request; client_secret (optional) admits
+  // connections with the client role. A connection that has not completed the handshake within
+  // handshake_timeout gets one error and is closed.
+  std::string auth_secret;
+  std::string client_secret;
+  std::chrono::milliseconds handshake_timeout{std::chrono::seconds(5)};
 };
 
 class Server {
@@ -72,8 +79,9 @@ class Server {
     uint64_t rejected_connections = 0;  // over max_connections
     uint64_t frames_in = 0;
     uint64_t frames_out = 0;
-    uint64_t bad_frames = 0;  // framing or decoding errors (each closes its connection)
-    uint64_t in_flight = 0;   // requests handed to the handler and not yet done
+    uint64_t bad_frames = 0;     // framing or decoding errors (each closes its connection)
+    uint64_t in_flight = 0;      // requests handed to the handler and not yet done
+    uint64_t auth_failures = 0;  // connections refused by the handshake (or its timeout)
   };
 
   // REQUIRES: `handler` outlives the server.

@@ -141,7 +141,11 @@ void ServerConnection::Start() {
     outbox_->conn = weak_from_this();
     outbox_->conn_raw = this;
   }
-  last_read_ = last_write_ = Clock::now();
+  last_read_ = last_write_ = accepted_at_ = Clock::now();
+  if (shared_->options.auth_secret.empty()) {
+    authenticated_ = true;  // no secret: every connection has the cluster role
+    role_ = auth::Role::kCluster;
+  }
   asio::co_spawn(socket_.get_executor(), Run(shared_from_this()), asio::detached);
   asio::co_spawn(socket_.get_executor(), Watchdog(shared_from_this()), asio::detached);
 }
@@ -175,6 +179,7 @@ asio::awaitable<void> ServerConnection::Run(std::shared_ptr<ServerConnection> se
 
 asio::awaitable<void> ServerConnection::ReadLoop() {
   const ServerOptions& options = shared_->options;
+  if (!authenticated_ && !co_await Handshake()) co_return;
   while (!closed_ && !draining_) {
     // Backpressure: too many requests in flight or too many unwritten response bytes.
     for (;;) {
@@ -233,6 +238,20 @@ bool ServerConnection::DispatchFrames() {
     shared_->frames_in.fetch_add(1, std::memory_order_relaxed);
     uint64_t id = 0;
     StatusOr<Request> request = DecodeRequest(payload, shared_->options.codec, &id);
+    if (!request.ok() && auth::LooksLikeHandshake(payload)) {
+      // A client with a secret talking to a node without one (or a second handshake): say so
+      // rather than "bad message", and close.
+      shared_->auth_failures.fetch_add(1, std::memory_order_relaxed);
+      Status st = Status::Unauthenticated(
+          shared_->options.auth_secret.empty()
+              ? "this node has no secret configured (no --auth-secret-file) but the client sent "
+                "an authentication handshake: configure the same secret on both sides"
+              : "unexpected authentication handshake on an authenticated connection");
+      spdlog::warn("shardkv server: {}: {}; closing the connection", peer_, st.message());
+      EnqueueError(0, st);
+      ok = false;
+      break;
+    }
     if (!request.ok()) {
       EnqueueError(id, request.status());
       if (request.status().code() == Status::Code::kCorruption) {
@@ -243,6 +262,13 @@ bool ServerConnection::DispatchFrames() {
         break;
       }
       continue;  // a well-formed request this build cannot serve: only it fails
+    }
+    if (role_ != auth::Role::kCluster && auth::NodeOnly(request->body)) {
+      EnqueueError(id, Status::Unauthenticated(
+                           std::string(OpName(request->body)) +
+                           " needs the cluster secret: this connection authenticated with the "
+                           "client secret, which allows data and admin operations only"));
+      continue;
     }
     {
       common::MutexLock lock(&outbox_->mu);
@@ -401,6 +427,12 @@ asio::awaitable<void> ServerConnection::Watchdog(std::shared_ptr<ServerConnectio
   while (!self->closed_) {
     bool expired = false;
     const Clock::time_point deadline = self->NextWatchdogDeadline(&expired);
+    if (expired && !self->authenticated_ && !self->draining_) {
+      self->Refuse(Status::Unauthenticated(
+          "no authentication handshake within " +
+          std::to_string(self->shared_->options.handshake_timeout.count()) + " ms"));
+      continue;
+    }
     if (expired) {
       spdlog::info("shardkv server: {}: timed out; closing the connection", self->peer_);
       self->Close("timeout");
@@ -420,6 +452,9 @@ Clock::time_point ServerConnection::NextWatchdogDeadline(bool* expired) {
     in_flight = outbox_->in_flight;
   }
   Clock::time_point deadline = Clock::time_point::max();
+  if (!authenticated_ && !draining_ && o.handshake_timeout.count() > 0) {
+    deadline = std::min(deadline, accepted_at_ + o.handshake_timeout);
+  }
   const bool mid_frame = !draining_ && decoder_.MidFrame();
   if (o.read_timeout.count() > 0 && write_in_progress_) {
     deadline = std::min(deadline, last_write_ + o.read_timeout);  // the peer stopped reading

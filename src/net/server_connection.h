@@ -16,6 +16,7 @@
 #include <unordered_map>
 
 #include "common/mutex.h"
+#include "net/auth_handshake.h"
 #include "net/frame_decoder.h"
 #include "net/io_context_impl.h"
 #include "net/server.h"
@@ -39,6 +40,7 @@ struct ServerShared {
   std::atomic<uint64_t> frames_out{0};
   std::atomic<uint64_t> bad_frames{0};
   std::atomic<uint64_t> in_flight{0};
+  std::atomic<uint64_t> auth_failures{0};
   std::atomic<bool> stopping{false};
 
   // Stop() waits on `idle_cv` for in_flight / open_connections to reach zero.
@@ -99,6 +101,14 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
   static asio::awaitable<void> Run(std::shared_ptr<ServerConnection> self);
   static asio::awaitable<void> Watchdog(std::shared_ptr<ServerConnection> self);
   asio::awaitable<void> ReadLoop();
+  // The server side of the authentication handshake (auth_handshake.h). True once the peer
+  // proved it knows a secret; otherwise the connection has been refused or closed.
+  asio::awaitable<bool> Handshake();
+  // Reads one handshake frame of kind `kind` (exact reads, nothing buffered beyond it).
+  asio::awaitable<StatusOr<auth::Message>> ReadHandshake(auth::Kind kind);
+  asio::awaitable<bool> WriteHandshake(const std::string& frame);
+  // One Unauthenticated error frame, then close (no-op once closing).
+  void Refuse(const Status& why);
   // Decodes and dispatches every complete buffered frame. Returns false on a protocol error.
   bool DispatchFrames();
   // Queues a response produced on the event loop itself (errors found while reading).
@@ -127,6 +137,9 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
   bool drain_waits_in_flight_ = false;
   bool stop_requested_ = false;
   bool write_in_progress_ = false;
+  bool authenticated_ = false;  // the handshake is done (or the node has no secret)
+  auth::Role role_ = auth::Role::kNone;
+  std::chrono::steady_clock::time_point accepted_at_;
   std::chrono::steady_clock::time_point last_read_;
   std::chrono::steady_clock::time_point last_write_;
 };

@@ -28,6 +28,7 @@
 #include "rebalance/reconciler.h"
 #include "rebalance/stream_sink.h"
 #include "rebalance/stream_source.h"
+#include "shardkv/secret_file.h"
 #include "shardkv/stats.h"
 #include "storage/storage.h"
 
@@ -69,6 +70,8 @@ class Node::Impl {
   Status Rebuild();
 
   NodeOptions options_;
+  std::string auth_secret_;    // the bytes of options_.auth_secret_file (empty: none)
+  std::string client_secret_;  // the bytes of options_.client_secret_file
   std::string host_;
   int lock_fd_ = -1;
   bool started_ = false;  // Start() completed
@@ -102,6 +105,19 @@ constexpr char kLockFile[] = "node.lock";
 
 Status Node::Impl::Start() {
   uint16_t port = 0;
+  // The secrets first: a bad file is refused before the data directory is touched.
+  auto load_secret = [this](const std::string& file, const char* flag, std::string* out) {
+    if (file.empty()) return Status::OK();
+    auto loaded = LoadSecretFile(file, flag);
+    if (!loaded.ok()) return loaded.status();
+    if (!loaded->warning.empty()) spdlog::warn("node {}: {}", options_.id, loaded->warning);
+    *out = std::move(loaded->secret);
+    return Status::OK();
+  };
+  SHARDKV_RETURN_IF_ERROR(
+      load_secret(options_.auth_secret_file, "--auth-secret-file", &auth_secret_));
+  SHARDKV_RETURN_IF_ERROR(
+      load_secret(options_.client_secret_file, "--client-secret-file", &client_secret_));
   SHARDKV_RETURN_IF_ERROR(node::ParseHostPort(options_.listen, "--listen", &host_, &port));
   std::error_code ec;
   fs::create_directories(options_.data_dir, ec);
@@ -139,7 +155,7 @@ Status Node::Impl::Start() {
                                      .count());
   });
   SHARDKV_RETURN_IF_ERROR(hints_->Load());
-  peers_ = std::make_unique<net::PeerPool>(1);
+  peers_ = std::make_unique<net::PeerPool>(1, auth_secret_);  // nodes use the cluster secret
   cluster::CoordinatorOptions co;
   co.self_id = options_.id;
   coordinator_ = std::make_shared<cluster::Coordinator>(co, storage_.get(), maps_.get(),
@@ -168,6 +184,8 @@ Status Node::Impl::Start() {
   server_options.port = port;
   server_options.io_threads = std::max(1, options_.io_threads);
   server_options.codec.max_frame_bytes = options_.max_frame_bytes;
+  server_options.auth_secret = auth_secret_;
+  server_options.client_secret = client_secret_;
   node::KvServiceDeps deps;
   deps.self_id = options_.id;
   deps.storage = storage_.get();

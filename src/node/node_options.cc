@@ -3,6 +3,9 @@
 // the node had opened its store, and was reported after "node 1 stopped").
 #include "node/node_options.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
 #include <string_view>
 
 #include "shardkv/options.h"
@@ -57,6 +60,28 @@ Status ParseHostPort(const std::string& address, const std::string& what, std::s
   return Status::OK();
 }
 
+bool IsLoopbackHost(const std::string& host) {
+  if (host == "localhost") return true;
+  in_addr v4{};
+  if (inet_pton(AF_INET, host.c_str(), &v4) == 1) return (ntohl(v4.s_addr) >> 24) == 127;
+  in6_addr v6{};
+  if (inet_pton(AF_INET6, host.c_str(), &v6) == 1) {
+    if (IN6_IS_ADDR_LOOPBACK(&v6)) return true;
+    return IN6_IS_ADDR_V4MAPPED(&v6) && v6.s6_addr[12] == 127;
+  }
+  return false;
+}
+
+Status CheckListenerProtected(const std::string& listener, const std::string& host,
+                              const NodeOptions& o) {
+  if (IsLoopbackHost(host) || !o.auth_secret_file.empty() || o.insecure) return Status::OK();
+  return Status::InvalidArgument(
+      listener + " " + host + " is not a loopback address and the node has no secret, so anyone " +
+      "who can reach it could read and change its data (protected mode). Either give the " +
+      "cluster a secret (--auth-secret-file FILE, on every node and client), or pass " +
+      "--insecure to listen without authentication");
+}
+
 }  // namespace node
 
 Status ValidateNodeOptions(const NodeOptions& o) {
@@ -65,6 +90,17 @@ Status ValidateNodeOptions(const NodeOptions& o) {
   std::string host;
   uint16_t port = 0;
   SHARDKV_RETURN_IF_ERROR(node::ParseHostPort(o.listen, "--listen", &host, &port));
+  SHARDKV_RETURN_IF_ERROR(node::CheckListenerProtected("--listen", host, o));
+  if (!o.tls_cert_file.empty() || !o.tls_key_file.empty() || !o.tls_ca_file.empty()) {
+    // Refused rather than ignored: a user who asked for TLS must not believe they have it.
+    return Status::InvalidArgument(
+        "--tls-cert/--tls-key/--tls-ca: TLS is not supported by this build yet; the secret "
+        "handshake (--auth-secret-file) authenticates a connection's start only");
+  }
+  if (!o.client_secret_file.empty() && o.auth_secret_file.empty()) {
+    return Status::InvalidArgument(
+        "--client-secret-file needs --auth-secret-file (the cluster secret the nodes use)");
+  }
   if (!o.advertise.empty()) {
     // What peers and clients dial: it needs a concrete host and port (no "any" address, no
     // port 0, no empty host meaning "this host").

@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <limits>
 
 #include "cli_common.h"
@@ -10,6 +11,7 @@
 #include "kv_io.h"
 #include "kv_limits.h"
 #include "local_cluster.h"
+#include "shardkv/secret_file.h"
 
 namespace shardkv::cli {
 
@@ -45,6 +47,20 @@ void GlobalOptions::Register(CLI::App& app) {
   consistency_opt_ = app.add_option("--consistency", consistency, "one, quorum or all")
                          ->capture_default_str()
                          ->check(CLI::IsMember({"one", "quorum", "all"}));
+  // Loaded here so that a bad file is a usage error before anything runs, and a world-readable
+  // one is warned about once.
+  app.add_option("--auth-secret-file", auth_secret_file,
+                 "The cluster's secret (or its client secret): a file of at least 16 bytes")
+      ->envname("SHARDKV_AUTH_SECRET_FILE")
+      ->type_name("FILE")
+      ->check(CLI::Validator(
+          [](std::string& path) {
+            auto loaded = LoadSecretFile(path, "--auth-secret-file");
+            if (!loaded.ok()) return loaded.status().message();
+            if (!loaded->warning.empty()) std::cerr << "warning: " << loaded->warning << "\n";
+            return std::string();
+          },
+          ""));
   app.add_option("--profile", profile,
                  "CLI profile (TOML) with defaults for --cluster, --cluster-id, the secret file, "
                  "--timeout and --consistency (default: $XDG_CONFIG_HOME/shardkv/cli.toml, else "

@@ -21,6 +21,8 @@
 #include <sstream>
 #include <thread>
 
+#include "cli_common.h"
+
 namespace shardkv::cli {
 
 namespace fs = std::filesystem;
@@ -251,7 +253,14 @@ bool PollUntil(SteadyClock::time_point deadline, const std::function<bool()>& do
 
 // ---- Talking to nodes ----
 
-NodeProber::NodeProber() : admin_(std::move(Admin::Create(AdminOptions{})).value()) {}
+NodeProber::NodeProber(const std::string& auth_secret_file) {
+  AdminOptions o;
+  o.auth_secret_file = auth_secret_file;
+  auto admin = Admin::Create(o);
+  // Fails only if the secret file (checked when the flags were parsed) vanished since.
+  if (!admin.ok()) std::exit(ReportError(admin.status(), kExitUsage));
+  admin_ = std::move(admin).value();
+}
 
 void NodeProber::SetTimeout(std::chrono::milliseconds timeout) {
   const auto ms = static_cast<uint32_t>(std::max<int64_t>(1, timeout.count()));

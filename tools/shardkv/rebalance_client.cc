@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 
+#include "cli_common.h"
 #include "local_cluster.h"
 #include "shardkv/stats.h"
 
@@ -27,8 +29,12 @@ AdminClient::AdminClient(uint64_t cluster_id, std::string origin, std::string au
   o.cluster_id = cluster_id;
   o.auth_secret_file = std::move(auth_secret_file);
   o.cluster_origin = std::move(origin);
-  // No seeds yet (each call names its addresses), so Create cannot fail.
-  admin_ = std::move(Admin::Create(std::move(o))).value();
+  o.auth_secret_file = std::move(auth_secret_file);
+  // No seeds yet (each call names its addresses), and the secret file was checked when the
+  // flags were parsed: Create fails only if the file vanished since.
+  auto admin = Admin::Create(std::move(o));
+  if (!admin.ok()) std::exit(ReportError(admin.status(), kExitUsage));
+  admin_ = std::move(admin).value();
 }
 
 AdminClient ClientFor(const GlobalOptions& g, const std::string& dir) {
