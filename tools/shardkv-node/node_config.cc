@@ -88,6 +88,7 @@ std::function<std::string(const std::string&)> AddressCheck(std::string_view fla
   return [flag, set](const std::string& text) -> std::string {
     NodeOptions probe;
     probe.data_dir = "unused";
+    probe.insecure = true;  // the address's form only: protected mode judges the whole options
     set(&probe, text);
     const Status s = ValidateNodeOptions(probe);
     if (s.ok()) return "";
