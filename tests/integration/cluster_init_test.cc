@@ -120,13 +120,17 @@ TEST_CASE("cluster init refuses before changing anything", "[multiprocess]") {
     CHECK(n.Held(0) == fresh);
   }
 
-  SECTION("a node that holds data") {
+  SECTION("a one-node cluster that holds data") {
+    // Fresh nodes are unformed and take no data: node 3 first serves alone (as a 0.1.0
+    // standalone node did), then holds a key. It is refused as a member; an unformed node with
+    // keys is refused as "holds data" (tests/admin/admin_form_test.cc classifies both).
     n.Add(3);
+    REQUIRE(shardkv::testing::FormAlone(n[2], 3).ok());
     REQUIRE(n.Run({"put", "--cluster", n[2], "k", "v"}).exit_code == 0);
     const std::string fresh = n.Held(0);
     ProcessResult r = n.Run({"cluster", "init", n.List({0, 1, 2}), "--yes"});
     CHECK(r.exit_code == 1);
-    CHECK(Contains(r.err, n[2] + " (node 3) holds data"));
+    CHECK(Contains(r.err, n[2] + " (node 3) already belongs to cluster"));
     CHECK(n.Held(0) == fresh);
   }
 

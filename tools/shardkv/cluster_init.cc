@@ -203,7 +203,7 @@ int DoInit(const GlobalOptions& g, InitFlags f) {
   GlobalOptions shown = g;
   shown.cluster = f.addresses;
   shown.cluster_id = formed->cluster_id();
-  NodeProber prober;
+  NodeProber prober(g.auth_secret_file);
   const int rc = PrintClusterStatus(shown, shown.ClusterDir(), &prober);
   if (!warning.empty()) std::fprintf(stderr, "%s\n", warning.c_str());
   return rc;

@@ -27,7 +27,6 @@ std::string SteerCommand::Name() const {
 AdminClient::AdminClient(uint64_t cluster_id, std::string origin, std::string auth_secret_file) {
   AdminOptions o;
   o.cluster_id = cluster_id;
-  o.auth_secret_file = std::move(auth_secret_file);
   o.cluster_origin = std::move(origin);
   o.auth_secret_file = std::move(auth_secret_file);
   // No seeds yet (each call names its addresses), and the secret file was checked when the
