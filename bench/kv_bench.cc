@@ -288,6 +288,10 @@ int RealMain(int argc, char** argv) {
                  "Also report this local process's CPU use during the run (the server)")
       ->check(CLI::Range(1, std::numeric_limits<int>::max()));
   app.add_option("--label", config.label, "Free text copied into the JSON output");
+  app.add_option("--auth-secret-file", config.auth_secret_file, "shardkv: the cluster secret");
+  app.add_option("--tls-ca", config.tls_ca_file, "shardkv: TLS CA (with --tls-cert, --tls-key)");
+  app.add_option("--tls-cert", config.tls_cert_file, "shardkv: TLS client certificate");
+  app.add_option("--tls-key", config.tls_key_file, "shardkv: TLS client key");
   app.add_flag("--json", config.json, "Print one JSON object per phase instead of text");
   try {
     app.parse(argc, argv);

@@ -52,6 +52,10 @@ class ShardkvDriver : public Driver {
     options.max_retries = 0;  // a benchmark reports failures instead of hiding them in retries
     options.io_threads = config_.threads;
     options.connections_per_node = config_.clients;
+    options.auth_secret_file = config_.auth_secret_file;
+    options.tls_ca_file = config_.tls_ca_file;
+    options.tls_cert_file = config_.tls_cert_file;
+    options.tls_key_file = config_.tls_key_file;
     auto client = shardkv::Client::Connect(std::move(options));
     if (!client.ok()) return client.status();
     client_ = std::move(client).value();

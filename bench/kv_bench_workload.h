@@ -45,6 +45,11 @@ struct Config {
   uint32_t timeout_ms = 5000;
   int server_pid = 0;
   std::string label;
+  // shardkv's secret and TLS files (ClientOptions), to measure what they cost.
+  std::string auth_secret_file;
+  std::string tls_ca_file;
+  std::string tls_cert_file;
+  std::string tls_key_file;
 };
 
 // ---------------------------------------------------------------------------------------------

@@ -54,8 +54,8 @@ while [[ $# -gt 0 ]]; do
 done
 
 bench_paths "$BUILD"
-bench_need_bins "run: cmake -S . -B build-kvbench -DCMAKE_BUILD_TYPE=Release && cmake --build build-kvbench -j2 --target kv_bench shardkv_node_bin" \
-  "$NODE_BIN" "$BENCH_BIN"
+bench_need_bins "run: cmake -S . -B build-kvbench -DCMAKE_BUILD_TYPE=Release && cmake --build build-kvbench -j2 --target kv_bench shardkv_node_bin shardkv_cli" \
+  "$NODE_BIN" "$BENCH_BIN" "$SHARDKV_CLI"
 bench_need_tools redis-server redis-cli redis-benchmark python3
 BENCH_NICE=$NICE
 

@@ -44,7 +44,7 @@ while [[ $# -gt 0 ]]; do
 done
 
 bench_paths "$BUILD"
-bench_need_bins "run: cmake --build $BUILD -j2 --target kv_bench shardkv_node_bin" "$NODE_BIN" "$BENCH_BIN"
+bench_need_bins "run: cmake --build $BUILD -j2 --target kv_bench shardkv_node_bin shardkv_cli" "$NODE_BIN" "$BENCH_BIN" "$SHARDKV_CLI"
 
 bench_workdir kv_profile
 [[ -n "$OUT" ]] || OUT=$(mktemp -d /tmp/kv_profile-out.XXXXXX)

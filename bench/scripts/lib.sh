@@ -33,7 +33,9 @@
 #                                as `valgrind ... NODE_BIN`, plus node options) with --id 1
 #                                --data DATA --listen 127.0.0.1:0 --log-level warn, output
 #                                appended to LOG; DATA is emptied first; waits (60 s at most)
-#                                for DATA/port; sets NODE_PID, NODE_ADDR
+#                                for DATA/port, then forms it (`cluster init`, RF=1; the array
+#                                START_NODE_CLI_ARGS adds CLI flags: a secret, TLS files); sets
+#                                NODE_PID, NODE_ADDR
 #   cluster_up DIR MODE RF [N]   `shardkv cluster up` of N (3) nodes on free ports in DIR
 #   cluster_down DIR             `shardkv cluster down` (cluster_up'd clusters also go on exit)
 #   cluster_seeds DIR            print host:port,... of the cluster's nodes not removed
@@ -187,6 +189,11 @@ start_node() {
   done
   [[ -s $data/port ]] || bench_die "the node wrote no port in 60 s" "$log"
   NODE_ADDR="127.0.0.1:$(cat "$data/port")"
+  # A fresh node is unformed (it serves no data) until a cluster is formed from it. The CLI
+  # gets the flags that follow --cli (a secret, TLS files) through $START_NODE_CLI_ARGS.
+  "$SHARDKV_CLI" cluster init "$NODE_ADDR" --yes --replicas 1 --write-quorum 1 --read-quorum 1 \
+    ${START_NODE_CLI_ARGS[@]+"${START_NODE_CLI_ARGS[@]}"} >>"$log" 2>&1 ||
+    bench_die "cluster init of the node failed" "$log"
 }
 
 cluster_up() {

@@ -57,9 +57,7 @@ class [[nodiscard]] Status {
   static Status Aborted(std::string m) { return {Code::kAborted, std::move(m)}; }
   static Status NotSupported(std::string m) { return {Code::kNotSupported, std::move(m)}; }
   static Status Internal(std::string m) { return {Code::kInternal, std::move(m)}; }
-  static Status Unauthenticated(std::string m) {
-    return {Code::kUnauthenticated, std::move(m)};
-  }
+  static Status Unauthenticated(std::string m) { return {Code::kUnauthenticated, std::move(m)}; }
 
   bool ok() const { return code_ == Code::kOk; }
   bool IsNotFound() const { return code_ == Code::kNotFound; }

@@ -11,7 +11,7 @@
 #include "admin/admin_transport.h"
 #include "admin/formation.h"
 #include "net/rpc_client.h"
-#include "shardkv/secret_file.h"
+#include "net/tls_context.h"
 #include "shardkv/stats.h"
 
 namespace shardkv {
@@ -31,9 +31,9 @@ int64_t WallClockMs() {
 
 class Admin::Impl {
  public:
-  Impl(AdminOptions o, std::string auth_secret)
+  Impl(AdminOptions o, net::ClientSecurity security)
       : options(std::move(o)),
-        transport(options.cluster_id, options.cluster_origin, std::move(auth_secret)) {}
+        transport(options.cluster_id, options.cluster_origin, std::move(security)) {}
 
   std::chrono::milliseconds timeout() const {
     return std::chrono::milliseconds(options.timeout_ms);
@@ -255,19 +255,12 @@ StatusOr<std::unique_ptr<Admin>> Admin::Create(AdminOptions options) {
     if (Status st = net::ParseHostPort(s, &host, &port); !st.ok()) return st;
   }
   if (options.timeout_ms == 0) return Status::InvalidArgument("timeout_ms must be positive");
-  if (!options.tls_ca_file.empty() || !options.tls_cert_file.empty() ||
-      !options.tls_key_file.empty()) {
-    return Status::InvalidArgument(
-        "tls_ca_file/tls_cert_file/tls_key_file: TLS is not supported by this build yet");
-  }
-  std::string secret;
-  if (!options.auth_secret_file.empty()) {
-    auto loaded = LoadSecretFile(options.auth_secret_file, "auth_secret_file");
-    if (!loaded.ok()) return loaded.status();
-    secret = std::move(loaded->secret);
-  }
+  auto security = net::LoadClientSecurity(
+      options.auth_secret_file,
+      net::TlsFiles{options.tls_ca_file, options.tls_cert_file, options.tls_key_file});
+  if (!security.ok()) return security.status();
   return std::unique_ptr<Admin>(
-      new Admin(std::make_unique<Impl>(std::move(options), std::move(secret))));
+      new Admin(std::make_unique<Impl>(std::move(options), std::move(*security))));
 }
 
 Admin::Admin(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}

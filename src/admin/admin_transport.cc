@@ -8,8 +8,10 @@ bool Unreachable(const Status& s) { return s.code() != Status::Code::kUnauthenti
 
 }  // namespace
 
-AdminTransport::AdminTransport(uint64_t cluster_id, std::string origin, std::string auth_secret)
-    : pool_(std::make_unique<net::PeerPool>(1, std::move(auth_secret))),
+AdminTransport::AdminTransport(uint64_t cluster_id, std::string origin,
+                               net::ClientSecurity security)
+    : pool_(std::make_unique<net::PeerPool>(1, std::move(security.auth_secret),
+                                            std::move(security.tls))),
       cluster_id_(cluster_id),
       origin_(std::move(origin)) {}
 

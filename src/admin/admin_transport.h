@@ -12,6 +12,7 @@
 
 #include "net/messages.h"
 #include "net/peer_pool.h"
+#include "net/tls_context.h"
 #include "shardkv/cluster_map.h"
 #include "shardkv/status.h"
 
@@ -27,8 +28,8 @@ struct CallFailure {
 
 class AdminTransport {
  public:
-  // `auth_secret`: the bytes of AdminOptions::auth_secret_file (empty: none).
-  AdminTransport(uint64_t cluster_id, std::string origin, std::string auth_secret = "");
+  // `security`: the secret and TLS context of AdminOptions (net::LoadClientSecurity).
+  AdminTransport(uint64_t cluster_id, std::string origin, net::ClientSecurity security = {});
 
   uint64_t cluster_id() const { return cluster_id_; }
   // Adopts `id` when no id is expected yet (0 is ignored).

@@ -5,7 +5,7 @@
 
 #include "client/client_core.h"
 #include "net/rpc_client.h"
-#include "shardkv/secret_file.h"
+#include "net/tls_context.h"
 
 namespace shardkv {
 namespace {
@@ -40,18 +40,11 @@ StatusOr<std::unique_ptr<Client>> Client::Connect(ClientOptions options) {
     uint16_t port = 0;
     SHARDKV_RETURN_IF_ERROR(net::ParseHostPort(seed, &host, &port));
   }
-  if (!options.tls_ca_file.empty() || !options.tls_cert_file.empty() ||
-      !options.tls_key_file.empty()) {
-    return Status::InvalidArgument(
-        "tls_ca_file/tls_cert_file/tls_key_file: TLS is not supported by this build yet");
-  }
-  std::string secret;
-  if (!options.auth_secret_file.empty()) {
-    auto loaded = LoadSecretFile(options.auth_secret_file, "auth_secret_file");
-    if (!loaded.ok()) return loaded.status();
-    secret = std::move(loaded->secret);
-  }
-  auto core = std::make_shared<Core>(std::move(options), std::move(secret));
+  auto security = net::LoadClientSecurity(
+      options.auth_secret_file,
+      net::TlsFiles{options.tls_ca_file, options.tls_cert_file, options.tls_key_file});
+  if (!security.ok()) return security.status();
+  auto core = std::make_shared<Core>(std::move(options), std::move(*security));
   Status s = core->RefreshMap();
   if (!s.ok()) {
     core->Close();

@@ -57,9 +57,10 @@ struct Client::Core::Attempt {
   ResponseCallback done;
 };
 
-Client::Core::Core(ClientOptions options, std::string auth_secret)
+Client::Core::Core(ClientOptions options, net::ClientSecurity security)
     : options_(std::move(options)),
-      auth_secret_(std::move(auth_secret)),
+      auth_secret_(std::move(security.auth_secret)),
+      tls_(std::move(security.tls)),
       io_(std::make_shared<net::IoContext>(std::max(1, options_.io_threads), "shardkv-client")) {
   cluster_id_.store(options_.cluster_id);
 }
@@ -124,6 +125,7 @@ net::RpcClient* Client::Core::Rpc(const std::string& address) {
     ro.connect_timeout = std::chrono::milliseconds(std::min<uint32_t>(options_.timeout_ms, 3000));
     ro.connections = std::max(1, options_.connections_per_node);
     ro.auth_secret = auth_secret_;
+    ro.tls = tls_;
     it = rpcs_.emplace(address, std::make_unique<net::RpcClient>(address, ro, io_)).first;
   }
   return it->second.get();

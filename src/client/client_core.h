@@ -22,6 +22,7 @@
 #include "net/io_context.h"
 #include "net/messages.h"
 #include "net/rpc_client.h"
+#include "net/tls_context.h"
 #include "shardkv/client.h"
 #include "shardkv/cluster_map.h"
 
@@ -32,8 +33,8 @@ class Client::Core : public std::enable_shared_from_this<Client::Core> {
   using Clock = std::chrono::steady_clock;
   using ResponseCallback = std::function<void(StatusOr<net::Response>)>;
 
-  // `auth_secret`: the bytes of options.auth_secret_file, loaded by Client::Connect.
-  Core(ClientOptions options, std::string auth_secret);
+  // `security`: the secret and TLS context of `options`, loaded by Client::Connect.
+  Core(ClientOptions options, net::ClientSecurity security);
   ~Core();
 
   // Fetches the map from the seeds (or, once known, from the map's nodes).
@@ -71,6 +72,7 @@ class Client::Core : public std::enable_shared_from_this<Client::Core> {
 
   const ClientOptions options_;
   const std::string auth_secret_;
+  const std::shared_ptr<const net::TlsContext> tls_;
   std::shared_ptr<net::IoContext> io_;
 
   mutable common::Mutex mu_;

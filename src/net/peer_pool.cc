@@ -2,9 +2,10 @@
 
 namespace shardkv::net {
 
-PeerPool::PeerPool(int io_threads, std::string auth_secret)
+PeerPool::PeerPool(int io_threads, std::string auth_secret, std::shared_ptr<const TlsContext> tls)
     : io_(std::make_shared<net::IoContext>(std::max(1, io_threads), "shardkv-peer")),
-      auth_secret_(std::move(auth_secret)) {}
+      auth_secret_(std::move(auth_secret)),
+      tls_(std::move(tls)) {}
 
 PeerPool::~PeerPool() { Close(); }
 
@@ -16,6 +17,7 @@ net::RpcClient* PeerPool::Get(const std::string& address) {
     net::RpcClientOptions o;
     o.connect_timeout = std::chrono::milliseconds(1000);
     o.auth_secret = auth_secret_;
+    o.tls = tls_;
     it = clients_.emplace(address, std::make_unique<net::RpcClient>(address, o, io_)).first;
   }
   return it->second.get();

@@ -17,8 +17,10 @@ namespace shardkv::net {
 
 class PeerPool {
  public:
-  // A non-empty `auth_secret` authenticates every connection with it (RpcClientOptions).
-  explicit PeerPool(int io_threads = 1, std::string auth_secret = "");
+  // A non-empty `auth_secret` authenticates every connection with it, a non-null `tls` makes
+  // every connection TLS (RpcClientOptions).
+  explicit PeerPool(int io_threads = 1, std::string auth_secret = "",
+                    std::shared_ptr<const TlsContext> tls = nullptr);
   ~PeerPool();  // Close()s.
   PeerPool(const PeerPool&) = delete;
   PeerPool& operator=(const PeerPool&) = delete;
@@ -36,6 +38,7 @@ class PeerPool {
 
   std::shared_ptr<net::IoContext> io_;
   const std::string auth_secret_;
+  const std::shared_ptr<const TlsContext> tls_;
   common::Mutex mu_;
   std::map<std::string, std::unique_ptr<net::RpcClient>> clients_ GUARDED_BY(mu_);
   bool closed_ GUARDED_BY(mu_) = false;

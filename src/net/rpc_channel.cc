@@ -17,6 +17,17 @@ constexpr size_t kKeepWriteBufferBytes = size_t{1} << 20;
 // A node's reply during the handshake is a handshake message or one error Response.
 constexpr size_t kMaxHandshakeReplyBytes = 64 * 1024;
 
+// A failed read or write: the connection is gone (Unavailable, retried elsewhere), unless the
+// node refused this client's TLS certificate (transport.h, IsTlsRefusal).
+Status ConnectionError(const std::string& address, const std::string& what,
+                       const std::error_code& ec) {
+  if (IsTlsRefusal(ec)) {
+    return Status::Unauthenticated(address +
+                                   ": TLS handshake failed: the node refused: " + ErrorText(ec));
+  }
+  return Status::Unavailable(address + what + ErrorText(ec));
+}
+
 }  // namespace
 
 void Invoke(const RpcClient::Callback& done, StatusOr<Response> result) {
@@ -115,6 +126,8 @@ asio::awaitable<void> RpcClient::Channel::Run(std::shared_ptr<Channel> self) {
 
 asio::awaitable<Status> RpcClient::Channel::Connect() {
   const std::string& address = shared_->address;
+  transport_ = std::make_shared<Transport>(loop_);
+  std::shared_ptr<Transport> t = transport_;
   std::vector<asio::ip::tcp::endpoint> endpoints;
   std::error_code ec;
   asio::ip::address ip = asio::ip::make_address(shared_->host, ec);
@@ -131,23 +144,30 @@ asio::awaitable<Status> RpcClient::Channel::Connect() {
   connecting_ = true;
   connect_timed_out_ = false;
   connect_timer_.expires_after(shared_->options.connect_timeout);
-  connect_timer_.async_wait([self = shared_from_this()](const std::error_code& tec) {
+  connect_timer_.async_wait([self = shared_from_this(), t](const std::error_code& tec) {
     if (tec || !self->connecting_) return;
     self->connect_timed_out_ = true;
-    std::error_code ignored;
-    self->socket_.close(ignored);
+    t->Close();
   });
   // The condition stops a multi-address connect from moving on to the next address after the
   // timeout closed the socket.
   auto [cec, endpoint] = co_await asio::async_connect(
-      socket_, endpoints,
+      t->socket(), endpoints,
       [this](const std::error_code&, const asio::ip::tcp::endpoint&) {
         return !connect_timed_out_;
       },
       kUseTuple);
+  // The connect timer keeps running: it bounds the handshakes too, so a node that accepts and
+  // never answers cannot hang the connection.
+  if (!connect_timed_out_ && !cec && shared_->options.tls != nullptr) {
+    Status st = co_await StartTls(*t);
+    if (!st.ok() && !connect_timed_out_) {
+      connecting_ = false;
+      connect_timer_.cancel();
+      co_return st;
+    }
+  }
   if (!connect_timed_out_ && !cec && !shared_->options.auth_secret.empty()) {
-    // The connect timer keeps running: it bounds the handshake too, so a node that accepts and
-    // never answers cannot hang the connection.
     Status st = co_await Authenticate();
     if (!st.ok() && !connect_timed_out_) {
       connecting_ = false;
@@ -159,12 +179,12 @@ asio::awaitable<Status> RpcClient::Channel::Connect() {
   connect_timer_.cancel();
   if (connect_timed_out_) {
     co_return Status::Unavailable(
-        address + ": connect" +
+        address + ": connect" + (shared_->options.tls != nullptr ? ", TLS handshake" : "") +
         (shared_->options.auth_secret.empty() ? "" : " and authentication") + " timed out after " +
         std::to_string(shared_->options.connect_timeout.count()) + " ms");
   }
   if (cec) co_return Status::Unavailable(address + ": " + ErrorText(cec));
-  SetNoDelay(socket_);
+  SetNoDelay(t->socket());
   decoder_.Reset();
   write_error_ = Status::OK();
   ++generation_;
@@ -174,10 +194,9 @@ asio::awaitable<Status> RpcClient::Channel::Connect() {
 asio::awaitable<StatusOr<std::string>> RpcClient::Channel::ReadFramePayload(size_t max_bytes) {
   const std::string& address = shared_->address;
   char header[kFrameHeaderBytes];
-  auto [ec, n] = co_await asio::async_read(socket_, asio::buffer(header), kUseTuple);
+  auto [ec, n] = co_await asio::async_read(*transport_, asio::buffer(header), kUseTuple);
   if (ec) {
-    co_return Status::Unavailable(address +
-                                  ": connection closed during authentication: " + ErrorText(ec));
+    co_return ConnectionError(address, ": connection closed during authentication: ", ec);
   }
   uint32_t length = 0;
   for (int i = 3; i >= 0; --i) length = (length << 8) | static_cast<uint8_t>(header[i]);
@@ -186,10 +205,9 @@ asio::awaitable<StatusOr<std::string>> RpcClient::Channel::ReadFramePayload(size
                                  " bytes to the authentication handshake");
   }
   std::string payload(length, '\0');
-  auto [pec, pn] = co_await asio::async_read(socket_, asio::buffer(payload), kUseTuple);
+  auto [pec, pn] = co_await asio::async_read(*transport_, asio::buffer(payload), kUseTuple);
   if (pec) {
-    co_return Status::Unavailable(address +
-                                  ": connection closed during authentication: " + ErrorText(pec));
+    co_return ConnectionError(address, ": connection closed during authentication: ", pec);
   }
   co_return payload;
 }
@@ -212,15 +230,15 @@ asio::awaitable<Status> RpcClient::Channel::Authenticate() {
   StatusOr<std::string> cn = auth::NewNonce();
   if (!cn.ok()) co_return cn.status().WithContext(address);
   std::string hello = auth::EncodeFrame(auth::Kind::kHello, *cn);
-  auto [wec, wn] = co_await asio::async_write(socket_, asio::buffer(hello), kUseTuple);
-  if (wec) co_return Status::Unavailable(address + ": " + ErrorText(wec));
+  auto [wec, wn] = co_await asio::async_write(*transport_, asio::buffer(hello), kUseTuple);
+  if (wec) co_return ConnectionError(address, ": ", wec);
   StatusOr<auth::Message> challenge =
       expect(co_await ReadFramePayload(kMaxHandshakeReplyBytes), auth::Kind::kChallenge);
   if (!challenge.ok()) co_return challenge.status();
   const std::string& sn = challenge->body;
   std::string proof = auth::EncodeFrame(auth::Kind::kProof, auth::ClientProof(key, *cn, sn));
-  auto [pec, pn] = co_await asio::async_write(socket_, asio::buffer(proof), kUseTuple);
-  if (pec) co_return Status::Unavailable(address + ": " + ErrorText(pec));
+  auto [pec, pn] = co_await asio::async_write(*transport_, asio::buffer(proof), kUseTuple);
+  if (pec) co_return ConnectionError(address, ": ", pec);
   StatusOr<auth::Message> welcome =
       expect(co_await ReadFramePayload(kMaxHandshakeReplyBytes), auth::Kind::kWelcome);
   if (!welcome.ok()) co_return welcome.status();
@@ -235,19 +253,19 @@ asio::awaitable<Status> RpcClient::Channel::Authenticate() {
 
 asio::awaitable<Status> RpcClient::Channel::ReadLoop() {
   const std::string& address = shared_->address;
+  std::shared_ptr<Transport> t = transport_;
   for (;;) {
     std::span<char> space = decoder_.PrepareWrite(kReadChunkBytes);
-    auto [ec, n] =
-        co_await socket_.async_read_some(asio::buffer(space.data(), space.size()), kUseTuple);
+    auto [ec, n] = co_await t->async_read_some(asio::buffer(space.data(), space.size()), kUseTuple);
     if (ec) {
       if (!write_error_.ok()) co_return write_error_;
-      if (ec == asio::error::eof) {
+      if (IsEndOfStream(ec)) {
         co_return Status::Unavailable(address + ": connection closed by the server");
       }
       if (ec == asio::error::operation_aborted) {
         co_return Status::Aborted(address + ": connection closed");
       }
-      co_return Status::Unavailable(address + ": " + ErrorText(ec));
+      co_return ConnectionError(address, ": ", ec);
     }
     decoder_.CommitWrite(n);
     std::string_view payload;
@@ -307,8 +325,9 @@ void RpcClient::Channel::StartWrite() {
     writing_.swap(out_);
   }
   write_in_progress_ = true;
-  asio::async_write(socket_, asio::buffer(writing_),
-                    [self = shared_from_this(), generation = generation_](
+  std::shared_ptr<Transport> t = transport_;
+  asio::async_write(*t, asio::buffer(writing_),
+                    [self = shared_from_this(), t, generation = generation_](
                         const std::error_code& ec, size_t) { self->OnWriteDone(ec, generation); });
 }
 
@@ -319,7 +338,7 @@ void RpcClient::Channel::OnWriteDone(const std::error_code& ec, uint64_t generat
   if (ec && generation == generation_) {
     // The read loop notices the closed socket and fails the pending calls with this cause.
     if (ec != asio::error::operation_aborted) {
-      write_error_ = Status::Unavailable(shared_->address + ": " + ErrorText(ec));
+      write_error_ = ConnectionError(shared_->address, ": ", ec);
     }
     CloseSocket();
     common::MutexLock lock(&mu_);
@@ -371,9 +390,20 @@ void RpcClient::Channel::Sweep() {
   }
 }
 
-void RpcClient::Channel::CloseSocket() {
-  std::error_code ignored;
-  socket_.close(ignored);
+void RpcClient::Channel::CloseSocket() { transport_->Close(); }
+
+asio::awaitable<Status> RpcClient::Channel::StartTls(Transport& t) {
+  const std::string& address = shared_->address;
+  std::error_code ec = co_await t.StartTls(*shared_->options.tls, /*server=*/false, shared_->host);
+  if (!ec) co_return Status::OK();
+  if (ec.category() != asio::error::get_ssl_category()) {
+    co_return Status::Unavailable(address +
+                                  ": connection lost during the TLS handshake: " + ErrorText(ec));
+  }
+  // A certificate this side refused, or the node's alert refusing ours: retrying with the same
+  // certificates cannot help.
+  co_return Status::Unauthenticated(
+      address + ": TLS handshake failed: " + TlsErrorText(t, ec, shared_->host));
 }
 
 }  // namespace shardkv::net

@@ -19,6 +19,7 @@
 #include "net/frame_decoder.h"
 #include "net/io_context_impl.h"
 #include "net/rpc_client.h"
+#include "net/transport.h"
 
 namespace shardkv::net {
 
@@ -51,7 +52,7 @@ class RpcClient::Channel : public std::enable_shared_from_this<Channel> {
   Channel(std::shared_ptr<Shared> shared, asio::io_context& loop)
       : shared_(std::move(shared)),
         loop_(loop),
-        socket_(loop),
+        transport_(std::make_shared<Transport>(loop)),
         deadline_timer_(loop),
         connect_timer_(loop),
         decoder_(shared_->options.codec.max_frame_bytes) {}
@@ -75,6 +76,8 @@ class RpcClient::Channel : public std::enable_shared_from_this<Channel> {
 
   static asio::awaitable<void> Run(std::shared_ptr<Channel> self);
   asio::awaitable<Status> Connect();
+  // TLS (when configured), on a connected socket.
+  asio::awaitable<Status> StartTls(Transport& t);
   // The client side of the handshake (auth_handshake.h), on a connected socket.
   asio::awaitable<Status> Authenticate();
   // Reads one frame's payload with exact reads (at most max_bytes).
@@ -91,8 +94,9 @@ class RpcClient::Channel : public std::enable_shared_from_this<Channel> {
   const std::shared_ptr<Shared> shared_;
   asio::io_context& loop_;
 
-  // Event-loop state.
-  asio::ip::tcp::socket socket_;
+  // Event-loop state. A new Transport per connection (transport.h says why); handlers of a
+  // connection hold their own reference to it.
+  std::shared_ptr<Transport> transport_;
   asio::steady_timer deadline_timer_;
   asio::steady_timer connect_timer_;
   FrameDecoder decoder_;

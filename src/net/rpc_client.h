@@ -39,6 +39,7 @@
 #include "net/codec.h"
 #include "net/io_context.h"
 #include "net/messages.h"
+#include "net/tls_context.h"
 #include "shardkv/status.h"
 
 namespace shardkv::net {
@@ -55,6 +56,9 @@ struct RpcClientOptions {
   // "Authentication") using this secret, within connect_timeout. A refusal, or a node that
   // cannot prove it knows the secret, fails the connection's calls with Unauthenticated.
   std::string auth_secret;
+  // Non-null: every connection is TLS (tls_context.h), the server's certificate verified against
+  // the CA and the host dialed; the handshake counts against connect_timeout too.
+  std::shared_ptr<const TlsContext> tls;
 };
 
 class RpcClient {

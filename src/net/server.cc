@@ -220,6 +220,7 @@ Server::Stats Server::Impl::stats() const {
   s.bad_frames = shared_->bad_frames.load(std::memory_order_relaxed);
   s.in_flight = shared_->in_flight.load(std::memory_order_relaxed);
   s.auth_failures = shared_->auth_failures.load(std::memory_order_relaxed);
+  s.tls_failures = shared_->tls_failures.load(std::memory_order_relaxed);
   return s;
 }
 

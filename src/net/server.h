@@ -24,6 +24,7 @@
 
 #include "net/codec.h"
 #include "net/messages.h"
+#include "net/tls_context.h"
 #include "shardkv/status.h"
 
 namespace shardkv::net {
@@ -69,6 +70,9 @@ struct ServerOptions {
   std::string auth_secret;
   std::string client_secret;
   std::chrono::milliseconds handshake_timeout{std::chrono::seconds(5)};
+  // Non-null: every connection is TLS (tls_context.h) and must present a certificate signed by
+  // the CA; the TLS handshake comes first and handshake_timeout bounds it too.
+  std::shared_ptr<const TlsContext> tls;
 };
 
 class Server {
@@ -82,6 +86,7 @@ class Server {
     uint64_t bad_frames = 0;     // framing or decoding errors (each closes its connection)
     uint64_t in_flight = 0;      // requests handed to the handler and not yet done
     uint64_t auth_failures = 0;  // connections refused by the handshake (or its timeout)
+    uint64_t tls_failures = 0;   // connections whose TLS handshake failed (or timed out)
   };
 
   // REQUIRES: `handler` outlives the server.

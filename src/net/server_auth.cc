@@ -36,7 +36,7 @@ asio::awaitable<bool> ServerConnection::WriteHandshake(const std::string& frame)
   // handshake timeout) waits for it instead of writing to the socket at the same time.
   write_in_progress_ = true;
   last_write_ = std::chrono::steady_clock::now();
-  auto [ec, n] = co_await asio::async_write(socket_, asio::buffer(frame), kUseTuple);
+  auto [ec, n] = co_await asio::async_write(transport_, asio::buffer(frame), kUseTuple);
   write_in_progress_ = false;
   if (closed_) co_return false;
   if (draining_) {
@@ -53,7 +53,7 @@ asio::awaitable<bool> ServerConnection::WriteHandshake(const std::string& frame)
 
 asio::awaitable<StatusOr<auth::Message>> ServerConnection::ReadHandshake(auth::Kind kind) {
   char header[kFrameHeaderBytes];
-  auto [ec, n] = co_await asio::async_read(socket_, asio::buffer(header), kUseTuple);
+  auto [ec, n] = co_await asio::async_read(transport_, asio::buffer(header), kUseTuple);
   if (closed_ || draining_ || stop_requested_ || ec) {
     co_return Status::Aborted("connection closed during the authentication handshake");
   }
@@ -63,7 +63,7 @@ asio::awaitable<StatusOr<auth::Message>> ServerConnection::ReadHandshake(auth::K
       // A small request from a client without a secret: read it before refusing, so that the
       // close is a FIN after the error, not a reset that could destroy the error in flight.
       std::string discard(length, '\0');
-      co_await asio::async_read(socket_, asio::buffer(discard), kUseTuple);
+      co_await asio::async_read(transport_, asio::buffer(discard), kUseTuple);
       if (closed_ || draining_ || stop_requested_) {
         co_return Status::Aborted("connection closed during the authentication handshake");
       }
@@ -74,7 +74,7 @@ asio::awaitable<StatusOr<auth::Message>> ServerConnection::ReadHandshake(auth::K
         std::to_string(length) + " bytes instead of the authentication handshake");
   }
   std::string payload(length, '\0');
-  auto [pec, pn] = co_await asio::async_read(socket_, asio::buffer(payload), kUseTuple);
+  auto [pec, pn] = co_await asio::async_read(transport_, asio::buffer(payload), kUseTuple);
   if (closed_ || draining_ || stop_requested_ || pec) {
     co_return Status::Aborted("connection closed during the authentication handshake");
   }

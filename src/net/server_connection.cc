@@ -116,16 +116,16 @@ ServerConnection::ServerConnection(asio::ip::tcp::socket socket,
     : id_(id),
       shared_(std::move(shared)),
       outbox_(std::make_shared<Outbox>()),
-      socket_(std::move(socket)),
+      transport_(std::move(socket)),
       decoder_(shared_->options.codec.max_frame_bytes),
-      resume_timer_(socket_.get_executor()),
-      watchdog_timer_(socket_.get_executor()) {
+      resume_timer_(transport_.get_executor()),
+      watchdog_timer_(transport_.get_executor()) {
   outbox_->shared = shared_;
   std::error_code ec;
-  auto ep = socket_.remote_endpoint(ec);
+  auto ep = transport_.socket().remote_endpoint(ec);
   peer_ =
       ec ? std::string("unknown peer") : ep.address().to_string() + ":" + std::to_string(ep.port());
-  SetNoDelay(socket_);
+  SetNoDelay(transport_.socket());
   shared_->open_connections.fetch_add(1, std::memory_order_relaxed);
 }
 
@@ -137,34 +137,36 @@ ServerConnection::~ServerConnection() {
 void ServerConnection::Start() {
   {
     common::MutexLock lock(&outbox_->mu);
-    outbox_->executor = socket_.get_executor();
+    outbox_->executor = transport_.get_executor();
     outbox_->conn = weak_from_this();
     outbox_->conn_raw = this;
   }
   last_read_ = last_write_ = accepted_at_ = Clock::now();
+  tls_done_ = shared_->options.tls == nullptr;
   if (shared_->options.auth_secret.empty()) {
     authenticated_ = true;  // no secret: every connection has the cluster role
     role_ = auth::Role::kCluster;
   }
-  asio::co_spawn(socket_.get_executor(), Run(shared_from_this()), asio::detached);
-  asio::co_spawn(socket_.get_executor(), Watchdog(shared_from_this()), asio::detached);
+  asio::co_spawn(transport_.get_executor(), Run(shared_from_this()), asio::detached);
+  asio::co_spawn(transport_.get_executor(), Watchdog(shared_from_this()), asio::detached);
 }
 
 void ServerConnection::BeginStop() {
-  asio::post(socket_.get_executor(), [self = shared_from_this()] {
+  asio::post(transport_.get_executor(), [self = shared_from_this()] {
     if (self->closed_ || self->stop_requested_) return;
     self->stop_requested_ = true;
     if (self->draining_) return;
     // Wakes the pending read with EOF (or with bytes already received, which are discarded):
     // a cancel() would also abort a write in progress.
     std::error_code ignored;
-    self->socket_.shutdown(asio::ip::tcp::socket::shutdown_receive, ignored);
+    self->transport_.socket().shutdown(asio::ip::tcp::socket::shutdown_receive, ignored);
     self->resume_timer_.cancel();
   });
 }
 
 void ServerConnection::ForceClose() {
-  asio::post(socket_.get_executor(), [self = shared_from_this()] { self->Close("server stop"); });
+  asio::post(transport_.get_executor(),
+             [self = shared_from_this()] { self->Close("server stop"); });
 }
 
 asio::awaitable<void> ServerConnection::Run(std::shared_ptr<ServerConnection> self) {
@@ -179,6 +181,20 @@ asio::awaitable<void> ServerConnection::Run(std::shared_ptr<ServerConnection> se
 
 asio::awaitable<void> ServerConnection::ReadLoop() {
   const ServerOptions& options = shared_->options;
+  if (!tls_done_) {
+    std::error_code ec = co_await transport_.StartTls(*options.tls, /*server=*/true, "");
+    if (closed_) co_return;
+    if (ec) {
+      shared_->tls_failures.fetch_add(1, std::memory_order_relaxed);
+      // One line per refused peer, as for the secret handshake; TLS has no channel left to
+      // explain the refusal to the peer beyond OpenSSL's alert.
+      spdlog::warn("shardkv server: {}: TLS handshake failed: {}; closing the connection", peer_,
+                   TlsErrorText(transport_, ec, ""));
+      Close("tls handshake failed");
+      co_return;
+    }
+    tls_done_ = true;
+  }
   if (!authenticated_ && !co_await Handshake()) co_return;
   while (!closed_ && !draining_) {
     // Backpressure: too many requests in flight or too many unwritten response bytes.
@@ -198,11 +214,11 @@ asio::awaitable<void> ServerConnection::ReadLoop() {
 
     std::span<char> space = decoder_.PrepareWrite(kReadChunkBytes);
     auto [ec, n] =
-        co_await socket_.async_read_some(asio::buffer(space.data(), space.size()), kUseTuple);
+        co_await transport_.async_read_some(asio::buffer(space.data(), space.size()), kUseTuple);
     if (closed_) co_return;
     if (stop_requested_) break;
     if (ec) {
-      if (ec != asio::error::eof) {
+      if (!IsEndOfStream(ec)) {
         spdlog::debug("shardkv server: {}: read: {}", peer_, ErrorText(ec));
         Close("read error");
         co_return;
@@ -337,7 +353,7 @@ void ServerConnection::StartWrite() {
   write_in_progress_ = true;
   last_write_ = Clock::now();
   asio::async_write(
-      socket_, asio::buffer(writing_),
+      transport_, asio::buffer(writing_),
       [self = shared_from_this()](const std::error_code& ec, size_t) { self->OnWriteDone(ec); });
 }
 
@@ -397,7 +413,7 @@ void ServerConnection::MaybeFinishDrain() {
   }
   // Everything is written: send FIN after the data so the peer reads it all, then close.
   std::error_code ignored;
-  socket_.shutdown(asio::ip::tcp::socket::shutdown_send, ignored);
+  transport_.socket().shutdown(asio::ip::tcp::socket::shutdown_send, ignored);
   Close("drained");
 }
 
@@ -411,7 +427,7 @@ void ServerConnection::Close(const char* why) {
     outbox_->unflushed_bytes = 0;
   }
   std::error_code ignored;
-  socket_.close(ignored);
+  transport_.socket().close(ignored);
   resume_timer_.cancel();
   watchdog_timer_.cancel();
   spdlog::debug("shardkv server: {}: connection closed ({})", peer_, why);
@@ -427,6 +443,13 @@ asio::awaitable<void> ServerConnection::Watchdog(std::shared_ptr<ServerConnectio
   while (!self->closed_) {
     bool expired = false;
     const Clock::time_point deadline = self->NextWatchdogDeadline(&expired);
+    if (expired && !self->tls_done_ && !self->draining_) {
+      spdlog::info("shardkv server: {}: no TLS handshake within {} ms; closing the connection",
+                   self->peer_, self->shared_->options.handshake_timeout.count());
+      self->shared_->tls_failures.fetch_add(1, std::memory_order_relaxed);
+      self->Close("tls handshake timeout");
+      co_return;
+    }
     if (expired && !self->authenticated_ && !self->draining_) {
       self->Refuse(Status::Unauthenticated(
           "no authentication handshake within " +
@@ -452,7 +475,7 @@ Clock::time_point ServerConnection::NextWatchdogDeadline(bool* expired) {
     in_flight = outbox_->in_flight;
   }
   Clock::time_point deadline = Clock::time_point::max();
-  if (!authenticated_ && !draining_ && o.handshake_timeout.count() > 0) {
+  if ((!authenticated_ || !tls_done_) && !draining_ && o.handshake_timeout.count() > 0) {
     deadline = std::min(deadline, accepted_at_ + o.handshake_timeout);
   }
   const bool mid_frame = !draining_ && decoder_.MidFrame();

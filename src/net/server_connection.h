@@ -20,6 +20,7 @@
 #include "net/frame_decoder.h"
 #include "net/io_context_impl.h"
 #include "net/server.h"
+#include "net/transport.h"
 
 namespace shardkv::net {
 
@@ -41,6 +42,7 @@ struct ServerShared {
   std::atomic<uint64_t> bad_frames{0};
   std::atomic<uint64_t> in_flight{0};
   std::atomic<uint64_t> auth_failures{0};
+  std::atomic<uint64_t> tls_failures{0};
   std::atomic<bool> stopping{false};
 
   // Stop() waits on `idle_cv` for in_flight / open_connections to reach zero.
@@ -124,7 +126,7 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
   const uint64_t id_;
   const std::shared_ptr<ServerShared> shared_;
   const std::shared_ptr<Outbox> outbox_;
-  asio::ip::tcp::socket socket_;
+  Transport transport_;
   std::string peer_;
 
   // Event-loop state (no locking needed: only the connection's loop touches it).
@@ -138,6 +140,7 @@ class ServerConnection : public std::enable_shared_from_this<ServerConnection> {
   bool stop_requested_ = false;
   bool write_in_progress_ = false;
   bool authenticated_ = false;  // the handshake is done (or the node has no secret)
+  bool tls_done_ = false;       // the TLS handshake is done (or the node has no TLS)
   auth::Role role_ = auth::Role::kNone;
   std::chrono::steady_clock::time_point accepted_at_;
   std::chrono::steady_clock::time_point last_read_;

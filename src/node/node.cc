@@ -72,6 +72,7 @@ class Node::Impl {
   NodeOptions options_;
   std::string auth_secret_;    // the bytes of options_.auth_secret_file (empty: none)
   std::string client_secret_;  // the bytes of options_.client_secret_file
+  std::shared_ptr<const net::TlsContext> tls_;  // null: no TLS
   std::string host_;
   int lock_fd_ = -1;
   bool started_ = false;  // Start() completed
@@ -118,6 +119,15 @@ Status Node::Impl::Start() {
       load_secret(options_.auth_secret_file, "--auth-secret-file", &auth_secret_));
   SHARDKV_RETURN_IF_ERROR(
       load_secret(options_.client_secret_file, "--client-secret-file", &client_secret_));
+  if (!options_.tls_ca_file.empty() || !options_.tls_cert_file.empty() ||
+      !options_.tls_key_file.empty()) {
+    net::TlsFiles files{options_.tls_ca_file, options_.tls_cert_file, options_.tls_key_file,
+                        "--tls-ca",           "--tls-cert",           "--tls-key"};
+    auto loaded = net::TlsContext::Load(files);
+    if (!loaded.ok()) return loaded.status();
+    tls_ = std::move(*loaded);
+    spdlog::info("node {}: TLS with {}", options_.id, tls_->summary());
+  }
   SHARDKV_RETURN_IF_ERROR(node::ParseHostPort(options_.listen, "--listen", &host_, &port));
   std::error_code ec;
   fs::create_directories(options_.data_dir, ec);
@@ -155,7 +165,8 @@ Status Node::Impl::Start() {
                                      .count());
   });
   SHARDKV_RETURN_IF_ERROR(hints_->Load());
-  peers_ = std::make_unique<net::PeerPool>(1, auth_secret_);  // nodes use the cluster secret
+  // Nodes use the cluster secret, and the node's own certificate as their client certificate.
+  peers_ = std::make_unique<net::PeerPool>(1, auth_secret_, tls_);
   cluster::CoordinatorOptions co;
   co.self_id = options_.id;
   coordinator_ = std::make_shared<cluster::Coordinator>(co, storage_.get(), maps_.get(),
@@ -186,6 +197,7 @@ Status Node::Impl::Start() {
   server_options.codec.max_frame_bytes = options_.max_frame_bytes;
   server_options.auth_secret = auth_secret_;
   server_options.client_secret = client_secret_;
+  server_options.tls = tls_;
   node::KvServiceDeps deps;
   deps.self_id = options_.id;
   deps.storage = storage_.get();

@@ -22,6 +22,7 @@
 #include "shardkv/options.h"
 #include "shardkv/secret_file.h"
 #include "testing/temp_dir.h"
+#include "testing/test_pki.h"
 
 namespace shardkv {
 namespace {
@@ -366,27 +367,80 @@ TEST_CASE("protected mode: a non-loopback listener needs a secret or --insecure"
 
 namespace shardkv {
 
-TEST_CASE("TLS options are refused, not ignored (TLS is not implemented)", "[auth][node]") {
+TEST_CASE("TLS: a node serves TLS clients only, and refuses certificates it cannot use",
+          "[auth][node][tls]") {
   TempDir dir;
+  testing::TestPki ca(dir.path(), "cluster");
+  testing::TestCert node_cert = ca.Issue("node", {"IP:127.0.0.1"});
+  testing::TestCert client_cert = ca.Issue("client", {});
   NodeOptions o;
   o.id = 1;
   o.listen = "127.0.0.1:0";
   o.data_dir = dir.Sub("node");
-  o.tls_cert_file = dir.Sub("cert.pem");
-  auto node = Node::Start(o);
-  REQUIRE_FALSE(node.ok());
-  CHECK_THAT(node.status().message(), Catch::Contains("TLS is not supported"));
-  ClientOptions co;
-  co.seeds = {"127.0.0.1:1"};
-  co.tls_ca_file = dir.Sub("ca.pem");
-  auto c = Client::Connect(co);
-  REQUIRE_FALSE(c.ok());
-  CHECK(c.status().code() == Status::Code::kInvalidArgument);
-  AdminOptions ao;
-  ao.tls_ca_file = dir.Sub("ca.pem");
-  auto a = Admin::Create(ao);
-  REQUIRE_FALSE(a.ok());
-  CHECK(a.status().code() == Status::Code::kInvalidArgument);
+  o.tls_ca_file = ca.ca_file();
+
+  SECTION("only some of the files") {
+    o.tls_cert_file = node_cert.cert_file;
+    auto node = Node::Start(o);
+    REQUIRE_FALSE(node.ok());
+    CHECK(node.status().code() == Status::Code::kInvalidArgument);
+    CHECK_THAT(node.status().message(), Catch::Contains("go together"));
+  }
+  SECTION("an expired certificate, refused before the data directory is touched") {
+    testing::TestCert expired = ca.Issue("expired", {"IP:127.0.0.1"}, -7200, -3600);
+    o.tls_cert_file = expired.cert_file;
+    o.tls_key_file = expired.key_file;
+    auto node = Node::Start(o);
+    REQUIRE_FALSE(node.ok());
+    CHECK_THAT(node.status().message(), Catch::Contains("--tls-cert"));
+    CHECK_THAT(node.status().message(), Catch::Contains("expired on"));
+    CHECK_FALSE(std::filesystem::exists(o.data_dir));
+  }
+  SECTION("good certificates: formed and used over TLS; a plain client is refused") {
+    o.tls_cert_file = node_cert.cert_file;
+    o.tls_key_file = node_cert.key_file;
+    auto node = Node::Start(o);
+    INFO(node.status().ToString());
+    REQUIRE(node.ok());
+    const std::string address = (*node)->address();
+    AdminOptions ao;
+    ao.seeds = {address};
+    ao.tls_ca_file = ca.ca_file();
+    ao.tls_cert_file = client_cert.cert_file;
+    ao.tls_key_file = client_cert.key_file;
+    auto admin = Admin::Create(ao);
+    REQUIRE(admin.ok());
+    ClusterParams params;
+    params.replication_factor = params.write_quorum = params.read_quorum = 1;
+    auto formed = (*admin)->FormCluster({{1, address, 1.0, NodeState::kUp}}, params, 0);
+    INFO(formed.status().ToString());
+    REQUIRE(formed.ok());
+
+    ClientOptions co;
+    co.seeds = {address};
+    co.tls_ca_file = ao.tls_ca_file;
+    co.tls_cert_file = ao.tls_cert_file;
+    co.tls_key_file = ao.tls_key_file;
+    auto client = Client::Connect(co);
+    INFO(client.status().ToString());
+    REQUIRE(client.ok());
+    REQUIRE((*client)->Put("k", "v").ok());
+    auto got = (*client)->Get("k");
+    REQUIRE(got.ok());
+    CHECK(*got == "v");
+
+    ClientOptions plain;
+    plain.seeds = {address};
+    plain.timeout_ms = 2000;
+    auto refused = Client::Connect(plain);
+    CHECK_FALSE(refused.ok());
+    ClientOptions partial = plain;
+    partial.tls_ca_file = ca.ca_file();
+    auto bad = Client::Connect(partial);
+    REQUIRE_FALSE(bad.ok());
+    CHECK(bad.status().code() == Status::Code::kInvalidArgument);
+    CHECK_THAT(bad.status().message(), Catch::Contains("needs all three"));
+  }
 }
 
 }  // namespace shardkv

@@ -41,7 +41,7 @@ TEST_CASE("cli profile: every key, both forms of cluster and cluster_id", "[unit
   INFO(p.status().ToString());
   REQUIRE(p.ok());
   CHECK(p->cluster == std::vector<std::string>{"10.0.0.1:7000", "10.0.0.2:7000", "10.0.0.3:7000"});
-  CHECK(p->auth_secret_file == "/etc/shardkv/secret");
+  CHECK(p->credentials.auth_secret_file == "/etc/shardkv/secret");
   CHECK(p->cluster_id == 18345747148170026747ull);  // above INT64_MAX: only a string holds it
   CHECK(p->timeout_ms == 2500u);
   CHECK(p->consistency == "all");

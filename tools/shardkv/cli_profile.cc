@@ -81,10 +81,15 @@ Status ParseClusterId(const std::string& path, const toml::node& n, CliProfile* 
 Status ParseKey(const std::string& path, std::string_view key, const toml::node& n, CliProfile* p) {
   if (key == "cluster") return ParseCluster(path, n, p);
   if (key == "cluster_id") return ParseClusterId(path, n, p);
-  if (key == "auth_secret_file") {
+  std::string* file = key == "auth_secret_file" ? &p->credentials.auth_secret_file
+                      : key == "tls_ca_file"    ? &p->credentials.tls_ca_file
+                      : key == "tls_cert_file"  ? &p->credentials.tls_cert_file
+                      : key == "tls_key_file"   ? &p->credentials.tls_key_file
+                                                : nullptr;
+  if (file != nullptr) {
     const auto* s = n.as_string();
     if (s == nullptr || s->get().empty()) return Bad(path, n, key, "expected a file path string");
-    p->auth_secret_file = s->get();
+    *file = s->get();
     return Status::OK();
   }
   if (key == "timeout_ms") {
@@ -108,8 +113,8 @@ Status ParseKey(const std::string& path, std::string_view key, const toml::node&
     return Status::OK();
   }
   return Bad(path, n, key,
-             "unknown key (known: cluster, cluster_id, auth_secret_file, timeout_ms, "
-             "consistency)");
+             "unknown key (known: cluster, cluster_id, auth_secret_file, tls_ca_file, "
+             "tls_cert_file, tls_key_file, timeout_ms, consistency)");
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 //
 //   cluster = ["10.0.0.1:7000", "10.0.0.2:7000"]   # or "10.0.0.1:7000,10.0.0.2:7000"
 //   auth_secret_file = "/etc/shardkv/secret"
+//   tls_ca_file = "/etc/shardkv/ca.pem"              # and tls_cert_file, tls_key_file
 //   cluster_id = "1234567890"                      # or an integer
 //   timeout_ms = 5000
 //   consistency = "quorum"                         # one, quorum or all
@@ -22,6 +23,7 @@
 #include <string_view>
 #include <vector>
 
+#include "credentials.h"
 #include "shardkv/status.h"
 
 namespace shardkv::cli {
@@ -29,7 +31,7 @@ namespace shardkv::cli {
 struct CliProfile {
   std::string path;  // where it was read from; empty when there was none
   std::vector<std::string> cluster;
-  std::string auth_secret_file;
+  Credentials credentials;  // auth_secret_file, tls_ca_file, tls_cert_file, tls_key_file
   uint64_t cluster_id = 0;
   std::optional<uint32_t> timeout_ms;
   std::optional<std::string> consistency;

@@ -253,7 +253,7 @@ void RegisterClusterCommands(CLI::App& app, GlobalOptions* g, int* exit_code) {
   status->footer(kStatusHelp);
   status->add_flag("--json", g->json, "One JSON object (fields below)");
   status->callback([g, exit_code] {
-    NodeProber prober(g->auth_secret_file);
+    NodeProber prober(g->credentials);
     *exit_code = PrintClusterStatus(*g, Dir(*g), &prober, /*retire_removed=*/true);
   });
 

@@ -151,7 +151,7 @@ int DoInit(const GlobalOptions& g, InitFlags f) {
   AdminOptions o;
   o.seeds = f.addresses;
   o.timeout_ms = g.timeout_ms;
-  o.auth_secret_file = g.auth_secret_file;
+  g.credentials.ApplyTo(&o);
   auto admin = Admin::Create(o);
   if (!admin.ok()) return ReportError(admin.status(), kExitUsage);
 
@@ -203,7 +203,7 @@ int DoInit(const GlobalOptions& g, InitFlags f) {
   GlobalOptions shown = g;
   shown.cluster = f.addresses;
   shown.cluster_id = formed->cluster_id();
-  NodeProber prober(g.auth_secret_file);
+  NodeProber prober(g.credentials);
   const int rc = PrintClusterStatus(shown, shown.ClusterDir(), &prober);
   if (!warning.empty()) std::fprintf(stderr, "%s\n", warning.c_str());
   return rc;

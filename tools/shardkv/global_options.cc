@@ -49,7 +49,7 @@ void GlobalOptions::Register(CLI::App& app) {
                          ->check(CLI::IsMember({"one", "quorum", "all"}));
   // Loaded here so that a bad file is a usage error before anything runs, and a world-readable
   // one is warned about once.
-  app.add_option("--auth-secret-file", auth_secret_file,
+  app.add_option("--auth-secret-file", credentials.auth_secret_file,
                  "The cluster's secret (or its client secret): a file of at least 16 bytes")
       ->envname("SHARDKV_AUTH_SECRET_FILE")
       ->type_name("FILE")
@@ -61,6 +61,18 @@ void GlobalOptions::Register(CLI::App& app) {
             return std::string();
           },
           ""));
+  app.add_option("--tls-ca", credentials.tls_ca_file,
+                 "TLS: the CA certificate (PEM) that signed the nodes' certificates; with "
+                 "--tls-cert and --tls-key")
+      ->envname("SHARDKV_TLS_CA")
+      ->type_name("FILE");
+  app.add_option("--tls-cert", credentials.tls_cert_file,
+                 "TLS: this client's certificate (PEM), signed by the CA (nodes require one)")
+      ->envname("SHARDKV_TLS_CERT")
+      ->type_name("FILE");
+  app.add_option("--tls-key", credentials.tls_key_file, "TLS: the private key of --tls-cert")
+      ->envname("SHARDKV_TLS_KEY")
+      ->type_name("FILE");
   app.add_option("--profile", profile,
                  "CLI profile (TOML) with defaults for --cluster, --cluster-id, the secret file, "
                  "--timeout and --consistency (default: $XDG_CONFIG_HOME/shardkv/cli.toml, else "
@@ -88,13 +100,20 @@ Status GlobalOptions::ApplyProfile() {
   if (p.cluster_id != 0 && !given(cluster_id_opt_)) cluster_id = p.cluster_id;
   if (p.timeout_ms && !given(timeout_opt_)) timeout_ms = *p.timeout_ms;
   if (p.consistency && !given(consistency_opt_)) consistency = *p.consistency;
-  if (auth_secret_file.empty()) {
-    const char* env = std::getenv("SHARDKV_AUTH_SECRET_FILE");
-    if (env != nullptr && *env != '\0') {
-      auth_secret_file = env;
-    } else {
-      auth_secret_file = p.auth_secret_file;
-    }
+  // CLI11 already read the environment into any of these the command line did not give.
+  auto fill = [](std::string* value, const std::string& from_profile) {
+    if (value->empty()) *value = from_profile;
+  };
+  fill(&credentials.auth_secret_file, p.credentials.auth_secret_file);
+  fill(&credentials.tls_ca_file, p.credentials.tls_ca_file);
+  fill(&credentials.tls_cert_file, p.credentials.tls_cert_file);
+  fill(&credentials.tls_key_file, p.credentials.tls_key_file);
+  const int tls_given = !credentials.tls_ca_file.empty() + !credentials.tls_cert_file.empty() +
+                        !credentials.tls_key_file.empty();
+  if (tls_given != 0 && tls_given != 3) {
+    return Status::InvalidArgument(
+        "--tls-ca, --tls-cert and --tls-key go together (from the command line, "
+        "$SHARDKV_TLS_CA/CERT/KEY or the profile): give all three or none");
   }
   return Status::OK();
 }
@@ -154,7 +173,7 @@ StatusOr<std::unique_ptr<Client>> GlobalOptions::Connect() const {
   o.cluster_id = expected->id;
   o.cluster_id_source = expected->source;
   o.timeout_ms = timeout_ms;
-  o.auth_secret_file = auth_secret_file;
+  credentials.ApplyTo(&o);
   auto c = ParseConsistency(consistency);
   if (!c.ok()) return c.status();
   o.consistency = *c;

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "credentials.h"
 #include "shardkv/client.h"
 #include "shardkv/options.h"
 #include "shardkv/status.h"
@@ -21,9 +22,9 @@ struct GlobalOptions {
   uint32_t timeout_ms = 5000;
   std::string consistency = "quorum";
   uint64_t cluster_id = 0;  // --cluster-id; 0 = not given
-  // The cluster secret for Client/Admin (ClientOptions/AdminOptions::auth_secret_file): from
-  // --auth-secret-file or $SHARDKV_AUTH_SECRET_FILE, else the profile.
-  std::string auth_secret_file;
+  // The secret and TLS files for every Client/Admin: from the flags, else the environment, else
+  // the profile.
+  Credentials credentials;
   std::string profile;       // --profile FILE; "" = the default path (cli_profile.h)
   std::string profile_used;  // the profile file applied ("" if none)
 

@@ -253,11 +253,12 @@ bool PollUntil(SteadyClock::time_point deadline, const std::function<bool()>& do
 
 // ---- Talking to nodes ----
 
-NodeProber::NodeProber(const std::string& auth_secret_file) {
+NodeProber::NodeProber(const Credentials& credentials) {
   AdminOptions o;
-  o.auth_secret_file = auth_secret_file;
+  credentials.ApplyTo(&o);
   auto admin = Admin::Create(o);
-  // Fails only if the secret file (checked when the flags were parsed) vanished since.
+  // Fails if a TLS file cannot be used (or the secret file, checked when the flags were parsed,
+  // vanished since).
   if (!admin.ok()) std::exit(ReportError(admin.status(), kExitUsage));
   admin_ = std::move(admin).value();
 }

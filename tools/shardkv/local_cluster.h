@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "cluster_dir.h"
+#include "credentials.h"
 #include "node_args.h"
 #include "shardkv/admin.h"
 #include "shardkv/status.h"
@@ -71,8 +72,8 @@ bool PollUntil(SteadyClock::time_point deadline, const std::function<bool()>& do
 // polls, so waiting for N nodes does not open a socket per poll.
 class NodeProber {
  public:
-  // `auth_secret_file`: GlobalOptions::auth_secret_file (already checked when parsing).
-  explicit NodeProber(const std::string& auth_secret_file = "");
+  // `credentials`: GlobalOptions::credentials (the secret file was checked when parsing).
+  explicit NodeProber(const Credentials& credentials = {});
   // OK if `address` answers a ping within `timeout`.
   Status Ping(const std::string& address, std::chrono::milliseconds timeout);
   // Sets the timeout of the probes that follow (Probe may then run on several threads).

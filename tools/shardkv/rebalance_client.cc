@@ -24,13 +24,13 @@ std::string SteerCommand::Name() const {
   return "?";
 }
 
-AdminClient::AdminClient(uint64_t cluster_id, std::string origin, std::string auth_secret_file) {
+AdminClient::AdminClient(uint64_t cluster_id, std::string origin, const Credentials& credentials) {
   AdminOptions o;
   o.cluster_id = cluster_id;
   o.cluster_origin = std::move(origin);
-  o.auth_secret_file = std::move(auth_secret_file);
-  // No seeds yet (each call names its addresses), and the secret file was checked when the
-  // flags were parsed: Create fails only if the file vanished since.
+  credentials.ApplyTo(&o);
+  // No seeds yet (each call names its addresses). Create fails if a TLS file cannot be used (or
+  // the secret file, checked when the flags were parsed, vanished since).
   auto admin = Admin::Create(std::move(o));
   if (!admin.ok()) std::exit(ReportError(admin.status(), kExitUsage));
   admin_ = std::move(admin).value();
@@ -38,11 +38,9 @@ AdminClient::AdminClient(uint64_t cluster_id, std::string origin, std::string au
 
 AdminClient ClientFor(const GlobalOptions& g, const std::string& dir) {
   // --cluster-id (or the profile's) wins, as for the data commands (GlobalOptions::Expected).
-  if (g.cluster_id != 0)
-    return AdminClient(g.cluster_id, "the --cluster-id given", g.auth_secret_file);
+  if (g.cluster_id != 0) return AdminClient(g.cluster_id, "the --cluster-id given", g.credentials);
   const uint64_t id = DirClusterId(g, dir);
-  return AdminClient(id, id != 0 ? "the cluster in " + ClusterConfPath(dir) : "",
-                     g.auth_secret_file);
+  return AdminClient(id, id != 0 ? "the cluster in " + ClusterConfPath(dir) : "", g.credentials);
 }
 
 Admin* AdminClient::With(const std::vector<std::string>& seeds, std::chrono::milliseconds t) {

@@ -45,9 +45,9 @@ class AdminClient {
   // `cluster_id` 0: adopt the id of the first node that answers (--cluster without an id), then
   // refuse any node with another id for the rest of the command. `origin` says where the
   // expected id came from, for messages ("the cluster in D/cluster.conf").
-  // `auth_secret_file`: GlobalOptions::auth_secret_file (already checked when parsing).
+  // `credentials`: GlobalOptions::credentials.
   explicit AdminClient(uint64_t cluster_id = 0, std::string origin = "",
-                       std::string auth_secret_file = "");
+                       const Credentials& credentials = {});
   uint64_t cluster_id() const { return admin_->cluster_id(); }
   // Asks the first of `askees` that answers.
   AdminReply Plan(const std::vector<std::string>& askees, const ChangeRequest& change,
