@@ -13,9 +13,11 @@ std::string Lower(std::string_view s) {
   return out;
 }
 
-void WriteSet(const std::vector<std::string_view>& items, resp::RespWriter* out) {
+// Flags and ACL categories are status strings, tips bulk strings, as redis-server writes them.
+void WriteSet(const std::vector<std::string_view>& items, resp::RespWriter* out,
+              bool bulk = false) {
   out->SetHeader(items.size());
-  for (std::string_view item : items) out->SimpleString(item);
+  for (std::string_view item : items) bulk ? out->Bulk(item) : out->SimpleString(item);
 }
 
 void WriteKeySpec(const KeySpec& k, resp::RespWriter* out) {
@@ -99,11 +101,13 @@ void WriteCommandInfo(const CommandSpec& spec, resp::RespWriter* out) {
   out->Integer(spec.last_key);
   out->Integer(spec.step);
   WriteSet(spec.acl_categories, out);
-  WriteSet(spec.tips, out);
-  out->ArrayHeader(spec.key_specs.size());
+  WriteSet(spec.tips, out, /*bulk=*/true);
+  // As redis-server 7.0 writes them: the key specs as a set, the subcommands as an array but
+  // none as an empty set (they differ only in RESP3).
+  out->SetHeader(spec.key_specs.size());
   for (const KeySpec& k : spec.key_specs) WriteKeySpec(k, out);
   const auto subs = Subcommands(spec.name);
-  out->ArrayHeader(subs.size());
+  subs.empty() ? out->SetHeader(0) : out->ArrayHeader(subs.size());
   for (const CommandSpec* sub : subs) WriteCommandInfo(*sub, out);
 }
 
