@@ -288,7 +288,6 @@ void KeyCommands::Delete(const RedisSession& session, Args args, ReplyDone done)
          if (found.empty()) return done(":0\r\n");
          struct Pending {
            std::atomic<size_t> left;
-           std::atomic<bool> failed{false};
            common::Mutex mu;
            std::string error;
          };
