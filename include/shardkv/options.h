@@ -46,6 +46,10 @@ struct NodeOptions {
   // when it differs from `listen` (0.0.0.0, containers, NAT). Empty: the bound address.
   std::string advertise;
   std::string data_dir;  // REQUIRED
+  // host:port of the Redis-protocol (RESP2/RESP3) listener; empty: none. Port 0 picks a free
+  // port, written to <data_dir>/redis_port. Any node serves any key (README "Using Redis
+  // clients"); with a secret, a connection must AUTH with the client secret (else the cluster's).
+  std::string redis_listen;
   int io_threads = 2;
   bool sync = false;  // fsync the WAL before acknowledging each write (survives power loss)
 

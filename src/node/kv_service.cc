@@ -361,6 +361,11 @@ net::ResponseBody KvService::Stats() {
           .count();
   out.info[std::string(stats::version)] = SHARDKV_VERSION;
   if (d_.advertised_address) out.info[std::string(stats::address)] = d_.advertised_address();
+  if (d_.redis_address) {
+    if (std::string redis = d_.redis_address(); !redis.empty()) {
+      out.info[std::string(stats::redis_address)] = std::move(redis);
+    }
+  }
   for (size_t op = 0; op < kOpNames.size(); ++op) {
     out.counters[std::string(stats::kOpsPrefix) + std::string(kOpNames[op])] =
         static_cast<int64_t>(d_.stats->OpCount(op));

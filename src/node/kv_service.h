@@ -62,6 +62,8 @@ struct KvServiceDeps {
   std::function<void(std::map<std::string, int64_t>*)> extra_counters;
   // The address the node advertises (stats info `address`); may be empty.
   std::function<std::string()> advertised_address;
+  // The Redis listener's address (stats info `redis_address`, left out when empty); may be empty.
+  std::function<std::string()> redis_address;
 };
 
 // What an unformed node (no cluster id, no map: design.md "Unformed nodes") answers every

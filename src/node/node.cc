@@ -5,6 +5,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
@@ -28,6 +29,8 @@
 #include "rebalance/reconciler.h"
 #include "rebalance/stream_sink.h"
 #include "rebalance/stream_source.h"
+#include "redis/peer_cluster_view.h"
+#include "redis/redis_server.h"
 #include "shardkv/secret_file.h"
 #include "shardkv/stats.h"
 #include "storage/storage.h"
@@ -62,6 +65,8 @@ class Node::Impl {
 
  private:
   Status WritePortFile();
+  Status StartRedis();
+  std::string RedisHost(const std::string& bound) const;
   Status WriteFileAtomically(const std::string& name, const std::string& text);
   Status LockDataDir();
   Status CheckIdentity();
@@ -89,6 +94,8 @@ class Node::Impl {
   node::NodeStats stats_;
   std::unique_ptr<node::KvService> service_;
   std::unique_ptr<net::Server> server_;
+  std::unique_ptr<redis::RedisServer> redis_;  // null without --redis-listen
+  std::atomic<uint16_t> redis_port_{0};
 
   common::Mutex mu_;
   std::condition_variable stopped_cv_;
@@ -215,6 +222,13 @@ Status Node::Impl::Start() {
   deps.advertised_address = [this] {
     return options_.advertise.empty() ? address() : options_.advertise;
   };
+  deps.redis_address = [this]() -> std::string {
+    if (redis_port_.load() == 0) return "";
+    std::string host;
+    uint16_t unused = 0;
+    (void)node::ParseHostPort(options_.redis_listen, "--redis-listen", &host, &unused);
+    return RedisHost(host) + ":" + std::to_string(redis_port_.load());
+  };
   deps.extra_counters = [this](std::map<std::string, int64_t>* counters) {
     rebalancer_->AddCounters(counters);
     (*counters)[std::string(stats::stream_tasks_resumed)] =
@@ -240,6 +254,7 @@ Status Node::Impl::Start() {
   stream_sink_->Start();
   rebalancer_->Start();
   service_->SetReady(true);
+  SHARDKV_RETURN_IF_ERROR(StartRedis());
   SHARDKV_RETURN_IF_ERROR(WritePortFile());
   const std::string advertised =
       options_.advertise.empty() ? "" : " (advertised as " + options_.advertise + ")";
@@ -254,6 +269,44 @@ Status Node::Impl::Start() {
   }
   started_ = true;
   return Status::OK();
+}
+
+std::string Node::Impl::RedisHost(const std::string& bound) const {
+  // Clients dial the host of --advertise when the listener is bound to the any-address.
+  if (bound != "0.0.0.0" && bound != "::") return bound;
+  if (options_.advertise.empty()) return bound;
+  std::string host;
+  uint16_t port = 0;
+  if (!node::ParseHostPort(options_.advertise, "--advertise", &host, &port).ok()) return bound;
+  return host;
+}
+
+Status Node::Impl::StartRedis() {
+  if (options_.redis_listen.empty()) return Status::OK();
+  redis::RedisServerOptions ro;
+  uint16_t port = 0;
+  SHARDKV_RETURN_IF_ERROR(
+      node::ParseHostPort(options_.redis_listen, "--redis-listen", &ro.host, &port));
+  ro.port = port;
+  ro.io_threads = std::max(1, options_.io_threads);
+  // A bulk argument is a key or a value: nothing longer can be stored, so nothing longer is
+  // buffered.
+  ro.limits.max_bulk_bytes =
+      static_cast<int64_t>(std::max(options_.max_key_bytes, options_.max_value_bytes));
+  redis::CommandContext context;
+  context.handler = service_.get();
+  redis::PeerClusterViewOptions vo;
+  vo.self_id = options_.id;
+  context.view =
+      std::make_shared<redis::PeerClusterView>(vo, maps_.get(), peers_.get(), service_.get());
+  context.self_id = options_.id;
+  context.redis_address = RedisHost(ro.host);
+  // AUTH takes the client secret, or the cluster secret when there is no client secret.
+  context.auth_secret = client_secret_.empty() ? auth_secret_ : client_secret_;
+  redis_ = std::make_unique<redis::RedisServer>(std::move(ro), std::move(context));
+  SHARDKV_RETURN_IF_ERROR(redis_->Start());
+  redis_port_ = redis_->bound_port();
+  return WriteFileAtomically("redis_port", std::to_string(redis_port_.load()) + "\n");
 }
 
 Status Node::Impl::LockDataDir() {
@@ -398,6 +451,8 @@ void Node::Impl::Stop() {
     }
     stopping_ = true;
   }
+  // The Redis listener first: its batches run through the service and the coordinator.
+  if (redis_) redis_->Stop();
   if (server_) server_->Stop();  // stop accepting, finish in-flight requests
   if (rebalancer_) rebalancer_->Stop();
   if (stream_sink_) stream_sink_->Stop();

@@ -91,6 +91,10 @@ Status ValidateNodeOptions(const NodeOptions& o) {
   uint16_t port = 0;
   SHARDKV_RETURN_IF_ERROR(node::ParseHostPort(o.listen, "--listen", &host, &port));
   SHARDKV_RETURN_IF_ERROR(node::CheckListenerProtected("--listen", host, o));
+  if (!o.redis_listen.empty()) {
+    SHARDKV_RETURN_IF_ERROR(node::ParseHostPort(o.redis_listen, "--redis-listen", &host, &port));
+    SHARDKV_RETURN_IF_ERROR(node::CheckListenerProtected("--redis-listen", host, o));
+  }
   const bool any_tls =
       !o.tls_cert_file.empty() || !o.tls_key_file.empty() || !o.tls_ca_file.empty();
   if (any_tls && (o.tls_cert_file.empty() || o.tls_key_file.empty() || o.tls_ca_file.empty())) {

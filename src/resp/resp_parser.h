@@ -1,8 +1,8 @@
 // RespParser: splits a client's byte stream into RESP2 commands, as redis-server reads them.
 //
-// Groundwork for a Redis-protocol front end (design.md "RESP codec (groundwork)"); no listener
-// uses it yet. Two request forms are accepted, chosen per command by its first byte, as in
-// redis-server's processInputBuffer:
+// Used by the Redis front end (src/redis; design.md "RESP codec (groundwork)"). Two request
+// forms are accepted, chosen per command by its first byte, as in redis-server's
+// processInputBuffer:
 //   - multibulk: "*<n>\r\n" then n times "$<len>\r\n<len bytes>\r\n" (binary-safe);
 //   - inline: any other line, split into words with redis's sdssplitargs rules ("..." with
 //     \n \r \t \b \a \xHH and \<c> escapes, '...' with only \' escaped; a closing quote must be

@@ -1,6 +1,6 @@
 // RespWriter: encodes replies in RESP2 or RESP3, appending to a caller's std::string.
 //
-// Groundwork for a Redis-protocol front end (design.md "RESP codec (groundwork)"). The
+// Used by the Redis front end (src/redis; design.md "RESP codec (groundwork)"). The
 // protocol version is a constructor parameter because a connection switches with HELLO 3,
 // and the same reply code must serve both: as redis-server does, RESP3-only types degrade in
 // RESP2 to the nearest RESP2 type:

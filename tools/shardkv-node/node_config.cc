@@ -133,6 +133,10 @@ const std::map<std::string, Key>& Keys() {
        String([](NodeConfig* c) { return &c->options.advertise; },
               AddressCheck("--advertise",
                            [](NodeOptions* o, const std::string& v) { o->advertise = v; }))},
+      {"redis.listen",
+       String([](NodeConfig* c) { return &c->options.redis_listen; },
+              AddressCheck("--redis-listen",
+                           [](NodeOptions* o, const std::string& v) { o->redis_listen = v; }))},
       {"data_dir", String([](NodeConfig* c) { return &c->options.data_dir; })},
       {"seeds", Key{[](const toml::node& node, NodeConfig* c) -> std::string {
          const auto* array = node.as_array();

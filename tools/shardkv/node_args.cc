@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <chrono>
 #include <cstdio>
@@ -207,6 +208,10 @@ std::vector<std::string> NewNodeArgs(const std::string& dir, const ClusterConf& 
   for (size_t i = 0; i + 1 < args.size(); ++i) {
     if (args[i] == "--id") args[i + 1] = std::to_string(id);
     if (args[i] == "--data") args[i + 1] = NodeDir(dir, id);
+  }
+  // Every local node has a Redis listener (cluster up starts them so); a free port each.
+  if (std::find(args.begin(), args.end(), "--redis-listen") == args.end()) {
+    args.insert(args.end(), {"--redis-listen", "127.0.0.1:0"});
   }
   // A fresh node: with the cluster id it would refuse its empty data directory. It gets the id
   // once its change began (then it is a member).

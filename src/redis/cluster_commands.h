@@ -1,0 +1,47 @@
+// ClusterCommands: the commands that describe the cluster rather than one key: INFO, DBSIZE and
+// the emulated CLUSTER INFO|SLOTS|SHARDS|NODES|KEYSLOT|MYID.
+//
+// The emulation (design.md "Redis front end"): any shardkv node coordinates any key, so there
+// is no slot ownership to report. The 16384 slots are spread in equal contiguous ranges over
+// the members that answer with a Redis address, in id order, so that cluster-aware clients
+// spread their connections over every node. A table that is out of date is never wrong, only
+// less even: no MOVED or ASK is ever sent.
+//
+// Thread-safety: thread-safe; replies may arrive on any thread.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "redis/command_context.h"
+#include "redis/redis_session.h"
+
+namespace shardkv::redis {
+
+inline constexpr uint32_t kClusterSlots = 16384;
+
+class ClusterCommands {
+ public:
+  explicit ClusterCommands(const CommandContext* context) : c_(context) {}
+
+  // INFO, DBSIZE or CLUSTER <sub>; `args` passed the arity check and authentication.
+  void Handle(const RedisSession& session, Args args, ReplyDone done);
+
+ private:
+  void Info(const RedisSession& session, Args args, ReplyDone done);
+  void Cluster(const RedisSession& session, const std::string& sub, Args args,
+               std::vector<NodeView> nodes, ReplyDone done);
+
+  const CommandContext* c_;
+};
+
+// Redis Cluster's hash slot of `key` (CRC16-XMODEM mod 16384, of the {hash tag} if any).
+uint32_t KeySlot(std::string_view key);
+// A 40-hex-digit Redis node id for shardkv node `node_id` of cluster `cluster_id`.
+std::string RedisNodeId(uint64_t cluster_id, uint32_t node_id);
+// DBSIZE's estimate: the members' key estimates summed and divided by the replication factor.
+int64_t EstimateKeys(const std::vector<NodeView>& nodes, uint32_t replicas);
+
+}  // namespace shardkv::redis

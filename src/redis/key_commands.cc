@@ -1,0 +1,314 @@
+#include "redis/key_commands.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <limits>
+#include <optional>
+
+#include "resp/resp_writer.h"
+
+namespace shardkv::redis {
+namespace {
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+std::string Upper(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return out;
+}
+
+std::string Line(resp::Protocol p, const std::function<void(resp::RespWriter&)>& write) {
+  std::string out;
+  resp::RespWriter w(&out, p);
+  write(w);
+  return out;
+}
+
+std::string Err(std::string_view message) {
+  std::string out;
+  resp::RespWriter(&out, resp::Protocol::kResp2).Error(message);
+  return out;
+}
+
+const Status* ErrorOf(const net::ResponseBody& body, Status* storage) {
+  if (const auto* e = std::get_if<net::ErrorResponse>(&body)) {
+    *storage = e->ToStatus();
+    return storage;
+  }
+  return nullptr;
+}
+
+constexpr char kNotInteger[] = "value is not an integer or out of range";
+constexpr char kSyntax[] = "syntax error";
+constexpr char kNoTtl[] = "TTLs are not supported by this build yet";
+
+}  // namespace
+
+bool ParseInt(const std::string& text, int64_t* out) {
+  if (text.empty() || text.size() > 20) return false;
+  size_t i = text[0] == '-' ? 1 : 0;
+  if (i == text.size()) return false;
+  if (text[i] == '0' && text.size() > i + 1) return false;  // redis refuses leading zeros
+  __int128 v = 0;
+  for (; i < text.size(); ++i) {
+    if (text[i] < '0' || text[i] > '9') return false;
+    v = v * 10 + (text[i] - '0');
+  }
+  if (text[0] == '-') v = -v;
+  if (v < std::numeric_limits<int64_t>::min() || v > std::numeric_limits<int64_t>::max()) {
+    return false;
+  }
+  if (text == "-0") return false;
+  *out = static_cast<int64_t>(v);
+  return true;
+}
+
+std::string ErrorReply(const Status& status) {
+  // A node that cannot serve keys (unformed, starting) is Redis Cluster's CLUSTERDOWN: the
+  // client should retry later or elsewhere. Everything else is a plain error with the reason.
+  if (status.code() == Status::Code::kUnavailable &&
+      (status.message().find("unformed") != std::string::npos ||
+       status.message().find("is starting") != std::string::npos)) {
+    return Err("-CLUSTERDOWN " + status.message());
+  }
+  return Err(status.message());
+}
+
+void KeyCommands::Call(const RedisSession& session, net::RequestBody body,
+                       std::function<void(net::ResponseBody)> done) {
+  net::Request request;
+  request.consistency = session.consistency();
+  request.body = std::move(body);
+  c_->handler->Handle(std::move(request),
+                      [done = std::move(done)](net::Response r) { done(std::move(r.body)); });
+}
+
+void KeyCommands::Read(
+    const RedisSession& session, std::vector<std::string> keys,
+    std::function<void(std::string, std::vector<std::optional<std::string>>)> done) {
+  net::MultiGetRequest request;
+  for (auto& key : keys) request.keys.push_back(net::GetRequest{0, std::move(key)});
+  Call(session, std::move(request), [done = std::move(done)](net::ResponseBody body) {
+    Status failed;
+    if (const Status* s = ErrorOf(body, &failed)) return done(ErrorReply(*s), {});
+    auto* reply = std::get_if<net::MultiGetResponse>(&body);
+    if (reply == nullptr) return done(Err("unexpected reply from the node"), {});
+    std::vector<std::optional<std::string>> values;
+    for (net::ItemResult& item : reply->results) {
+      if (!item.status.ok()) return done(ErrorReply(item.status), {});
+      values.push_back(item.found ? std::optional<std::string>(std::move(item.value))
+                                  : std::nullopt);
+    }
+    done("", std::move(values));
+  });
+}
+
+void KeyCommands::GetBatch(const RedisSession& session, std::vector<std::string> keys,
+                           std::function<void(std::vector<std::string>)> done) {
+  const size_t n = keys.size();
+  const resp::Protocol p = session.protocol();
+  net::MultiGetRequest request;
+  for (auto& key : keys) request.keys.push_back(net::GetRequest{0, std::move(key)});
+  Call(session, std::move(request), [n, p, done = std::move(done)](net::ResponseBody body) {
+    std::vector<std::string> replies(n);
+    Status failed;
+    auto* reply = std::get_if<net::MultiGetResponse>(&body);
+    const Status* s = ErrorOf(body, &failed);
+    for (size_t i = 0; i < n; ++i) {
+      if (s != nullptr || reply == nullptr || i >= reply->results.size()) {
+        replies[i] = s != nullptr ? ErrorReply(*s) : Err("unexpected reply from the node");
+        continue;
+      }
+      net::ItemResult& item = reply->results[i];
+      if (!item.status.ok()) {
+        replies[i] = ErrorReply(item.status);
+      } else if (item.found) {
+        replies[i] = Line(p, [&](resp::RespWriter& w) { w.Bulk(item.value); });
+      } else {
+        replies[i] = Line(p, [](resp::RespWriter& w) { w.Null(); });
+      }
+    }
+    done(std::move(replies));
+  });
+}
+
+void KeyCommands::SetBatch(const RedisSession& session,
+                           std::vector<std::pair<std::string, std::string>> kv,
+                           std::function<void(std::vector<std::string>)> done) {
+  const size_t n = kv.size();
+  net::MultiPutRequest request;
+  for (auto& [key, value] : kv) {
+    request.items.push_back(net::PutRequest{0, std::move(key), std::move(value)});
+  }
+  Call(session, std::move(request), [n, done = std::move(done)](net::ResponseBody body) {
+    std::vector<std::string> replies(n);
+    Status failed;
+    auto* reply = std::get_if<net::MultiPutResponse>(&body);
+    const Status* s = ErrorOf(body, &failed);
+    for (size_t i = 0; i < n; ++i) {
+      if (s != nullptr || reply == nullptr || i >= reply->results.size()) {
+        replies[i] = s != nullptr ? ErrorReply(*s) : Err("unexpected reply from the node");
+      } else if (!reply->results[i].status.ok()) {
+        replies[i] = ErrorReply(reply->results[i].status);
+      } else {
+        replies[i] = "+OK\r\n";
+      }
+    }
+    done(std::move(replies));
+  });
+}
+
+void KeyCommands::Handle(const RedisSession& session, Args args, ReplyDone done) {
+  const std::string name = Lower(args[0]);
+  const resp::Protocol p = session.protocol();
+  if (name == "get") {
+    return GetBatch(session, {args[1]}, [done](std::vector<std::string> r) { done(r[0]); });
+  }
+  if (name == "set") return Set(session, std::move(args), std::move(done));
+  if (name == "del" || name == "unlink") return Delete(session, std::move(args), std::move(done));
+  if (name == "mset") {
+    if (args.size() % 2 != 1) return done(Err("wrong number of arguments for 'mset' command"));
+    std::vector<std::pair<std::string, std::string>> kv;
+    for (size_t i = 1; i + 1 < args.size(); i += 2) kv.emplace_back(args[i], args[i + 1]);
+    return SetBatch(session, std::move(kv), [done](std::vector<std::string> replies) {
+      // MSET has one reply: the first failure, else OK (it is not atomic: README).
+      for (const std::string& r : replies) {
+        if (r[0] == '-') return done(r);
+      }
+      done("+OK\r\n");
+    });
+  }
+  // The rest read first: MGET, EXISTS, STRLEN, GETRANGE, TYPE.
+  int64_t start = 0, end = 0;
+  if (name == "getrange" && (!ParseInt(args[2], &start) || !ParseInt(args[3], &end))) {
+    return done(Err(kNotInteger));
+  }
+  std::vector<std::string> keys(args.begin() + 1, args.end());
+  if (name == "strlen" || name == "getrange" || name == "type") keys.resize(1);
+  Read(session, std::move(keys),
+       [name, p, start, end, done](std::string error,
+                                   std::vector<std::optional<std::string>> values) mutable {
+         if (!error.empty()) return done(error);
+         if (name == "mget") {
+           return done(Line(p, [&](resp::RespWriter& w) {
+             w.ArrayHeader(values.size());
+             for (const auto& v : values) v ? w.Bulk(*v) : w.Null();
+           }));
+         }
+         if (name == "exists") {
+           const auto found = std::count_if(values.begin(), values.end(),
+                                            [](const auto& v) { return v.has_value(); });
+           return done(":" + std::to_string(found) + "\r\n");
+         }
+         if (name == "strlen")
+           return done(":" + std::to_string(values[0] ? values[0]->size() : 0) + "\r\n");
+         if (name == "type") return done(values[0] ? "+string\r\n" : "+none\r\n");
+         // GETRANGE, with redis's clamping (getrangeCommand).
+         const std::string value = values[0].value_or("");
+         const auto len = static_cast<int64_t>(value.size());
+         if (start < 0 && end < 0 && start > end) return done("$0\r\n\r\n");
+         if (start < 0) start = len + start;
+         if (end < 0) end = len + end;
+         if (start < 0) start = 0;
+         if (end < 0) end = 0;
+         if (end >= len) end = len - 1;
+         if (start > end || len == 0) return done("$0\r\n\r\n");
+         done(Line(p, [&](resp::RespWriter& w) {
+           w.Bulk(std::string_view(value).substr(static_cast<size_t>(start),
+                                                 static_cast<size_t>(end - start + 1)));
+         }));
+       });
+}
+
+void KeyCommands::Set(const RedisSession& session, Args args, ReplyDone done) {
+  bool nx = false, xx = false, get = false, ttl = false;
+  for (size_t i = 3; i < args.size(); ++i) {
+    const std::string opt = Upper(args[i]);
+    if (opt == "NX" && !xx) {
+      nx = true;
+    } else if (opt == "XX" && !nx) {
+      xx = true;
+    } else if (opt == "GET") {
+      get = true;
+    } else if (opt == "KEEPTTL") {
+      ttl = true;
+    } else if ((opt == "EX" || opt == "PX" || opt == "EXAT" || opt == "PXAT") &&
+               i + 1 < args.size()) {
+      int64_t when = 0;
+      if (!ParseInt(args[++i], &when)) return done(Err(kNotInteger));
+      if (when <= 0) return done(Err("invalid expire time in 'set' command"));
+      ttl = true;
+    } else {
+      return done(Err(kSyntax));
+    }
+  }
+  if (ttl) return done(Err(kNoTtl));
+  if (!nx && !xx && !get) {
+    return SetBatch(session, {{args[1], args[2]}},
+                    [done](std::vector<std::string> r) { done(r[0]); });
+  }
+  // NX / XX / GET: read, then write if the condition held. Not atomic (README: SET NX is not a
+  // lock): another coordinator may write the key between the two steps.
+  const resp::Protocol p = session.protocol();
+  const RedisSession* s = &session;
+  Read(session, {args[1]},
+       [this, s, p, nx, xx, get, key = args[1], value = args[2], done](
+           std::string error, std::vector<std::optional<std::string>> values) {
+         if (!error.empty()) return done(error);
+         const std::optional<std::string> old = values[0];
+         auto answer = [p, get, old](bool wrote) {
+           if (get) return Line(p, [&](resp::RespWriter& w) { old ? w.Bulk(*old) : w.Null(); });
+           return wrote ? std::string("+OK\r\n") : Line(p, [](resp::RespWriter& w) { w.Null(); });
+         };
+         if ((nx && old) || (xx && !old)) return done(answer(false));
+         SetBatch(*s, {{key, value}}, [done, answer](std::vector<std::string> r) {
+           done(r[0][0] == '-' ? r[0] : answer(true));
+         });
+       });
+}
+
+void KeyCommands::Delete(const RedisSession& session, Args args, ReplyDone done) {
+  std::vector<std::string> keys(args.begin() + 1, args.end());
+  std::sort(keys.begin(), keys.end());
+  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());  // DEL k k counts k once
+  const RedisSession* s = &session;
+  Read(session, keys,
+       [this, s, keys, done](std::string error, std::vector<std::optional<std::string>> values) {
+         if (!error.empty()) return done(error);
+         std::vector<std::string> found;
+         for (size_t i = 0; i < keys.size(); ++i) {
+           if (values[i]) found.push_back(keys[i]);
+         }
+         if (found.empty()) return done(":0\r\n");
+         struct Pending {
+           std::atomic<size_t> left;
+           common::Mutex mu;
+           std::string error;
+         };
+         auto pending = std::make_shared<Pending>();
+         pending->left = found.size();
+         const size_t count = found.size();
+         for (std::string& key : found) {
+           Call(*s, net::DeleteRequest{0, std::move(key)},
+                [pending, count, done](net::ResponseBody body) {
+                  Status failed;
+                  if (const Status* st = ErrorOf(body, &failed)) {
+                    common::MutexLock lock(&pending->mu);
+                    if (pending->error.empty()) pending->error = ErrorReply(*st);
+                  }
+                  if (pending->left.fetch_sub(1) != 1) return;
+                  common::MutexLock lock(&pending->mu);
+                  done(pending->error.empty() ? ":" + std::to_string(count) + "\r\n"
+                                              : pending->error);
+                });
+         }
+       });
+}
+
+}  // namespace shardkv::redis

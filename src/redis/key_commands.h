@@ -1,0 +1,53 @@
+// KeyCommands: the Redis string and key commands (GET, SET, MGET, MSET, DEL, UNLINK, EXISTS,
+// STRLEN, GETRANGE, TYPE), as net requests to the node's KvService, at the connection's
+// consistency level. Pipelined GETs and plain SETs arrive here as one batch and become one
+// multiGet or multiPut: one coordinator round for the batch.
+//
+// Read-modify-write (SET NX|XX|GET) is a read followed by a write, not an atomic step (README
+// "Using Redis clients": SET NX is not a lock). DEL and UNLINK count the keys a read found just
+// before the delete.
+//
+// Thread-safety: thread-safe; replies may arrive on any thread.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "redis/command_context.h"
+#include "redis/redis_session.h"
+
+namespace shardkv::redis {
+
+class KeyCommands {
+ public:
+  explicit KeyCommands(const CommandContext* context) : c_(context) {}
+
+  // `args` passed the arity check and authentication; args[0] names the command (any case).
+  void Handle(const RedisSession& session, Args args, ReplyDone done);
+  // A run of GETs (their keys), answered with one reply per key, in order.
+  void GetBatch(const RedisSession& session, std::vector<std::string> keys,
+                std::function<void(std::vector<std::string>)> done);
+  // A run of plain SETs (key, value), answered with one reply per SET, in order.
+  void SetBatch(const RedisSession& session, std::vector<std::pair<std::string, std::string>> kv,
+                std::function<void(std::vector<std::string>)> done);
+
+ private:
+  void Call(const RedisSession& session, net::RequestBody body,
+            std::function<void(net::ResponseBody)> done);
+  void Set(const RedisSession& session, Args args, ReplyDone done);
+  void Delete(const RedisSession& session, Args args, ReplyDone done);
+  // Reads `keys` (one multiGet); `done` gets each key's value (nullopt: missing) or the error
+  // reply for the whole command.
+  void Read(const RedisSession& session, std::vector<std::string> keys,
+            std::function<void(std::string error, std::vector<std::optional<std::string>>)> done);
+
+  const CommandContext* c_;
+};
+
+// The RESP error line for a failed net request ("-ERR ...", "-CLUSTERDOWN ..." when the node
+// is unformed or starting).
+std::string ErrorReply(const Status& status);
+// Parses a Redis integer argument (redis's string2ll rules: optional '-', digits, no spaces).
+bool ParseInt(const std::string& text, int64_t* out);
+
+}  // namespace shardkv::redis
