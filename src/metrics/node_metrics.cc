@@ -167,6 +167,12 @@ void WriteChange(const NodeMetricsSnapshot& s, ExpositionWriter& w) {
 std::span<const StatExport> StatExports() { return kStatExports; }
 std::span<const std::string_view> SkippedStats() { return kSkipped; }
 
+std::vector<std::string_view> RocksIntProperties() {
+  std::vector<std::string_view> out;
+  for (const RocksInt& r : kRocksInts) out.push_back(r.property);
+  return out;
+}
+
 std::string_view ResultLabel(Status::Code code) {
   switch (code) {
     case Status::Code::kOk:

@@ -69,6 +69,11 @@ std::span<const std::string_view> SkippedStats();
 // in a family (the rest of the scrape is still served).
 std::string RenderNodeMetrics(const NodeMetricsSnapshot& s, Status* status = nullptr);
 
+// The RocksDB integer properties the scrape reports (the keys of rocksdb_int it reads), and the
+// map property rocksdb_cfstats comes from.
+std::vector<std::string_view> RocksIntProperties();
+inline constexpr std::string_view kRocksCfStatsProperty = "rocksdb.cfstats";
+
 // The result label of a status code ("ok", "not_found", "unavailable", ...).
 std::string_view ResultLabel(Status::Code code);
 

@@ -57,6 +57,10 @@ struct Gather {
 
 }  // namespace
 
+std::string_view KvService::OpName(size_t op) {
+  return op < kOpNames.size() ? kOpNames[op] : std::string_view();
+}
+
 Status KvService::CheckKey(std::string_view key) const {
   if (key.empty()) return Status::InvalidArgument("key is empty");
   if (key.size() > limits_.max_key_bytes) {

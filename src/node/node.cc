@@ -19,9 +19,11 @@
 #include "cluster/membership.h"
 #include "clustermap/cluster_map_builder.h"
 #include "common/mutex.h"
+#include "metrics/metrics_server.h"
 #include "net/peer_pool.h"
 #include "net/server.h"
 #include "node/kv_service.h"
+#include "node/metrics_source.h"
 #include "node/node_options.h"
 #include "node/node_stats.h"
 #include "rebalance/rebalancer.h"
@@ -47,6 +49,7 @@ class Node::Impl {
     while (!stopped_) lock.Wait(stopped_cv_);
   }
   uint16_t port() const { return server_ ? server_->bound_port() : 0; }
+  uint16_t metrics_port() const { return metrics_server_ ? metrics_server_->bound_port() : 0; }
   // The address the cluster map records and peers use: --advertise when given (the bound one
   // may be 0.0.0.0, or hidden behind a container's or NAT's mapping), else the bound one.
   std::string address() const {
@@ -62,6 +65,7 @@ class Node::Impl {
 
  private:
   Status WritePortFile();
+  Status StartMetrics();
   Status WriteFileAtomically(const std::string& name, const std::string& text);
   Status LockDataDir();
   Status CheckIdentity();
@@ -88,6 +92,8 @@ class Node::Impl {
   node::NodeStats stats_;
   std::unique_ptr<node::KvService> service_;
   std::unique_ptr<net::Server> server_;
+  std::unique_ptr<node::MetricsSource> metrics_source_;
+  std::unique_ptr<metrics::MetricsServer> metrics_server_;  // null without --metrics-listen
 
   common::Mutex mu_;
   std::condition_variable stopped_cv_;
@@ -216,6 +222,8 @@ Status Node::Impl::Start() {
       std::move(deps), node::KvServiceLimits{options_.max_key_bytes, options_.max_value_bytes});
   server_ = std::make_unique<net::Server>(server_options, service_.get());
   SHARDKV_RETURN_IF_ERROR(server_->Start());
+  // Before the map is loaded, so /healthz answers (and /readyz says "starting") meanwhile.
+  SHARDKV_RETURN_IF_ERROR(StartMetrics());
   if (options_.rebuild) {
     SHARDKV_RETURN_IF_ERROR(Rebuild());
   } else {
@@ -355,10 +363,32 @@ Status Node::Impl::Rebuild() {
   return Status::OK();
 }
 
+Status Node::Impl::StartMetrics() {
+  std::error_code ec;
+  // A previous run's port must not be mistaken for this one's (a launcher waits for the file).
+  fs::remove(fs::path(options_.data_dir) / "metrics_port", ec);
+  if (options_.metrics_listen.empty()) return Status::OK();
+  metrics::MetricsServerOptions mo;
+  SHARDKV_RETURN_IF_ERROR(
+      node::ParseHostPort(options_.metrics_listen, "--metrics-listen", &mo.host, &mo.port));
+  SHARDKV_RETURN_IF_ERROR(node::CheckListenerProtected("--metrics-listen", mo.host, options_));
+  metrics_source_ = std::make_unique<node::MetricsSource>(
+      node::MetricsSourceDeps{options_.id, service_.get(), &stats_, storage_.get(), maps_.get()});
+  metrics::MetricsHandlers handlers;
+  handlers.metrics = [this] { return metrics_source_->Render(); };
+  handlers.ready = [this] { return metrics_source_->Ready(); };
+  metrics_server_ = std::make_unique<metrics::MetricsServer>(mo, std::move(handlers));
+  return metrics_server_->Start();
+}
+
 Status Node::Impl::WritePortFile() {
   // `port` is the bound port (a launcher on this host connects to it); `address` is what the
   // cluster map records for this node (the advertised address, or the bound one).
   SHARDKV_RETURN_IF_ERROR(WriteFileAtomically("port", std::to_string(port()) + "\n"));
+  if (metrics_server_) {
+    SHARDKV_RETURN_IF_ERROR(
+        WriteFileAtomically("metrics_port", std::to_string(metrics_port()) + "\n"));
+  }
   return WriteFileAtomically("address", address() + "\n");
 }
 
@@ -386,6 +416,8 @@ void Node::Impl::Stop() {
     }
     stopping_ = true;
   }
+  // The metrics listener first: its handlers read every part stopped below.
+  if (metrics_server_) metrics_server_->Stop();
   if (server_) server_->Stop();  // stop accepting, finish in-flight requests
   if (rebalancer_) rebalancer_->Stop();
   if (stream_sink_) stream_sink_->Stop();
@@ -426,6 +458,7 @@ Node::Node(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Node::~Node() { impl_->Stop(); }
 uint32_t Node::id() const { return impl_->id(); }
 uint16_t Node::port() const { return impl_->port(); }
+uint16_t Node::metrics_port() const { return impl_->metrics_port(); }
 std::string Node::address() const { return impl_->address(); }
 void Node::Stop() { impl_->Stop(); }
 StatusOr<uint64_t> Node::Compact() { return impl_->Compact(); }

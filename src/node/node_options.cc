@@ -91,6 +91,11 @@ Status ValidateNodeOptions(const NodeOptions& o) {
   uint16_t port = 0;
   SHARDKV_RETURN_IF_ERROR(node::ParseHostPort(o.listen, "--listen", &host, &port));
   SHARDKV_RETURN_IF_ERROR(node::CheckListenerProtected("--listen", host, o));
+  if (!o.metrics_listen.empty()) {
+    SHARDKV_RETURN_IF_ERROR(
+        node::ParseHostPort(o.metrics_listen, "--metrics-listen", &host, &port));
+    SHARDKV_RETURN_IF_ERROR(node::CheckListenerProtected("--metrics-listen", host, o));
+  }
   if (!o.tls_cert_file.empty() || !o.tls_key_file.empty() || !o.tls_ca_file.empty()) {
     // Refused rather than ignored: a user who asked for TLS must not believe they have it.
     return Status::InvalidArgument(

@@ -81,6 +81,9 @@ int ParseNodeCommandLine(int argc, const char* const* argv, NodeCommandLine* out
                  "host:port other nodes and clients use to reach this node, when it differs from "
                  "--listen (0.0.0.0, containers, NAT); the cluster map records it. Default: the "
                  "bound address");
+  app.add_option("--metrics-listen", options.metrics_listen,
+                 "host:port of the HTTP metrics listener (GET /metrics for Prometheus, /healthz, "
+                 "/readyz; port 0 = any free port, written to DATA/metrics_port). Default: none");
   auto* data = app.add_option("--data", options.data_dir, "Data directory (created if missing)");
   if (!in_file("data_dir")) data->required();
   app.add_option("--seeds", options.seeds, "Other nodes (host:port), comma separated")
