@@ -365,6 +365,8 @@ net::ResponseBody KvService::Stats() {
           .count();
   out.info[std::string(stats::version)] = SHARDKV_VERSION;
   if (d_.advertised_address) out.info[std::string(stats::address)] = d_.advertised_address();
+  // Always present (as every stats name is): "" when the node has no metrics listener.
+  out.info[std::string(stats::metrics_address)] = d_.metrics_address ? d_.metrics_address() : "";
   for (size_t op = 0; op < kOpNames.size(); ++op) {
     out.counters[std::string(stats::kOpsPrefix) + std::string(kOpNames[op])] =
         static_cast<int64_t>(d_.stats->OpCount(op));

@@ -62,6 +62,8 @@ struct KvServiceDeps {
   std::function<void(std::map<std::string, int64_t>*)> extra_counters;
   // The address the node advertises (stats info `address`); may be empty.
   std::function<std::string()> advertised_address;
+  // host:port of the metrics listener (stats info `metrics_address`); may be empty.
+  std::function<std::string()> metrics_address;
 };
 
 // What an unformed node (no cluster id, no map: design.md "Unformed nodes") answers every

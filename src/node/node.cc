@@ -94,6 +94,7 @@ class Node::Impl {
   std::unique_ptr<net::Server> server_;
   std::unique_ptr<node::MetricsSource> metrics_source_;
   std::unique_ptr<metrics::MetricsServer> metrics_server_;  // null without --metrics-listen
+  std::string metrics_host_;
 
   common::Mutex mu_;
   std::condition_variable stopped_cv_;
@@ -208,6 +209,11 @@ Status Node::Impl::Start() {
   };
   deps.advertised_address = [this] {
     return options_.advertise.empty() ? address() : options_.advertise;
+  };
+  deps.metrics_address = [this] {
+    if (!metrics_server_) return std::string();
+    const bool v6 = metrics_host_.find(':') != std::string::npos;
+    return (v6 ? "[" + metrics_host_ + "]" : metrics_host_) + ":" + std::to_string(metrics_port());
   };
   deps.extra_counters = [this](std::map<std::string, int64_t>* counters) {
     rebalancer_->AddCounters(counters);
@@ -371,6 +377,7 @@ Status Node::Impl::StartMetrics() {
   metrics::MetricsServerOptions mo;
   SHARDKV_RETURN_IF_ERROR(
       node::ParseHostPort(options_.metrics_listen, "--metrics-listen", &mo.host, &mo.port));
+  metrics_host_ = mo.host;
   SHARDKV_RETURN_IF_ERROR(node::CheckListenerProtected("--metrics-listen", mo.host, options_));
   metrics_source_ = std::make_unique<node::MetricsSource>(
       node::MetricsSourceDeps{options_.id, service_.get(), &stats_, storage_.get(), maps_.get()});
@@ -383,12 +390,13 @@ Status Node::Impl::StartMetrics() {
 
 Status Node::Impl::WritePortFile() {
   // `port` is the bound port (a launcher on this host connects to it); `address` is what the
-  // cluster map records for this node (the advertised address, or the bound one).
-  SHARDKV_RETURN_IF_ERROR(WriteFileAtomically("port", std::to_string(port()) + "\n"));
+  // cluster map records for this node (the advertised address, or the bound one). metrics_port
+  // first: a launcher that sees `port` may read it at once.
   if (metrics_server_) {
     SHARDKV_RETURN_IF_ERROR(
         WriteFileAtomically("metrics_port", std::to_string(metrics_port()) + "\n"));
   }
+  SHARDKV_RETURN_IF_ERROR(WriteFileAtomically("port", std::to_string(port()) + "\n"));
   return WriteFileAtomically("address", address() + "\n");
 }
 

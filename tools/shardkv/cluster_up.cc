@@ -317,7 +317,9 @@ int DoUp(const GlobalOptions& g, UpFlags f) {
     launches.emplace_back(
         id, std::vector<std::string>{"--id", std::to_string(id), "--data", NodeDir(dir, id),
                                      "--listen", "127.0.0.1:" + std::to_string((*ports)[id - 1]),
-                                     "--tombstone-grace", std::to_string(f.tombstone_grace_s)});
+                                     "--tombstone-grace", std::to_string(f.tombstone_grace_s),
+                                     // a free port each start; `cluster status` reports it
+                                     "--metrics-listen", "127.0.0.1:0"});
   }
   Progress("starting " + std::to_string(f.nodes) + " shardkv-node process(es) in " + dir + " (" +
            *binary + ")");
