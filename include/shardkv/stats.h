@@ -54,7 +54,7 @@ namespace shardkv::stats {
 #define SHARDKV_NODE_INFO(X)                                                     \
   X(version, "the shardkv release the node runs (CMake project VERSION)")        \
   X(address, "the address the node advertises to peers and clients (host:port)") \
-  X(metrics_address, "host:port of the node's metrics listener (\"\" without one)")
+  X(metrics_address, "host:port of the node's metrics listener (absent without one)")
 
 #define SHARDKV_STAT_NAME_(name, help) inline constexpr std::string_view name = #name;
 SHARDKV_NODE_COUNTERS(SHARDKV_STAT_NAME_)

@@ -365,8 +365,11 @@ net::ResponseBody KvService::Stats() {
           .count();
   out.info[std::string(stats::version)] = SHARDKV_VERSION;
   if (d_.advertised_address) out.info[std::string(stats::address)] = d_.advertised_address();
-  // Always present (as every stats name is): "" when the node has no metrics listener.
-  out.info[std::string(stats::metrics_address)] = d_.metrics_address ? d_.metrics_address() : "";
+  if (d_.metrics_address) {
+    // Absent without a metrics listener (every info value reported is non-empty).
+    std::string metrics = d_.metrics_address();
+    if (!metrics.empty()) out.info[std::string(stats::metrics_address)] = std::move(metrics);
+  }
   for (size_t op = 0; op < kOpNames.size(); ++op) {
     out.counters[std::string(stats::kOpsPrefix) + std::string(kOpNames[op])] =
         static_cast<int64_t>(d_.stats->OpCount(op));
