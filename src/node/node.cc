@@ -227,9 +227,10 @@ Status Node::Impl::Start() {
   service_ = std::make_unique<node::KvService>(
       std::move(deps), node::KvServiceLimits{options_.max_key_bytes, options_.max_value_bytes});
   server_ = std::make_unique<net::Server>(server_options, service_.get());
-  SHARDKV_RETURN_IF_ERROR(server_->Start());
-  // Before the map is loaded, so /healthz answers (and /readyz says "starting") meanwhile.
+  // Before the map is loaded, so /healthz answers (and /readyz says "starting") meanwhile; and
+  // before the server's I/O threads run, since their stats replies read metrics_server_.
   SHARDKV_RETURN_IF_ERROR(StartMetrics());
+  SHARDKV_RETURN_IF_ERROR(server_->Start());
   if (options_.rebuild) {
     SHARDKV_RETURN_IF_ERROR(Rebuild());
   } else {

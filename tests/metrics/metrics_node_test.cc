@@ -219,3 +219,17 @@ TEST_CASE("metrics node: without metrics_listen there is no listener and no metr
   CHECK(node->metrics_port() == 0);
   CHECK_FALSE(std::ifstream(dir.Sub("node/metrics_port")).good());
 }
+
+TEST_CASE("metrics node: a metrics port in use is refused, not shared") {
+  // httplib's default socket options set SO_REUSEPORT, which would let a second node bind the
+  // same port and answer half the scrapes; the listener sets SO_REUSEADDR only.
+  TempDir dir_a, dir_b;
+  auto a = testing::MustStartFormed(MetricsOptions(dir_a));
+  NodeOptions o = MetricsOptions(dir_b);
+  o.metrics_listen = "127.0.0.1:" + std::to_string(a->metrics_port());
+  auto b = Node::Start(o);
+  REQUIRE_FALSE(b.ok());
+  CHECK(b.status().code() == Status::Code::kIOError);
+  CHECK(b.status().message().find("--metrics-listen") != std::string::npos);
+  CHECK(HttpGet(a->metrics_port(), "/healthz").status == 200);
+}
