@@ -9,6 +9,8 @@ PKGS=(
   libxxhash-dev libcli11-dev libspdlog-dev libfmt-dev libbenchmark-dev libssl-dev
   libmemcached-dev redis-server redis-tools libhiredis-dev
   libtomlplusplus-dev
+  # the metrics endpoint: HTTP (cpp-httplib), and promtool, which the tests validate scrapes with
+  libcpp-httplib-dev prometheus
   # the multi-host test bed (tests/multihost): namespaces, packet filters, wall-clock skew
   iproute2 iptables faketime
 )
@@ -35,5 +37,9 @@ $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 # free ports, so stop the system one to keep the machine quiet (ignore if no init system).
 if [[ " ${missing[*]} " == *" redis-server "* ]]; then
   ($SUDO service redis-server stop || true) >/dev/null 2>&1
+fi
+# prometheus's package starts a server on 9090; only its promtool is used (by the tests).
+if [[ " ${missing[*]} " == *" prometheus "* ]]; then
+  ($SUDO service prometheus stop || true) >/dev/null 2>&1
 fi
 echo "install-deps: done"

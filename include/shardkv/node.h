@@ -33,6 +33,9 @@ class Node {
 
   uint32_t id() const;
   uint16_t port() const;
+  // The bound port of the metrics listener (options.metrics_listen; also written to
+  // <data_dir>/metrics_port), 0 without one.
+  uint16_t metrics_port() const;
   // host:port the node states as its own (the cluster map, DATA/address): options.advertise
   // when set, else the address actually bound (port() is always the bound port).
   std::string address() const;

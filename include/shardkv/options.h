@@ -65,6 +65,11 @@ struct NodeOptions {
   // not rejoin with its data): drop every local key, fetch the cluster map from `seeds`, re-stream
   // every range this node holds from the other replicas, and only then serve. REQUIRES: seeds.
   bool rebuild = false;
+  // host:port of the HTTP metrics listener: GET /metrics (Prometheus text format), /healthz and
+  // /readyz (design.md "Metrics"). Empty: none. Port 0 picks a free port, written to
+  // <data_dir>/metrics_port. Served without authentication (read-only figures, no keys or
+  // values); a non-loopback host needs a secret or `insecure`, as every listener does.
+  std::string metrics_listen;
 
   // ---- Authentication and transport security (design.md "Authentication") ----
   // The cluster secret: a file of at least 16 bytes (trailing whitespace stripped). With it

@@ -55,6 +55,7 @@ namespace shardkv::stats {
   X(version, "the shardkv release the node runs (CMake project VERSION)")        \
   X(address, "the address the node advertises to peers and clients (host:port)") \
   X(redis_address, "host:port of the node's Redis listener (reported only when it has one)")
+  X(metrics_address, "host:port of the node's metrics listener (absent without one)")
 
 #define SHARDKV_STAT_NAME_(name, help) inline constexpr std::string_view name = #name;
 SHARDKV_NODE_COUNTERS(SHARDKV_STAT_NAME_)

@@ -57,6 +57,10 @@ struct Gather {
 
 }  // namespace
 
+std::string_view KvService::OpName(size_t op) {
+  return op < kOpNames.size() ? kOpNames[op] : std::string_view();
+}
+
 Status KvService::CheckKey(std::string_view key) const {
   if (key.empty()) return Status::InvalidArgument("key is empty");
   if (key.size() > limits_.max_key_bytes) {
@@ -365,6 +369,11 @@ net::ResponseBody KvService::Stats() {
     if (std::string redis = d_.redis_address(); !redis.empty()) {
       out.info[std::string(stats::redis_address)] = std::move(redis);
     }
+  }
+  if (d_.metrics_address) {
+    // Absent without a metrics listener (every info value reported is non-empty).
+    std::string metrics = d_.metrics_address();
+    if (!metrics.empty()) out.info[std::string(stats::metrics_address)] = std::move(metrics);
   }
   for (size_t op = 0; op < kOpNames.size(); ++op) {
     out.counters[std::string(stats::kOpsPrefix) + std::string(kOpNames[op])] =

@@ -64,6 +64,8 @@ struct KvServiceDeps {
   std::function<std::string()> advertised_address;
   // The Redis listener's address (stats info `redis_address`, left out when empty); may be empty.
   std::function<std::string()> redis_address;
+  // host:port of the metrics listener (stats info `metrics_address`); may be empty.
+  std::function<std::string()> metrics_address;
 };
 
 // What an unformed node (no cluster id, no map: design.md "Unformed nodes") answers every
@@ -80,6 +82,13 @@ class KvService : public net::RequestHandler {
   // refused with Unavailable (a restarting node first fetches the newest map from its peers).
   // A ready node without a map is unformed: see HandleWithoutMap.
   void SetReady(bool ready) { ready_.store(ready); }
+  bool ready() const { return ready_.load(); }
+
+  // For the metrics endpoint (node/metrics_source.h): the stats reply `shardkv stats` gets, and
+  // the stats name of request op `op` (a net::RequestBody index < kOpCount).
+  net::StatsResponse StatsSnapshot() { return std::get<net::StatsResponse>(Stats()); }
+  static constexpr size_t kOpCount = std::variant_size_v<net::RequestBody>;
+  static std::string_view OpName(size_t op);
 
  private:
   using Reply = std::function<void(net::ResponseBody)>;

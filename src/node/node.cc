@@ -20,9 +20,11 @@
 #include "cluster/membership.h"
 #include "clustermap/cluster_map_builder.h"
 #include "common/mutex.h"
+#include "metrics/metrics_server.h"
 #include "net/peer_pool.h"
 #include "net/server.h"
 #include "node/kv_service.h"
+#include "node/metrics_source.h"
 #include "node/node_options.h"
 #include "node/node_stats.h"
 #include "rebalance/rebalancer.h"
@@ -50,6 +52,7 @@ class Node::Impl {
     while (!stopped_) lock.Wait(stopped_cv_);
   }
   uint16_t port() const { return server_ ? server_->bound_port() : 0; }
+  uint16_t metrics_port() const { return metrics_server_ ? metrics_server_->bound_port() : 0; }
   // The address the cluster map records and peers use: --advertise when given (the bound one
   // may be 0.0.0.0, or hidden behind a container's or NAT's mapping), else the bound one.
   std::string address() const {
@@ -67,6 +70,7 @@ class Node::Impl {
   Status WritePortFile();
   Status StartRedis();
   std::string RedisHost(const std::string& bound) const;
+  Status StartMetrics();
   Status WriteFileAtomically(const std::string& name, const std::string& text);
   Status LockDataDir();
   Status CheckIdentity();
@@ -96,6 +100,9 @@ class Node::Impl {
   std::unique_ptr<net::Server> server_;
   std::unique_ptr<redis::RedisServer> redis_;  // null without --redis-listen
   std::atomic<uint16_t> redis_port_{0};
+  std::unique_ptr<node::MetricsSource> metrics_source_;
+  std::unique_ptr<metrics::MetricsServer> metrics_server_;  // null without --metrics-listen
+  std::string metrics_host_;
 
   common::Mutex mu_;
   std::condition_variable stopped_cv_;
@@ -229,6 +236,11 @@ Status Node::Impl::Start() {
     (void)node::ParseHostPort(options_.redis_listen, "--redis-listen", &host, &unused);
     return RedisHost(host) + ":" + std::to_string(redis_port_.load());
   };
+  deps.metrics_address = [this] {
+    if (!metrics_server_) return std::string();
+    const bool v6 = metrics_host_.find(':') != std::string::npos;
+    return (v6 ? "[" + metrics_host_ + "]" : metrics_host_) + ":" + std::to_string(metrics_port());
+  };
   deps.extra_counters = [this](std::map<std::string, int64_t>* counters) {
     rebalancer_->AddCounters(counters);
     (*counters)[std::string(stats::stream_tasks_resumed)] =
@@ -241,6 +253,9 @@ Status Node::Impl::Start() {
   service_ = std::make_unique<node::KvService>(
       std::move(deps), node::KvServiceLimits{options_.max_key_bytes, options_.max_value_bytes});
   server_ = std::make_unique<net::Server>(server_options, service_.get());
+  // Before the map is loaded, so /healthz answers (and /readyz says "starting") meanwhile; and
+  // before the server's I/O threads run, since their stats replies read metrics_server_.
+  SHARDKV_RETURN_IF_ERROR(StartMetrics());
   SHARDKV_RETURN_IF_ERROR(server_->Start());
   if (options_.rebuild) {
     SHARDKV_RETURN_IF_ERROR(Rebuild());
@@ -420,9 +435,33 @@ Status Node::Impl::Rebuild() {
   return Status::OK();
 }
 
+Status Node::Impl::StartMetrics() {
+  std::error_code ec;
+  // A previous run's port must not be mistaken for this one's (a launcher waits for the file).
+  fs::remove(fs::path(options_.data_dir) / "metrics_port", ec);
+  if (options_.metrics_listen.empty()) return Status::OK();
+  metrics::MetricsServerOptions mo;
+  SHARDKV_RETURN_IF_ERROR(
+      node::ParseHostPort(options_.metrics_listen, "--metrics-listen", &mo.host, &mo.port));
+  metrics_host_ = mo.host;
+  SHARDKV_RETURN_IF_ERROR(node::CheckListenerProtected("--metrics-listen", mo.host, options_));
+  metrics_source_ = std::make_unique<node::MetricsSource>(
+      node::MetricsSourceDeps{options_.id, service_.get(), &stats_, storage_.get(), maps_.get()});
+  metrics::MetricsHandlers handlers;
+  handlers.metrics = [this] { return metrics_source_->Render(); };
+  handlers.ready = [this] { return metrics_source_->Ready(); };
+  metrics_server_ = std::make_unique<metrics::MetricsServer>(mo, std::move(handlers));
+  return metrics_server_->Start();
+}
+
 Status Node::Impl::WritePortFile() {
   // `port` is the bound port (a launcher on this host connects to it); `address` is what the
-  // cluster map records for this node (the advertised address, or the bound one).
+  // cluster map records for this node (the advertised address, or the bound one). metrics_port
+  // first: a launcher that sees `port` may read it at once.
+  if (metrics_server_) {
+    SHARDKV_RETURN_IF_ERROR(
+        WriteFileAtomically("metrics_port", std::to_string(metrics_port()) + "\n"));
+  }
   SHARDKV_RETURN_IF_ERROR(WriteFileAtomically("port", std::to_string(port()) + "\n"));
   return WriteFileAtomically("address", address() + "\n");
 }
@@ -453,6 +492,8 @@ void Node::Impl::Stop() {
   }
   // The Redis listener first: its batches run through the service and the coordinator.
   if (redis_) redis_->Stop();
+  // Then the metrics listener: its handlers read every part stopped below.
+  if (metrics_server_) metrics_server_->Stop();
   if (server_) server_->Stop();  // stop accepting, finish in-flight requests
   if (rebalancer_) rebalancer_->Stop();
   if (stream_sink_) stream_sink_->Stop();
@@ -493,6 +534,7 @@ Node::Node(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Node::~Node() { impl_->Stop(); }
 uint32_t Node::id() const { return impl_->id(); }
 uint16_t Node::port() const { return impl_->port(); }
+uint16_t Node::metrics_port() const { return impl_->metrics_port(); }
 std::string Node::address() const { return impl_->address(); }
 void Node::Stop() { impl_->Stop(); }
 StatusOr<uint64_t> Node::Compact() { return impl_->Compact(); }

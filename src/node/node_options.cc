@@ -91,6 +91,11 @@ Status ValidateNodeOptions(const NodeOptions& o) {
   uint16_t port = 0;
   SHARDKV_RETURN_IF_ERROR(node::ParseHostPort(o.listen, "--listen", &host, &port));
   SHARDKV_RETURN_IF_ERROR(node::CheckListenerProtected("--listen", host, o));
+  if (!o.metrics_listen.empty()) {
+    SHARDKV_RETURN_IF_ERROR(
+        node::ParseHostPort(o.metrics_listen, "--metrics-listen", &host, &port));
+    SHARDKV_RETURN_IF_ERROR(node::CheckListenerProtected("--metrics-listen", host, o));
+  }
   if (!o.redis_listen.empty()) {
     SHARDKV_RETURN_IF_ERROR(node::ParseHostPort(o.redis_listen, "--redis-listen", &host, &port));
     SHARDKV_RETURN_IF_ERROR(node::CheckListenerProtected("--redis-listen", host, o));

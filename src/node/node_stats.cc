@@ -3,7 +3,12 @@
 namespace shardkv::node {
 
 void NodeStats::RecordRequest(size_t op, uint64_t micros, const Status& result) {
-  if (op < kMaxOps) ops_[op].fetch_add(1, std::memory_order_relaxed);
+  if (op < kMaxOps) {
+    ops_[op].fetch_add(1, std::memory_order_relaxed);
+    const size_t code = static_cast<size_t>(result.code());
+    if (code < kMaxCodes) results_[op][code].fetch_add(1, std::memory_order_relaxed);
+    op_latency_[op].Record(micros);
+  }
   latency_.Record(micros);
   // Client-visible errors of the data plane only (get, put, delete and their batches: ops 1-5 in
   // KvService's order); node-to-node and admin refusals are not a client's failed request.

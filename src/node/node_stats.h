@@ -17,6 +17,7 @@
 #include <string>
 #include <string_view>
 
+#include "metrics/histogram.h"
 #include "node/latency_histogram.h"
 #include "shardkv/status.h"
 
@@ -25,6 +26,8 @@ namespace shardkv::node {
 class NodeStats {
  public:
   static constexpr size_t kMaxOps = 32;
+  // Status codes counted per op (the metrics' result label); kUnauthenticated is the last.
+  static constexpr size_t kMaxCodes = 16;
 
   NodeStats() : start_(std::chrono::steady_clock::now()) {}
 
@@ -35,12 +38,22 @@ class NodeStats {
   uint64_t OpCount(size_t op) const { return ops_[op].load(std::memory_order_relaxed); }
   uint64_t UptimeSeconds() const;
   const LatencyHistogram& latency() const { return latency_; }
+  // For the metrics endpoint: requests of `op` that ended with `code`, and op's latencies.
+  uint64_t ResultCount(size_t op, size_t code) const {
+    return op < kMaxOps && code < kMaxCodes ? results_[op][code].load(std::memory_order_relaxed)
+                                            : 0;
+  }
+  const metrics::Histogram* OpLatency(size_t op) const {
+    return op < kMaxOps ? &op_latency_[op] : nullptr;
+  }
 
  private:
   std::chrono::steady_clock::time_point start_;
   std::array<std::atomic<uint64_t>, kMaxOps> ops_{};
   std::atomic<uint64_t> client_errors_{0};
   LatencyHistogram latency_;
+  std::array<std::array<std::atomic<uint64_t>, kMaxCodes>, kMaxOps> results_{};
+  std::array<metrics::Histogram, kMaxOps> op_latency_{};
 };
 
 }  // namespace shardkv::node

@@ -23,7 +23,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -239,6 +241,12 @@ class Storage {
   bool disk_full() const;
   // RocksDB I/O errors (reads and writes) since Open.
   uint64_t io_errors() const;
+  // RocksDB's own figures for the data column family (the metrics endpoint's compaction and
+  // stall figures): an integer property such as "rocksdb.num-running-compactions" (nullopt if
+  // RocksDB does not know it, or after Close()), and a map property such as "rocksdb.cfstats"
+  // (empty likewise).
+  std::optional<uint64_t> RocksIntProperty(std::string_view name) const;
+  std::map<std::string, std::string> RocksMapProperty(std::string_view name) const;
 
   // ---- meta and hints ---------------------------------------------------------------------
 

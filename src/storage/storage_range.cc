@@ -191,6 +191,20 @@ Status Storage::DeleteRange(const TokenRange& range) {
   return rep_->Write(rep_->db->Write(rep_->data_write_options, &batch), "deleting range");
 }
 
+std::optional<uint64_t> Storage::RocksIntProperty(std::string_view name) const {
+  if (rep_->db == nullptr) return std::nullopt;
+  uint64_t value = 0;
+  if (!rep_->db->GetIntProperty(rep_->data_cf, ToSlice(name), &value)) return std::nullopt;
+  return value;
+}
+
+std::map<std::string, std::string> Storage::RocksMapProperty(std::string_view name) const {
+  std::map<std::string, std::string> out;
+  if (rep_->db == nullptr) return out;
+  if (!rep_->db->GetMapProperty(rep_->data_cf, ToSlice(name), &out)) out.clear();
+  return out;
+}
+
 StatusOr<RangeStats> Storage::ApproximateRangeStats(const TokenRange& range) {
   if (rep_->db == nullptr) return Status::FailedPrecondition("storage is closed");
   if (!range.Valid()) return Status::InvalidArgument("token range has first > last");

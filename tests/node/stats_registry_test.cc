@@ -20,6 +20,7 @@ TEST_CASE("stats registry: a node reports exactly the registered names", "[node]
   o.id = 1;
   o.data_dir = dir.path();
   o.redis_listen = "127.0.0.1:0";  // so that redis_address is reported too
+  o.metrics_listen = "127.0.0.1:0";  // metrics_address is reported only with a metrics listener
   auto node = testing::MustStartFormed(o);
   auto snapshot = testing::AdminFor({node->address()})->NodeStats(node->address());
   INFO(snapshot.status().ToString());
@@ -61,5 +62,7 @@ TEST_CASE("stats registry: a node reports exactly the registered names", "[node]
     CHECK_FALSE(value.empty());
   }
   CHECK(snapshot->info.at(std::string(stats::address)) == node->address());
+  CHECK(snapshot->info.at(std::string(stats::metrics_address)) ==
+        "127.0.0.1:" + std::to_string(node->metrics_port()));
   CHECK(snapshot->info.at(std::string(stats::version)) == SHARDKV_VERSION);
 }

@@ -185,6 +185,10 @@ const std::map<std::string, Key>& Keys() {
       {"auth.client_secret_file",
        String([](NodeConfig* c) { return &c->options.client_secret_file; })},
       {"auth.insecure", Boolean([](NodeConfig* c) { return &c->options.insecure; })},
+      {"metrics.listen",
+       String([](NodeConfig* c) { return &c->options.metrics_listen; },
+              AddressCheck("--metrics-listen",
+                           [](NodeOptions* o, const std::string& v) { o->metrics_listen = v; }))},
       {"tls.cert", String([](NodeConfig* c) { return &c->options.tls_cert_file; })},
       {"tls.key", String([](NodeConfig* c) { return &c->options.tls_key_file; })},
       {"tls.ca", String([](NodeConfig* c) { return &c->options.tls_ca_file; })},
@@ -193,7 +197,7 @@ const std::map<std::string, Key>& Keys() {
 }
 
 bool IsSection(std::string_view name) {
-  return name == "limits" || name == "auth" || name == "tls";
+  return name == "limits" || name == "auth" || name == "tls" || name == "metrics";
 }
 
 Status At(const std::string& path, const toml::source_region& where, const std::string& what) {

@@ -3,7 +3,8 @@
 //
 //   id, cluster_id, listen, advertise, data_dir, seeds, threads, sync, log_level,
 //   tombstone_grace_s, [limits] max_key_bytes, max_value_bytes,
-//   [auth] secret_file, client_secret_file, insecure, [tls] cert, key, ca
+//   [auth] secret_file, client_secret_file, insecure, [tls] cert, key, ca,
+//   [metrics] listen
 //
 // (conf/shardkv-node.toml documents each one.) An unreadable or missing file, a TOML syntax
 // error, an unknown key, a value of the wrong type or out of range is InvalidArgument

@@ -36,6 +36,7 @@ struct NodeRow {
   // As the node itself reports (null while it does not answer).
   std::optional<std::string> advertised;  // stats info `address`
   std::optional<std::string> redis;       // stats info `redis_address`
+  std::optional<std::string> metrics;     // stats info `metrics_address`
   std::optional<std::string> node_state;  // unformed, or its own state in the map it holds
   std::optional<uint64_t> epoch;
   std::optional<std::string> map_digest;
@@ -56,6 +57,7 @@ struct Probe {
   int64_t round_trip_ms = 0;
   std::optional<int64_t> uptime_s;
   std::optional<std::string> version, advertised, redis;
+  std::optional<std::string> metrics;
 };
 
 // The map's ClusterMap::ContentHash, as 16 hex digits.
@@ -89,6 +91,10 @@ Probe ProbeNode(NodeProber* prober, const std::string& address) {
     if (auto it = np.stats->info.find(std::string(stats::redis_address));
         it != np.stats->info.end())
       p.redis = it->second;
+    if (auto it = np.stats->info.find(std::string(stats::metrics_address));
+        it != np.stats->info.end() && !it->second.empty()) {
+      p.metrics = it->second;
+    }
     const auto& counters = np.stats->counters;
     if (auto it = counters.find(std::string(stats::keys_approx)); it != counters.end())
       p.keys = it->second;
@@ -195,6 +201,7 @@ using Rebalance = std::optional<ChangeReport>;
 void FillReported(const Probe& p, uint32_t id, const Probe* answering, NodeRow* r) {
   r->advertised = p.advertised;
   r->redis = p.redis;
+  r->metrics = p.metrics;
   r->version = p.version;
   r->uptime_s = p.uptime_s;
   if (p.map) {
@@ -290,6 +297,7 @@ void PrintJson(const std::optional<ClusterMap>& map, const std::string& map_from
     null_or("primary_share_pct", r.primary_pct.value_or(0), r.primary_pct.has_value());
     null_or("advertised_address", r.advertised.value_or(""), r.advertised.has_value());
     null_or("redis_address", r.redis.value_or(""), r.redis.has_value());
+    null_or("metrics_address", r.metrics.value_or(""), r.metrics.has_value());
     null_or("node_state", r.node_state.value_or(""), r.node_state.has_value());
     null_or("epoch", r.epoch.value_or(0), r.epoch.has_value());
     null_or("map_digest", r.map_digest.value_or(""), r.map_digest.has_value());

@@ -56,6 +56,7 @@ add-node/remove-node.
     primary_share_pct  % of the token space it owns as primary
    As the node itself reports (each null while it does not answer, or an older node omits it):
     advertised_address  the address it advertises (--advertise, else the one it bound)
+    metrics_address  host:port of its metrics listener (--metrics-listen); null without one
     node_state     "unformed", else its own state in the map it holds ("up"|"joining"|
                    "leaving"|"down"), or "not-in-map"
     epoch          the epoch of the map it holds

@@ -317,9 +317,11 @@ int DoUp(const GlobalOptions& g, UpFlags f) {
     launches.emplace_back(
         id, std::vector<std::string>{"--id", std::to_string(id), "--data", NodeDir(dir, id),
                                      "--listen", "127.0.0.1:" + std::to_string((*ports)[id - 1]),
-                                     // A Redis listener on a free port (DATA/redis_port), written
+                                     // A Redis listener and a metrics listener on free
+                                     // ports (DATA/redis_port, DATA/metrics_port), written
                                      // before the port file the launch waits for.
-                                     "--redis-listen", "127.0.0.1:0", "--tombstone-grace",
+                                     "--redis-listen", "127.0.0.1:0", "--metrics-listen",
+                                     "127.0.0.1:0", "--tombstone-grace",
                                      std::to_string(f.tombstone_grace_s)});
   }
   Progress("starting " + std::to_string(f.nodes) + " shardkv-node process(es) in " + dir + " (" +

@@ -193,6 +193,7 @@ StatusOr<pid_t> LaunchNode(const std::string& binary, const std::string& dir, ui
   if (ec) return Status::IOError("cannot create " + node_dir + ": " + ec.message());
   // A stale port file would make the wait below see the previous run as listening.
   RemoveFile(node_dir + "/port");
+  RemoveFile(node_dir + "/metrics_port");
   Status s = WriteArgsFile(node_dir, args);
   if (!s.ok()) return s;
   {
@@ -275,6 +276,23 @@ Status NodeProber::Ping(const std::string& address, std::chrono::milliseconds ti
 
 NodeProbe NodeProber::Probe(const std::string& address) { return admin_->Probe(address); }
 
+namespace {
+
+// A node launched with --metrics-listen listens for metrics too once it writes metrics_port
+// (before its port file); one launched without it never writes one.
+bool MetricsPending(const std::string& node_dir) {
+  auto args = ReadArgsFile(node_dir);
+  if (!args.ok()) return false;
+  bool wanted = false;
+  for (const std::string& a : *args) wanted = wanted || a == "--metrics-listen";
+  if (!wanted) return false;
+  std::ifstream in(node_dir + "/metrics_port");
+  int port = 0;
+  return !(in >> port) || port <= 0 || port > 65535;
+}
+
+}  // namespace
+
 Status WaitListening(const std::string& dir, const std::vector<PendingNode>& nodes,
                      SteadyClock::time_point deadline, NodeProber* prober,
                      const std::function<void(size_t, size_t)>& progress,
@@ -297,7 +315,7 @@ Status WaitListening(const std::string& dir, const std::vector<PendingNode>& nod
         return true;
       }
       auto port = ReadPortFile(node_dir);
-      if (!port) continue;
+      if (!port || MetricsPending(node_dir)) continue;
       // The node writes its port file only once it listens; the ping proves it serves.
       if (!prober->Ping("127.0.0.1:" + std::to_string(*port), std::chrono::milliseconds(500))
                .ok()) {

@@ -92,7 +92,8 @@ struct PendingNode {
   pid_t pid = 0;
 };
 
-// Waits until every node in `nodes` has written its port file and answers a ping, or `deadline`.
+// Waits until every node in `nodes` has written its port file (and metrics_port, if launched
+// with --metrics-listen) and answers a ping, or `deadline`.
 // Fails early, naming the node and quoting its log, if a node process exits. `progress(ready,
 // total)` is called whenever a node becomes ready. On success fills `ports` (by position in
 // `nodes`); when a node exited, sets *exited_id to its id (else 0).

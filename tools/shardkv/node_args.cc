@@ -203,7 +203,9 @@ std::vector<std::string> NewNodeArgs(const std::string& dir, const ClusterConf& 
             "--listen",
             "",
             "--tombstone-grace",
-            std::to_string(conf.tombstone_grace_s)};
+            std::to_string(conf.tombstone_grace_s),
+            "--metrics-listen",
+            "127.0.0.1:0"};
   }
   for (size_t i = 0; i + 1 < args.size(); ++i) {
     if (args[i] == "--id") args[i + 1] = std::to_string(id);
