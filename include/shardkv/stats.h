@@ -51,10 +51,10 @@ namespace shardkv::stats {
   X(latency_p999_us, "99.9th percentile request latency, microseconds")
 
 // Info: text values.
-#define SHARDKV_NODE_INFO(X)                                                     \
-  X(version, "the shardkv release the node runs (CMake project VERSION)")        \
-  X(address, "the address the node advertises to peers and clients (host:port)") \
-  X(redis_address, "host:port of the node's Redis listener (reported only when it has one)")
+#define SHARDKV_NODE_INFO(X)                                                                 \
+  X(version, "the shardkv release the node runs (CMake project VERSION)")                    \
+  X(address, "the address the node advertises to peers and clients (host:port)")             \
+  X(redis_address, "host:port of the node's Redis listener (reported only when it has one)") \
   X(metrics_address, "host:port of the node's metrics listener (absent without one)")
 
 #define SHARDKV_STAT_NAME_(name, help) inline constexpr std::string_view name = #name;
