@@ -8,18 +8,13 @@
 #include <map>
 #include <set>
 
+#include "redis/ascii_case.h"
 #include "resp/resp_writer.h"
 #include "shardkv/change.h"
 #include "shardkv/stats.h"
 
 namespace shardkv::redis {
 namespace {
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 // "host:port" or "[v6]:port" into its parts (the addresses come from the members' own stats).
 bool SplitAddress(const std::string& address, std::string* host, uint16_t* port) {

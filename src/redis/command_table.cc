@@ -4,14 +4,10 @@
 #include <cctype>
 #include <string>
 
+#include "redis/ascii_case.h"
+
 namespace shardkv::redis {
 namespace {
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 // Flags and ACL categories are status strings, tips bulk strings, as redis-server writes them.
 void WriteSet(const std::vector<std::string_view>& items, resp::RespWriter* out,

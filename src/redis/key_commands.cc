@@ -6,22 +6,11 @@
 #include <limits>
 #include <optional>
 
+#include "redis/ascii_case.h"
 #include "resp/resp_writer.h"
 
 namespace shardkv::redis {
 namespace {
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
-std::string Upper(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return out;
-}
 
 std::string Line(resp::Protocol p, const std::function<void(resp::RespWriter&)>& write) {
   std::string out;

@@ -8,24 +8,13 @@
 #include <map>
 #include <set>
 
+#include "redis/ascii_case.h"
 #include "redis/command_table.h"
 #include "resp/resp_writer.h"
 #include "shardkv/options.h"
 
 namespace shardkv::redis {
 namespace {
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
-std::string Upper(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return out;
-}
 
 std::string Err(std::string_view message) {
   std::string out;

@@ -19,7 +19,7 @@ TEST_CASE("stats registry: a node reports exactly the registered names", "[node]
   NodeOptions o;
   o.id = 1;
   o.data_dir = dir.path();
-  o.redis_listen = "127.0.0.1:0";  // so that redis_address is reported too
+  o.redis_listen = "127.0.0.1:0";    // so that redis_address is reported too
   o.metrics_listen = "127.0.0.1:0";  // metrics_address is reported only with a metrics listener
   auto node = testing::MustStartFormed(o);
   auto snapshot = testing::AdminFor({node->address()})->NodeStats(node->address());
