@@ -333,6 +333,11 @@ int DoJoin(const GlobalOptions& g, const ChangeFlags& f, const std::string& addr
     return ReportError("cannot ask " + address + " for its node id: " + joining.error.message(),
                        kExitUnreachable);
   }
+  if (!joining.stats && !joining.error.ok()) {
+    // It answered but refused us (a secret or a TLS certificate): say why, exit 3.
+    return ReportError("cannot ask " + address + " for its node id: " + joining.error.message(),
+                       ExitCodeFor(joining.error));
+  }
   int64_t reported_id = 0;
   if (joining.stats) {
     if (auto it = joining.stats->counters.find(std::string(stats::node_id));
