@@ -50,7 +50,8 @@ void RpcClient::Channel::Send(uint64_t id, const std::string& frame, Clock::time
       Invoke(done, Status::Aborted(shared_->address + ": client closed"));
       return;
     }
-    pending_.emplace(id, PendingCall{std::move(done), deadline, timeout_ms});
+    pending_.emplace(id, PendingCall{std::move(done), deadline, timeout_ms,
+                                     reads_.load(std::memory_order_relaxed)});
     deadlines_.emplace(deadline, id);
     out_.append(frame);
     shared_->in_flight.fetch_add(1, std::memory_order_relaxed);
@@ -267,6 +268,7 @@ asio::awaitable<Status> RpcClient::Channel::ReadLoop() {
       }
       co_return ConnectionError(address, ": ", ec);
     }
+    reads_.fetch_add(1, std::memory_order_relaxed);
     decoder_.CommitWrite(n);
     std::string_view payload;
     while (decoder_.Next(&payload)) {
@@ -364,6 +366,7 @@ void RpcClient::Channel::ArmTimer() {
 void RpcClient::Channel::Sweep() {
   const Clock::time_point now = Clock::now();
   std::vector<PendingCall> expired;
+  bool silent = false;
   {
     common::MutexLock lock(&mu_);
     while (!deadlines_.empty() && deadlines_.top().first <= now) {
@@ -371,9 +374,11 @@ void RpcClient::Channel::Sweep() {
       deadlines_.pop();
       auto it = pending_.find(id);
       if (it == pending_.end()) continue;
+      if (it->second.reads_at_send == reads_.load(std::memory_order_relaxed)) silent = true;
       expired.push_back(std::move(it->second));
       pending_.erase(it);
     }
+    silent = silent && state_ == State::kConnected;
     if (deadlines_.size() > 2 * pending_.size() + 1024) {
       decltype(deadlines_) live;
       for (const auto& [id, call] : pending_) live.emplace(call.deadline, id);
@@ -388,6 +393,36 @@ void RpcClient::Channel::Sweep() {
     Invoke(call.done, Status::Timeout(shared_->address + ": timed out after " +
                                       std::to_string(call.timeout_ms) + " ms"));
   }
+  if (silent) Probe();
+}
+
+void RpcClient::Channel::Probe() {
+  const auto timeout = shared_->options.probe_timeout;
+  if (probing_ || timeout.count() <= 0) return;
+  Request ping;
+  ping.id = shared_->next_id.fetch_add(1, std::memory_order_relaxed);
+  ping.body = PingRequest{};
+  std::string frame;
+  if (!EncodeRequest(ping, &frame, shared_->options.codec).ok()) return;
+  probing_ = true;
+  shared_->probes.fetch_add(1, std::memory_order_relaxed);
+  // The callback may run on a thread closing the client (Aborted): the decision is made on the
+  // event loop, and only for the connection the probe was sent on.
+  Send(ping.id, frame, Clock::now() + timeout, timeout.count(),
+       [self = shared_from_this(), generation = generation_](StatusOr<Response> r) {
+         const bool unanswered = r.status().code() == Status::Code::kTimeout;
+         asio::post(self->loop_, [self, generation, unanswered] {
+           self->probing_ = false;
+           if (!unanswered || generation != self->generation_) return;
+           const std::string why = self->shared_->address + ": connection reset: no reply for " +
+                                   std::to_string(self->shared_->options.probe_timeout.count()) +
+                                   " ms after a call timed out, not even to a ping";
+           spdlog::info("shardkv rpc: {}", why);
+           self->shared_->resets.fetch_add(1, std::memory_order_relaxed);
+           if (self->write_error_.ok()) self->write_error_ = Status::Unavailable(why);
+           self->CloseSocket();
+         });
+       });
 }
 
 void RpcClient::Channel::CloseSocket() { transport_->Close(); }

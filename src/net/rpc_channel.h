@@ -43,6 +43,8 @@ struct RpcClient::Shared {
   std::atomic<uint64_t> connects{0};
   std::atomic<uint64_t> connect_failures{0};
   std::atomic<uint64_t> in_flight{0};
+  std::atomic<uint64_t> probes{0};
+  std::atomic<uint64_t> resets{0};
 };
 
 // One pooled connection. Any thread queues calls into it (under mu_); everything touching the
@@ -71,6 +73,7 @@ class RpcClient::Channel : public std::enable_shared_from_this<Channel> {
     Callback done;
     Clock::time_point deadline;
     int64_t timeout_ms;
+    uint64_t reads_at_send;  // reads_ when the call was queued: equal at timeout = silence
   };
   using DeadlineEntry = std::pair<Clock::time_point, uint64_t>;
 
@@ -89,6 +92,9 @@ class RpcClient::Channel : public std::enable_shared_from_this<Channel> {
   void OnWriteDone(const std::error_code& ec, uint64_t generation);
   void ArmTimer();
   void Sweep();
+  // After a call timed out on a silent connection: pings it, and resets it if the ping times
+  // out too (RpcClientOptions::probe_timeout says why).
+  void Probe();
   void CloseSocket();
 
   const std::shared_ptr<Shared> shared_;
@@ -105,7 +111,11 @@ class RpcClient::Channel : public std::enable_shared_from_this<Channel> {
   bool connecting_ = false;
   bool connect_timed_out_ = false;
   uint64_t generation_ = 0;  // bumped per successful connect
-  Status write_error_;
+  bool probing_ = false;     // a probe ping is in flight on this connection
+  Status write_error_;       // why the connection was closed from this side, if it was
+  // Successful reads on this channel's connections (any bytes count as a sign of life). Written
+  // on the event loop, read by Send on any thread.
+  std::atomic<uint64_t> reads_{0};
 
   common::Mutex mu_;
   State state_ GUARDED_BY(mu_) = State::kIdle;

@@ -137,6 +137,8 @@ RpcClient::Stats RpcClient::stats() const {
   s.connects = shared_->connects.load(std::memory_order_relaxed);
   s.connect_failures = shared_->connect_failures.load(std::memory_order_relaxed);
   s.in_flight = shared_->in_flight.load(std::memory_order_relaxed);
+  s.probes = shared_->probes.load(std::memory_order_relaxed);
+  s.resets = shared_->resets.load(std::memory_order_relaxed);
   return s;
 }
 

@@ -59,6 +59,13 @@ struct RpcClientOptions {
   // Non-null: every connection is TLS (tls_context.h), the server's certificate verified against
   // the CA and the host dialed; the handshake counts against connect_timeout too.
   std::shared_ptr<const TlsContext> tls;
+  // When a call times out on a connection that has received nothing since the call was sent,
+  // the connection may be dead without TCP knowing it (a partition, a stopped peer: TCP keeps
+  // retransmitting into it for many seconds after the network heals). The channel then sends a
+  // ping; if that gets no reply within probe_timeout either, the connection is reset, its other
+  // calls fail with Unavailable (callers retry), and the next call reconnects. A peer that is
+  // merely slow answers the ping and keeps its connection. Zero disables the probe.
+  std::chrono::milliseconds probe_timeout{std::chrono::seconds(1)};
 };
 
 class RpcClient {
@@ -72,6 +79,8 @@ class RpcClient {
     uint64_t connects = 0;          // successful connection attempts
     uint64_t connect_failures = 0;  // failed connection attempts
     uint64_t in_flight = 0;
+    uint64_t probes = 0;  // liveness pings sent after a call timed out on a silent connection
+    uint64_t resets = 0;  // connections reset because a probe went unanswered too
   };
 
   // `address` is "host:port" or "[ipv6]:port". With a null `io`, the client starts its own

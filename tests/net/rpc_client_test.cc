@@ -1,5 +1,7 @@
 #include "net/rpc_client.h"
 
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 #include <future>
 #include <memory>
@@ -131,7 +133,7 @@ TEST_CASE("rpc: responses out of order are matched by id", "[net][rpc]") {
 }
 
 TEST_CASE("rpc: a call the server never answers times out", "[net][rpc]") {
-  DeferredHandler handler;
+  DeferredHandler handler(/*answer_pings=*/true);
   auto server = StartServer(&handler);
   const std::string address = Address(server->bound_port());
   RpcClient client(address);
@@ -149,10 +151,47 @@ TEST_CASE("rpc: a call the server never answers times out", "[net][rpc]") {
   auto ok = fast.get();
   REQUIRE(ok.ok());
   CHECK(std::get<GetResponse>(ok->body).value == "fast");
+  // The node answered the liveness probe, so the connection was kept.
+  CHECK(handler.pings.load() == 1);
+  CHECK(client.stats().probes == 1);
+  CHECK(client.stats().resets == 0);
+  CHECK(client.stats().connects == 1);
+}
+
+TEST_CASE("rpc: a connection that answers nothing, not even the probe, is reset", "[net][rpc]") {
+  // A peer that accepted and then went silent (a partition, SIGSTOP): without the reset, every
+  // later call would queue on the dead connection while TCP retransmits into it.
+  testing::RawListener silent;
+  RpcClientOptions o;
+  o.probe_timeout = 100ms;
+  RpcClient client(Address(silent.port()), o);
+  std::promise<Status> first, pending;
+  client.Call(Get("first"), 100ms, [&](StatusOr<Response> r) { first.set_value(r.status()); });
+  const int fd1 = silent.Accept();
+  REQUIRE(fd1 >= 0);
+  client.Call(Get("pending"), 30s, [&](StatusOr<Response> r) { pending.set_value(r.status()); });
+  CHECK(first.get_future().get().code() == Status::Code::kTimeout);
+  // The probe goes unanswered: the connection is reset, and the call still waiting on it fails
+  // at once as Unavailable (retryable), naming why, instead of after 30 s.
+  auto f = pending.get_future();
+  REQUIRE(f.wait_for(10s) == std::future_status::ready);
+  const Status st = f.get();
+  CHECK(st.code() == Status::Code::kUnavailable);
+  CHECK(st.message().find("no reply for 100 ms after a call timed out") != std::string::npos);
+  CHECK(client.stats().probes == 1);
+  CHECK(client.stats().resets == 1);
+  // The next call dials a new connection.
+  std::promise<Status> next;
+  client.Call(Get("next"), 100ms, [&](StatusOr<Response> r) { next.set_value(r.status()); });
+  const int fd2 = silent.Accept();
+  CHECK(fd2 >= 0);
+  CHECK(next.get_future().get().code() == Status::Code::kTimeout);
+  ::close(fd1);
+  if (fd2 >= 0) ::close(fd2);
 }
 
 TEST_CASE("rpc: short and long deadlines mixed on one connection", "[net][rpc]") {
-  DeferredHandler handler;
+  DeferredHandler handler(/*answer_pings=*/true);
   auto server = StartServer(&handler);
   RpcClient client(Address(server->bound_port()));
   std::promise<Status> long_done, short_done;

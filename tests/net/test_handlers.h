@@ -54,10 +54,21 @@ class DeferredHandler : public RequestHandler {
     std::function<void(Response)> done;
   };
 
+  // answer_pings: a server that is alive but slow (it answers the liveness probe an RpcClient
+  // sends after a timeout, as a node does); false: one that answers nothing at all.
+  explicit DeferredHandler(bool answer_pings = false) : answer_pings_(answer_pings) {}
+
   void Handle(Request request, std::function<void(Response)> done) override {
+    if (answer_pings_ && std::holds_alternative<PingRequest>(request.body)) {
+      pings.fetch_add(1);
+      done(EchoHandler::Answer(request));
+      return;
+    }
     std::lock_guard<std::mutex> lock(mu_);
     held_.push_back({std::move(request), std::move(done)});
   }
+
+  std::atomic<int> pings{0};
 
   size_t HeldCount() {
     std::lock_guard<std::mutex> lock(mu_);
@@ -70,6 +81,7 @@ class DeferredHandler : public RequestHandler {
   }
 
  private:
+  const bool answer_pings_;
   std::mutex mu_;
   std::vector<Held> held_;
 };
