@@ -9,6 +9,8 @@ PKGS=(
   libxxhash-dev libcli11-dev libspdlog-dev libfmt-dev libbenchmark-dev libssl-dev
   libmemcached-dev redis-server redis-tools libhiredis-dev
   libtomlplusplus-dev
+  # consensus (src/consensus): Canonical's C Raft, with shardkv's own raft_io
+  libraft-dev
   # the metrics endpoint: HTTP (cpp-httplib), and promtool, which the tests validate scrapes with
   libcpp-httplib-dev prometheus
   # the multi-host test bed (tests/multihost): namespaces, packet filters, wall-clock skew
