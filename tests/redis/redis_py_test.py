@@ -193,7 +193,8 @@ def test_plain_client(ports):
     try:
         r = plain(ports[0], protocol=3)
     except TypeError:
-        print(f"  SKIP  protocol=3: redis-py {redis.__version__} does not support RESP3", flush=True)
+        print(f"  SKIP  protocol=3: redis-py {redis.__version__} does not support RESP3",
+              flush=True)
     else:
         check(r.set("py:r3", "v") and r.get("py:r3") == b"v", "RESP3 SET and GET")
         check(r.mget(["py:r3", "py:nope"]) == [b"v", None], "RESP3 MGET")
@@ -241,6 +242,7 @@ class Writer(threading.Thread):
         self.reads = 0
         self.stop = threading.Event()
         self.during_change = 0
+        self.ops = 0  # operations done, read by wait_for_progress (an int: atomic in CPython)
         self.in_change = threading.Event()
 
     def value(self, i):
@@ -293,6 +295,7 @@ class Writer(threading.Thread):
                     want = [self.acked[k] for k in keys]
                     if got != want:
                         raise AssertionError("MGET of acknowledged writes differs")
+                self.ops += 1
                 if self.in_change.is_set():
                     self.during_change += 1
             except Exception as e:  # every error is counted; the test requires none
@@ -322,6 +325,18 @@ def read_back(ports, acked, cluster_port):
     c.close()
 
 
+def wait_for_progress(writers, ops, when):
+    """Polls (bounded) until every writer has done `ops` more operations, or one has failed."""
+    start = [w.ops for w in writers]
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if all(w.ops - s >= ops or w.errors or not w.is_alive() for w, s in zip(writers, start)):
+            break
+        time.sleep(0.01)  # polling the writers' counters
+    check(all(w.ops - s >= ops for w, s in zip(writers, start)),
+          f"every writer did {ops} operations {when}")
+
+
 def test_scale_out(cluster, ports):
     print("writers on every node and through RedisCluster while a scale-out runs", flush=True)
     # Enough data that the throttled change streams for a while, so the writers overlap it.
@@ -336,7 +351,7 @@ def test_scale_out(cluster, ports):
     for w in writers:
         w.start()
     try:
-        time.sleep(0.5)  # not synchronisation: only some writes before the change begins
+        wait_for_progress(writers, 50, "before the change")
         for w in writers:
             w.in_change.set()
         start = time.monotonic()
@@ -350,7 +365,7 @@ def test_scale_out(cluster, ports):
               f"{elapsed:.1f} s: {last[0]}")
         for w in writers:
             w.in_change.clear()
-        time.sleep(0.3)  # not synchronisation: a few writes after the change too
+        wait_for_progress(writers, 50, "after the change")
     finally:
         for w in writers:
             w.stop.set()
