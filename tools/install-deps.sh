@@ -13,6 +13,8 @@ PKGS=(
   libraft-dev
   # the metrics endpoint: HTTP (cpp-httplib), and promtool, which the tests validate scrapes with
   libcpp-httplib-dev prometheus
+  # redis-py, the plain and the cluster client of tests/redis/redis_py_test.py
+  python3-redis
   # the multi-host test bed (tests/multihost): namespaces, packet filters, wall-clock skew
   iproute2 iptables faketime
 )
