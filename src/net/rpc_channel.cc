@@ -417,7 +417,7 @@ void RpcClient::Channel::Probe() {
            const std::string why = self->shared_->address + ": connection reset: no reply for " +
                                    std::to_string(self->shared_->options.probe_timeout.count()) +
                                    " ms after a call timed out, not even to a ping";
-           spdlog::info("shardkv rpc: {}", why);
+           spdlog::debug("shardkv rpc: {}", why);  // counted in stats().resets
            self->shared_->resets.fetch_add(1, std::memory_order_relaxed);
            if (self->write_error_.ok()) self->write_error_ = Status::Unavailable(why);
            self->CloseSocket();
