@@ -8,6 +8,7 @@
 
 #include "cli_common.h"
 #include "json_writer.h"
+#include "kv_io.h"
 #include "kv_limits.h"
 
 namespace shardkv::cli {
