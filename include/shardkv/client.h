@@ -21,10 +21,12 @@
 // threads: they must not block and must not call the client's synchronous methods.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -69,6 +71,36 @@ class Client {
   StatusOr<uint64_t> Put(std::string_view key, std::string_view value,
                          Consistency c = Consistency::kDefault);
   StatusOr<uint64_t> Delete(std::string_view key, Consistency c = Consistency::kDefault);
+
+  // ---- Expiry (client_ttl.cc). Expiry is its own last-write-wins register next to the value:
+  // Expire and Persist never overwrite a value, and a later plain Put clears a TTL.
+  // Put with a TTL (or KEEPTTL). InvalidArgument for a negative TTL, a TTL with keep_ttl, or
+  // one whose expiry time overflows.
+  StatusOr<uint64_t> Put(std::string_view key, std::string_view value, const PutOptions& options,
+                         Consistency c = Consistency::kDefault);
+  void PutAsync(std::string key, std::string value, const PutOptions& options, WriteCallback done,
+                Consistency c = Consistency::kDefault);
+  // Expires the key `ttl` from now (ttl <= 0 deletes it, as Redis's EXPIRE does). NotFound if
+  // the key has no live value. Read-then-write: not atomic with a concurrent Delete elsewhere.
+  StatusOr<uint64_t> Expire(std::string_view key, std::chrono::milliseconds ttl,
+                            Consistency c = Consistency::kDefault);
+  // Expires the key at `unix_ms` (ms since the Unix epoch; one in the past deletes it).
+  // unix_ms 0 is InvalidArgument (use Persist).
+  StatusOr<uint64_t> ExpireAt(std::string_view key, uint64_t unix_ms,
+                              Consistency c = Consistency::kDefault);
+  // Removes the key's expiry. NotFound if the key has no live value.
+  StatusOr<uint64_t> Persist(std::string_view key, Consistency c = Consistency::kDefault);
+  // The key's value and its expiry time (Unix ms, 0 = none). NotFound if absent or expired.
+  struct ValueWithExpiry {
+    std::string value;
+    uint64_t expires_at_ms = 0;
+  };
+  StatusOr<ValueWithExpiry> GetWithExpiry(std::string_view key,
+                                          Consistency c = Consistency::kDefault);
+  // The remaining time to live, by this client's wall clock against the node's expiry time
+  // (clamped at 0); nullopt for a key with no expiry; NotFound if the key is absent or expired.
+  StatusOr<std::optional<std::chrono::milliseconds>> Ttl(std::string_view key,
+                                                         Consistency c = Consistency::kDefault);
 
   void GetAsync(std::string key, ValueCallback done, Consistency c = Consistency::kDefault);
   void PutAsync(std::string key, std::string value, WriteCallback done,

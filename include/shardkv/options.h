@@ -1,6 +1,7 @@
 // Options for the two things an application starts: a Node (embedded server) or a Client.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -91,6 +92,16 @@ struct NodeOptions {
 // OK if Node::Start would accept `options`; otherwise InvalidArgument naming the bad field in
 // the words of shardkv-node's flags (it checks them with this before starting anything).
 Status ValidateNodeOptions(const NodeOptions& options);
+
+// Per put: the key's expiry (design.md "Expiry").
+struct PutOptions {
+  // > 0: the key expires this long after the coordinator takes the write. 0: no expiry, and a
+  // put clears any TTL the key had (as Redis's SET does). Negative: InvalidArgument.
+  std::chrono::milliseconds ttl{0};
+  // Write the value only and keep the key's current expiry (Redis SET ... KEEPTTL); `ttl` must
+  // then be 0.
+  bool keep_ttl = false;
+};
 
 struct ClientOptions {
   std::vector<std::string> seeds;  // host:port of one or more nodes; REQUIRED

@@ -4,12 +4,10 @@
 
 #include <algorithm>
 
+#include "cluster/wire_envelope.h"
+
 namespace shardkv::cluster {
 namespace {
-
-bool Newer(const storage::Envelope& a, const storage::Envelope& b) {
-  return a.version() > b.version();
-}
 
 std::string Describe(const ClusterNode& node, const Status& s) {
   return "node " + std::to_string(node.id) + " (" + s.message() + ")";
@@ -144,8 +142,13 @@ void Coordinator::SendReplicaWriteAt(const ClusterNode& node, uint64_t epoch, ui
   auto current = maps_->Current();
   req.epoch = epoch;
   req.cluster_id = current ? current->cluster_id() : 0;
-  req.body = net::ReplicaWriteRequest{
-      token, key, envelope.timestamp, envelope.node_id, envelope.tombstone, envelope.value};
+  req.body = net::ReplicaWriteRequest{token,
+                                      key,
+                                      envelope.timestamp,
+                                      envelope.node_id,
+                                      envelope.tombstone,
+                                      envelope.value,
+                                      ExpiryToWire(envelope)};
   auto self = shared_from_this();
   peers_->Call(node.address, std::move(req), options_.replica_timeout,
                [self, done = std::move(done)](StatusOr<net::Response> reply) {
@@ -162,10 +165,37 @@ void Coordinator::SendReplicaWriteAt(const ClusterNode& node, uint64_t epoch, ui
 void Coordinator::Write(std::shared_ptr<const ClusterMap> map, uint64_t token, std::string key,
                         std::optional<std::string> value, net::Consistency consistency,
                         WriteDone done) {
+  WriteSpec spec;
+  if (value.has_value()) {
+    spec.value = std::move(*value);
+  } else {
+    spec.kind = WriteSpec::Kind::kDelete;
+  }
+  Write(std::move(map), token, std::move(key), std::move(spec), consistency, std::move(done));
+}
+
+void Coordinator::Write(std::shared_ptr<const ClusterMap> map, uint64_t token, std::string key,
+                        WriteSpec spec, net::Consistency consistency, WriteDone done) {
   auto ts = storage_->clock().Now();
   if (!ts.ok()) return done(ts.status());
   auto op = std::make_shared<WriteOp>();
-  op->envelope = storage::Envelope{*ts, options_.self_id, !value.has_value(), value.value_or("")};
+  const storage::Version version{*ts, options_.self_id};
+  switch (spec.kind) {
+    case WriteSpec::Kind::kPut:
+      if (spec.keep_ttl) {
+        op->envelope = storage::Envelope::ValueOnly(version, std::move(spec.value));
+      } else {
+        const uint64_t expires_at = spec.ttl_ms == 0 ? 0 : storage_->WallClockMs() + spec.ttl_ms;
+        op->envelope = storage::Envelope::Plain(version, false, std::move(spec.value), expires_at);
+      }
+      break;
+    case WriteSpec::Kind::kDelete:
+      op->envelope = storage::Envelope::Plain(version, true, "");
+      break;
+    case WriteSpec::Kind::kExpire:
+      op->envelope = storage::Envelope::ExpiryOnly(version, spec.expires_at_ms);
+      break;
+  }
   op->token = token;
   op->key = std::move(key);
   op->consistency = consistency;
@@ -223,7 +253,7 @@ void Coordinator::FinishReplicaWrite(const std::shared_ptr<WriteOp>& op, const C
     last = op->replies == op->total;
     if (!op->answered && op->acks_old >= op->required_old && op->acks_new >= op->required_new) {
       op->answered = true;
-      answer = op->envelope.timestamp;
+      answer = op->envelope.newest_version().timestamp;
     } else if (!op->answered && last) {
       op->answered = true;
       if (op->stale && op->redrives < kMaxRedrives) redrive = NewerMap(*op->map);
@@ -322,7 +352,8 @@ void Coordinator::StartRead(const std::shared_ptr<ReadOp>& op) {
                    }
                    std::optional<storage::Envelope> env;
                    if (body->found) {
-                     env = storage::Envelope{body->ts, body->node_id, body->tombstone, body->value};
+                     env = EnvelopeFromWire(body->ts, body->node_id, body->tombstone, body->value,
+                                            body->expiry);
                    }
                    self->FinishReplicaRead(op, node, std::move(env), epoch);
                  });
@@ -342,7 +373,9 @@ void Coordinator::FinishReplicaRead(const std::shared_ptr<ReadOp>& op, const Clu
     if (result.ok() && reply_epoch <= op->map->epoch()) {
       ++op->answers;
       const std::optional<storage::Envelope>& env = *result;
-      if (env && (!op->newest || Newer(*env, *op->newest))) op->newest = env;
+      // Merge, never "pick the newest reply": one replica may hold the newest value and
+      // another the newest expiry.
+      if (env) op->newest = op->newest ? storage::Merge(*op->newest, *env) : *env;
       op->results.push_back({node, *result});
     } else if (result.ok() || fenced) {
       op->stale = true;  // answered at a newer epoch: re-read under that map if needed
@@ -401,7 +434,8 @@ void Coordinator::RepairStale(const std::shared_ptr<ReadOp>& op) {
   common::MutexLock lock(&op->mu);
   if (!op->newest) return;
   for (const auto& [node, env] : op->results) {
-    if (env && !Newer(*op->newest, *env)) continue;
+    // op->newest is the merge of every reply, so a reply equal to it lacks nothing.
+    if (env && *env == *op->newest) continue;
     {
       common::MutexLock stats_lock(&mu_);
       ++stats_.read_repairs;

@@ -8,9 +8,11 @@
 // times out gets a hint, which never counts toward W. If too few replicas acknowledge, the error
 // names the unavailable replicas and why.
 //
-// Reads: the coordinator asks every replica, answers with the newest version (by timestamp, then
-// node id) once Q have answered (a tombstone answers "not found"), and after the rest answer
-// repairs the replicas that returned an older version or none (read repair).
+// Reads: the coordinator asks every replica, answers with the merge of the replies (per register,
+// the newest version by timestamp, then node id: value_envelope.h Merge) once Q have answered,
+// and after the rest answer repairs the replicas whose record lacks part of that merge (read
+// repair sends the merged record). Whether the record is live (not a tombstone, not expired by
+// this node's wall clock) is the caller's decision.
 //
 // Epoch accounting: every operation is counted under the map epoch it started with until *all*
 // its replica calls have returned or timed out, not just W of them. WaitForOlderEpochs() is the
@@ -43,6 +45,20 @@ struct CoordinatorOptions {
   std::chrono::milliseconds replica_timeout{1000};
 };
 
+// A client write before the coordinator stamps it.
+struct WriteSpec {
+  enum class Kind : uint8_t {
+    kPut,     // value (and expiry) registers
+    kDelete,  // a tombstone with no expiry
+    kExpire,  // the expiry register only
+  };
+  Kind kind = Kind::kPut;
+  std::string value;           // kPut
+  uint64_t ttl_ms = 0;         // kPut: expire ttl_ms after the coordinator's wall clock; 0 none
+  bool keep_ttl = false;       // kPut: the value register only (ttl_ms ignored)
+  uint64_t expires_at_ms = 0;  // kExpire: Unix ms; 0 = persist
+};
+
 struct CoordinatorStats {
   uint64_t quorum_failures = 0;
   uint64_t read_repairs = 0;
@@ -64,6 +80,8 @@ class Coordinator : public std::enable_shared_from_this<Coordinator> {
   // `value` absent means delete (a tombstone).
   void Write(std::shared_ptr<const ClusterMap> map, uint64_t token, std::string key,
              std::optional<std::string> value, net::Consistency consistency, WriteDone done);
+  void Write(std::shared_ptr<const ClusterMap> map, uint64_t token, std::string key, WriteSpec spec,
+             net::Consistency consistency, WriteDone done);
   void Read(std::shared_ptr<const ClusterMap> map, uint64_t token, std::string key,
             net::Consistency consistency, ReadDone done);
 

@@ -110,7 +110,8 @@ StatusOr<size_t> HintStore::Replay(uint32_t target, size_t max, const Sender& se
     uint64_t token = 0, seq = 0;
     if (!storage::DecodeHintKey(k, &t, &token, &seq)) decoded = Status::Corruption("bad hint key");
     bool drop = !decoded.ok();
-    const uint64_t written_ms = common::HlcClock::PhysicalMs(env.timestamp);
+    // The newest register: an expiry-only hint has no value version.
+    const uint64_t written_ms = common::HlcClock::PhysicalMs(env.newest_version().timestamp);
     if (!drop && now_ms > written_ms && now_ms - written_ms > grace_ms_) {
       // Too old to replay safely: tombstones it should be compared against may be gone.
       drop = true;

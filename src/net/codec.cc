@@ -124,6 +124,7 @@ void FillResponse(const Response& r, wire::Response::Builder b) {
             out.setFound(g.found);
             if (!g.value.empty()) out.setValue(AsData(g.value));
             out.setTs(g.ts);
+            out.setExpiresAtMs(g.expires_at_ms);
           },
           [&](const PutResponse& p) { body.initPut().setTs(p.ts); },
           [&](const DeleteResponse& d) { body.initDelete().setTs(d.ts); },
@@ -159,6 +160,7 @@ void FillResponse(const Response& r, wire::Response::Builder b) {
             out.setNodeId(rr.node_id);
             out.setTombstone(rr.tombstone);
             if (!rr.value.empty()) out.setValue(AsData(rr.value));
+            if (rr.expiry != ExpiryRegister{}) FillExpiry(rr.expiry, out.initExpiry());
           },
           [&](const InstallMapResponse& m) {
             auto out = body.initInstallMap();
@@ -234,7 +236,7 @@ StatusOr<Response> ReadResponse(wire::Response::Reader root) {
       break;
     case wire::Response::Body::GET: {
       auto g = body.getGet();
-      r.body = GetResponse{g.getFound(), ToString(g.getValue()), g.getTs()};
+      r.body = GetResponse{g.getFound(), ToString(g.getValue()), g.getTs(), g.getExpiresAtMs()};
       break;
     }
     case wire::Response::Body::PUT:
@@ -272,8 +274,9 @@ StatusOr<Response> ReadResponse(wire::Response::Reader root) {
       break;
     case wire::Response::Body::REPLICA_READ: {
       auto rr = body.getReplicaRead();
-      r.body = ReplicaReadResponse{rr.getFound(), rr.getTs(), rr.getNodeId(), rr.getTombstone(),
-                                   ToString(rr.getValue())};
+      r.body = ReplicaReadResponse{rr.getFound(),           rr.getTs(),
+                                   rr.getNodeId(),          rr.getTombstone(),
+                                   ToString(rr.getValue()), ReadExpiry(rr.getExpiry())};
       break;
     }
     case wire::Response::Body::INSTALL_MAP: {

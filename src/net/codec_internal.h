@@ -54,6 +54,20 @@ inline Status::Code FromWire(wire::ErrorCode code) {
 }
 
 // codec_request.cc
+// The expiry register: nothing is written for the format-1 default, so a plain write's frame is
+// byte-identical to 0.1.0's.
+inline void FillExpiry(const ExpiryRegister& e, wire::ExpiryRegister::Builder b) {
+  b.setExplicit(e.explicit_expiry);
+  b.setValueAbsent(e.value_absent);
+  b.setTs(e.ts);
+  b.setNodeId(e.node_id);
+  b.setExpiresAtMs(e.expires_at_ms);
+}
+inline ExpiryRegister ReadExpiry(wire::ExpiryRegister::Reader r) {
+  return ExpiryRegister{r.getExplicit(), r.getValueAbsent(), r.getTs(), r.getNodeId(),
+                        r.getExpiresAtMs()};
+}
+
 void FillRequest(const Request& r, wire::Request::Builder b);
 StatusOr<Request> ReadRequest(wire::Request::Reader root, uint64_t* request_id);
 

@@ -48,6 +48,8 @@ void FillRequest(const Request& r, wire::Request::Builder b) {
                    kv.setToken(p.token);
                    kv.setKey(AsData(p.key));
                    kv.setValue(AsData(p.value));
+                   kv.setTtlMs(p.ttl_ms);
+                   kv.setKeepTtl(p.keep_ttl);
                  },
                  [&](const DeleteRequest& d) {
                    auto k = body.initDelete();
@@ -67,6 +69,8 @@ void FillRequest(const Request& r, wire::Request::Builder b) {
                      list[i].setToken(m.items[i].token);
                      list[i].setKey(AsData(m.items[i].key));
                      list[i].setValue(AsData(m.items[i].value));
+                     list[i].setTtlMs(m.items[i].ttl_ms);
+                     list[i].setKeepTtl(m.items[i].keep_ttl);
                    }
                  },
                  [&](const StatsRequest&) { body.setStats(); },
@@ -79,6 +83,7 @@ void FillRequest(const Request& r, wire::Request::Builder b) {
                    out.setNodeId(w.node_id);
                    out.setTombstone(w.tombstone);
                    if (!w.value.empty()) out.setValue(AsData(w.value));
+                   if (w.expiry != ExpiryRegister{}) FillExpiry(w.expiry, out.initExpiry());
                  },
                  [&](const ReplicaReadRequest& rr) {
                    auto k = body.initReplicaRead();
@@ -97,6 +102,12 @@ void FillRequest(const Request& r, wire::Request::Builder b) {
                    FillCountRanges(c, body.initCountRanges(static_cast<unsigned>(c.ranges.size())));
                  },
                  [&](const AdminRequest& a) { FillChangeCommand(a, body.initChange()); },
+                 [&](const ExpireRequest& e) {
+                   auto out = body.initExpire();
+                   out.setToken(e.token);
+                   out.setKey(AsData(e.key));
+                   out.setExpiresAtMs(e.expires_at_ms);
+                 },
              },
              r.body);
 }
@@ -138,7 +149,8 @@ StatusOr<Request> ReadRequest(wire::Request::Reader root, uint64_t* request_id) 
     }
     case wire::Request::Body::PUT: {
       auto kv = body.getPut();
-      r.body = PutRequest{kv.getToken(), ToString(kv.getKey()), ToString(kv.getValue())};
+      r.body = PutRequest{kv.getToken(), ToString(kv.getKey()), ToString(kv.getValue()),
+                          kv.getTtlMs(), kv.getKeepTtl()};
       break;
     }
     case wire::Request::Body::DELETE: {
@@ -159,8 +171,8 @@ StatusOr<Request> ReadRequest(wire::Request::Reader root, uint64_t* request_id) 
       auto list = body.getMultiPut();
       m.items.reserve(list.size());
       for (auto kv : list) {
-        m.items.push_back(
-            PutRequest{kv.getToken(), ToString(kv.getKey()), ToString(kv.getValue())});
+        m.items.push_back(PutRequest{kv.getToken(), ToString(kv.getKey()), ToString(kv.getValue()),
+                                     kv.getTtlMs(), kv.getKeepTtl()});
       }
       r.body = std::move(m);
       break;
@@ -173,8 +185,18 @@ StatusOr<Request> ReadRequest(wire::Request::Reader root, uint64_t* request_id) 
       break;
     case wire::Request::Body::REPLICA_WRITE: {
       auto w = body.getReplicaWrite();
-      r.body = ReplicaWriteRequest{w.getToken(),  ToString(w.getKey()), w.getTs(),
-                                   w.getNodeId(), w.getTombstone(),     ToString(w.getValue())};
+      r.body = ReplicaWriteRequest{w.getToken(),
+                                   ToString(w.getKey()),
+                                   w.getTs(),
+                                   w.getNodeId(),
+                                   w.getTombstone(),
+                                   ToString(w.getValue()),
+                                   ReadExpiry(w.getExpiry())};
+      break;
+    }
+    case wire::Request::Body::EXPIRE: {
+      auto e = body.getExpire();
+      r.body = ExpireRequest{e.getToken(), ToString(e.getKey()), e.getExpiresAtMs()};
       break;
     }
     case wire::Request::Body::REPLICA_READ: {

@@ -119,6 +119,7 @@ void FillStreamScan(const StreamScanResponse& s, wire::Response::Body::StreamSca
     out.setNodeId(e.node_id);
     out.setTombstone(e.tombstone);
     if (!e.value.empty()) out.setValue(AsData(e.value));
+    if (e.expiry != ExpiryRegister{}) FillExpiry(e.expiry, out.initExpiry());
   }
   if (!s.cursor.empty()) b.setCursor(AsData(s.cursor));
   b.setDone(s.done);
@@ -132,7 +133,8 @@ StreamScanResponse ReadStreamScan(wire::Response::Body::StreamScan::Reader r) {
   s.entries.reserve(list.size());
   for (auto e : list) {
     s.entries.push_back(StreamEntry{e.getToken(), ToString(e.getKey()), e.getTs(), e.getNodeId(),
-                                    e.getTombstone(), ToString(e.getValue())});
+                                    e.getTombstone(), ToString(e.getValue()),
+                                    ReadExpiry(e.getExpiry())});
   }
   s.cursor = ToString(r.getCursor());
   s.done = r.getDone();

@@ -50,6 +50,26 @@ struct PutRequest {
   uint64_t token = 0;
   std::string key;
   std::string value;
+  uint64_t ttl_ms = 0;    // 0 = no expiry (and a plain put clears one)
+  bool keep_ttl = false;  // write the value only, keeping the key's expiry
+};
+
+// A record's expiry register on the wire (shardkv.capnp ExpiryRegister); all defaults = the
+// format-1 meaning (the value's version, no expiry).
+struct ExpiryRegister {
+  bool explicit_expiry = false;
+  bool value_absent = false;
+  uint64_t ts = 0;
+  uint32_t node_id = 0;
+  uint64_t expires_at_ms = 0;
+  friend bool operator==(const ExpiryRegister&, const ExpiryRegister&) = default;
+};
+
+// Client: set or clear (expires_at_ms 0) a key's expiry; answered with a PutResponse.
+struct ExpireRequest {
+  uint64_t token = 0;
+  std::string key;
+  uint64_t expires_at_ms = 0;
 };
 
 struct DeleteRequest {
@@ -77,6 +97,7 @@ struct ReplicaWriteRequest {
   uint32_t node_id = 0;
   bool tombstone = false;
   std::string value;
+  ExpiryRegister expiry;
 };
 
 // Node to node: the stored version of a key, tombstones included.
@@ -163,7 +184,7 @@ using RequestBody =
     std::variant<PingRequest, GetRequest, PutRequest, DeleteRequest, MultiGetRequest,
                  MultiPutRequest, StatsRequest, GetClusterMapRequest, ReplicaWriteRequest,
                  ReplicaReadRequest, InstallMapRequest, StreamScanRequest, StreamRangeRequest,
-                 CountRangesRequest, AdminRequest>;
+                 CountRangesRequest, AdminRequest, ExpireRequest>;
 
 struct Request {
   uint64_t id = 0;          // set by RpcClient; 0 is reserved for "unknown" in error replies
@@ -191,7 +212,8 @@ struct PingResponse {};
 struct GetResponse {
   bool found = false;
   std::string value;
-  uint64_t ts = 0;  // the version's HLC timestamp when found
+  uint64_t ts = 0;             // the version's HLC timestamp when found
+  uint64_t expires_at_ms = 0;  // when found: Unix ms it expires at, 0 = no expiry
 };
 
 struct PutResponse {
@@ -238,6 +260,7 @@ struct ReplicaReadResponse {
   uint32_t node_id = 0;
   bool tombstone = false;
   std::string value;
+  ExpiryRegister expiry;
 };
 
 struct InstallMapResponse {
@@ -252,6 +275,7 @@ struct StreamEntry {
   uint32_t node_id = 0;
   bool tombstone = false;
   std::string value;
+  ExpiryRegister expiry;
 };
 
 struct StreamScanResponse {

@@ -65,6 +65,8 @@ struct KeyValue {
   token @0 :UInt64;
   key @1 :Data;
   value @2 :Data;
+  ttlMs @3 :UInt64;   # put/multiPut: expire this long after the write (0 = no expiry)
+  keepTtl @4 :Bool;   # put/multiPut: write the value only, keep the key's expiry (ttlMs ignored)
 }
 
 # A write as a replica stores it: the coordinator's timestamp and node id decide LWW.
@@ -75,10 +77,30 @@ struct ReplicaWrite {
   nodeId @3 :UInt32;
   tombstone @4 :Bool;
   value @5 :Data;
+  expiry @6 :ExpiryRegister;  # null: format 1 semantics
 }
 
 # A new cluster map. `adopt` asks a standalone node to join the map's cluster (cluster
 # formation); otherwise the install is compare-and-set on `expectedEpoch`.
+# A record's expiry register (src/storage/value_envelope.h), next to its value register. All
+# fields 0 (or the struct absent, as from a 0.1.0 peer) mean format 1: the expiry register has
+# the value's version and no expiry.
+struct ExpiryRegister {
+  explicit @0 :Bool;     # false: the fields below are ignored (format 1 semantics)
+  valueAbsent @1 :Bool;  # the value register is empty (an expiry-only record)
+  ts @2 :UInt64;         # the expiry register's version; (0, 0) = no opinion (KEEPTTL)
+  nodeId @3 :UInt32;
+  expiresAtMs @4 :UInt64;  # Unix ms; 0 = no expiry
+}
+
+# Client: set (expiresAtMs > 0) or clear (0, PERSIST) a key's expiry, without touching its
+# value. NotFound if the key has no live value at the request's consistency level.
+struct Expire {
+  token @0 :UInt64;
+  key @1 :Data;
+  expiresAtMs @2 :UInt64;
+}
+
 struct InstallMap {
   map @0 :Data;
   expectedEpoch @1 :UInt64;
@@ -109,6 +131,7 @@ struct StreamEntry {
   nodeId @3 :UInt32;
   tombstone @4 :Bool;
   value @5 :Data;
+  expiry @6 :ExpiryRegister;  # null: format 1 semantics
 }
 
 # Run one stream task on its destination for up to sliceMs. sourceIds and sourceAddresses are
@@ -211,6 +234,7 @@ struct Request {
     countRanges @18 :List(TokenSpan);
     admin @19 :Admin;  # 0.1.0 only: refused (see Admin)
     change @21 :ChangeCommand;
+    expire @22 :Expire;  # answered with `put` (the write's timestamp)
   }
   # Wall-clock ms (Unix epoch) after which the sender no longer waits for this request (0 =
   # none). A node drops a client request that reaches it later, e.g. one queued in its socket
@@ -254,6 +278,7 @@ struct Response {
       found @7 :Bool;
       value @8 :Data;
       ts @9 :UInt64;
+      expiresAtMs @41 :UInt64;  # Unix ms when the found value expires; 0 = no expiry
     }
     put :group {
       ts @10 :UInt64;
@@ -272,6 +297,7 @@ struct Response {
       nodeId @19 :UInt32;
       tombstone @20 :Bool;
       value @21 :Data;
+      expiry @42 :ExpiryRegister;
     }
     installMap :group {
       accepted @22 :Bool;

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <type_traits>
 
+#include "cluster/wire_envelope.h"
 #include "rebalance/stream_sink.h"
 #include "rebalance/stream_source.h"
 #include "shardkv/stats.h"
@@ -13,11 +14,11 @@ namespace shardkv::node {
 namespace {
 
 // Stats names per net::RequestBody alternative, in its order.
-constexpr std::array<std::string_view, 15> kOpNames = {
+constexpr std::array<std::string_view, 16> kOpNames = {
     "ping",          "get",          "put",         "delete",
     "multi_get",     "multi_put",    "stats",       "get_cluster_map",
     "replica_write", "replica_read", "install_map", "stream_scan",
-    "stream_range",  "count_ranges", "admin"};
+    "stream_range",  "count_ranges", "admin",       "expire"};
 static_assert(std::variant_size_v<net::RequestBody> == kOpNames.size(),
               "name every request op for stats");
 
@@ -195,9 +196,12 @@ void KvService::Dispatch(const std::shared_ptr<const ClusterMap>& map, net::Requ
           Get(map, c, op, std::move(reply));
         } else if constexpr (std::is_same_v<T, net::PutRequest>) {
           if (Status s = CheckValue(op.value); !s.ok()) return reply(Error(s));
-          Write(map, c, std::move(op.key), std::move(op.value), false, std::move(reply));
+          if (Status s = CheckTtl(op.ttl_ms); !s.ok()) return reply(Error(s));
+          Write(map, c, std::move(op.key), PutSpec(op), std::move(reply));
         } else if constexpr (std::is_same_v<T, net::DeleteRequest>) {
-          Write(map, c, std::move(op.key), std::nullopt, true, std::move(reply));
+          cluster::WriteSpec spec;
+          spec.kind = cluster::WriteSpec::Kind::kDelete;
+          Write(map, c, std::move(op.key), std::move(spec), std::move(reply));
         } else if constexpr (std::is_same_v<T, net::MultiGetRequest>) {
           MultiGet(map, c, op, std::move(reply));
         } else if constexpr (std::is_same_v<T, net::MultiPutRequest>) {
@@ -221,6 +225,8 @@ void KvService::Dispatch(const std::shared_ptr<const ClusterMap>& map, net::Requ
         } else if constexpr (std::is_same_v<T, net::CountRangesRequest>) {
           if (d_.stream_sink == nullptr) return reply(Error(Status::NotSupported("no streams")));
           d_.stream_sink->HandleCount(std::move(op), std::move(reply));
+        } else if constexpr (std::is_same_v<T, net::ExpireRequest>) {
+          Expire(map, c, op, std::move(reply));
         } else if constexpr (std::is_same_v<T, net::AdminRequest>) {
           if (!d_.admin) return reply(Error(Status::NotSupported("no rebalancer on this node")));
           d_.admin(std::move(op), std::move(reply));
@@ -235,26 +241,31 @@ void KvService::Get(const std::shared_ptr<const ClusterMap>& map, net::Consisten
                     net::GetRequest& r, Reply reply) {
   if (Status s = CheckKey(r.key); !s.ok()) return reply(Error(s));
   const uint64_t token = map->TokenOf(r.key);
-  d_.coordinator->Read(map, token, std::move(r.key), c,
-                       [reply = std::move(reply)](StatusOr<storage::Envelope> env) {
-                         net::GetResponse out;
-                         if (env.ok()) {
-                           out.ts = env->timestamp;
-                           out.found = !env->tombstone;
-                           if (out.found) out.value = std::move(env->value);
-                         } else if (!env.status().IsNotFound()) {
-                           return reply(Error(env.status()));
-                         }
-                         reply(std::move(out));
-                       });
+  d_.coordinator->Read(
+      map, token, std::move(r.key), c,
+      [reply = std::move(reply), storage = d_.storage](StatusOr<storage::Envelope> env) {
+        net::GetResponse out;
+        if (env.ok()) {
+          out.ts = env->timestamp;
+          // This node's wall clock decides expiry for client reads.
+          out.found = env->LiveAt(storage->WallClockMs());
+          if (out.found) {
+            out.value = std::move(env->value);
+            out.expires_at_ms = env->expires_at_ms();
+          }
+        } else if (!env.status().IsNotFound()) {
+          return reply(Error(env.status()));
+        }
+        reply(std::move(out));
+      });
 }
 
 void KvService::Write(const std::shared_ptr<const ClusterMap>& map, net::Consistency c,
-                      std::string key, std::optional<std::string> value, bool is_delete,
-                      Reply reply) {
+                      std::string key, cluster::WriteSpec spec, Reply reply) {
   if (Status s = CheckKey(key); !s.ok()) return reply(Error(s));
   const uint64_t token = map->TokenOf(key);
-  d_.coordinator->Write(map, token, std::move(key), std::move(value), c,
+  const bool is_delete = spec.kind == cluster::WriteSpec::Kind::kDelete;
+  d_.coordinator->Write(map, token, std::move(key), std::move(spec), c,
                         [reply = std::move(reply), is_delete](StatusOr<uint64_t> ts) {
                           if (!ts.ok()) return reply(Error(ts.status()));
                           if (is_delete) return reply(net::DeleteResponse{*ts});
@@ -278,11 +289,11 @@ void KvService::MultiGet(const std::shared_ptr<const ClusterMap>& map, net::Cons
     }
     const uint64_t token = map->TokenOf(r.keys[i].key);
     d_.coordinator->Read(map, token, std::move(r.keys[i].key), c,
-                         [gather, i](StatusOr<storage::Envelope> env) {
+                         [gather, i, storage = d_.storage](StatusOr<storage::Envelope> env) {
                            net::ItemResult item;
                            if (env.ok()) {
                              item.ts = env->timestamp;
-                             item.found = !env->tombstone;
+                             item.found = env->LiveAt(storage->WallClockMs());
                              if (item.found) item.value = std::move(env->value);
                            } else if (!env.status().IsNotFound()) {
                              item.status = env.status();
@@ -303,6 +314,7 @@ void KvService::MultiPut(const std::shared_ptr<const ClusterMap>& map, net::Cons
     net::PutRequest& item = r.items[i];
     Status s = CheckKey(item.key);
     if (s.ok()) s = CheckValue(item.value);
+    if (s.ok()) s = CheckTtl(item.ttl_ms);
     if (!s.ok()) {
       net::ItemResult failed;
       failed.status = s;
@@ -310,7 +322,7 @@ void KvService::MultiPut(const std::shared_ptr<const ClusterMap>& map, net::Cons
       continue;
     }
     const uint64_t token = map->TokenOf(item.key);
-    d_.coordinator->Write(map, token, std::move(item.key), std::move(item.value), c,
+    d_.coordinator->Write(map, token, std::move(item.key), PutSpec(item), c,
                           [gather, i](StatusOr<uint64_t> ts) {
                             net::ItemResult out;
                             if (ts.ok()) {
@@ -335,8 +347,8 @@ Status KvService::CheckFence(const ClusterMap& map, uint64_t sender_epoch, uint6
 net::ResponseBody KvService::ReplicaWrite(const ClusterMap& map, uint64_t sender_epoch,
                                           const net::ReplicaWriteRequest& r) {
   if (Status s = CheckFence(map, sender_epoch, r.token); !s.ok()) return Error(s);
-  auto written =
-      d_.storage->Write(r.token, r.key, storage::Envelope{r.ts, r.node_id, r.tombstone, r.value});
+  auto written = d_.storage->Write(
+      r.token, r.key, cluster::EnvelopeFromWire(r.ts, r.node_id, r.tombstone, r.value, r.expiry));
   if (!written.ok()) return Error(written.status());
   return net::ReplicaWriteResponse{static_cast<uint8_t>(written->outcome)};
 }
@@ -346,8 +358,9 @@ net::ResponseBody KvService::ReplicaRead(const ClusterMap& map, uint64_t sender_
   if (Status s = CheckFence(map, sender_epoch, r.token); !s.ok()) return Error(s);
   auto env = d_.storage->GetEnvelope(r.token, r.key);
   if (env.ok()) {
-    return net::ReplicaReadResponse{true, env->timestamp, env->node_id, env->tombstone,
-                                    std::move(env->value)};
+    net::ExpiryRegister expiry = cluster::ExpiryToWire(*env);
+    return net::ReplicaReadResponse{true,           env->timestamp,        env->node_id,
+                                    env->tombstone, std::move(env->value), expiry};
   }
   if (env.status().IsNotFound()) return net::ReplicaReadResponse{};
   return Error(env.status());

@@ -101,7 +101,13 @@ class KvService : public net::RequestHandler {
   void Get(const std::shared_ptr<const ClusterMap>& map, net::Consistency c, net::GetRequest& r,
            Reply reply);
   void Write(const std::shared_ptr<const ClusterMap>& map, net::Consistency c, std::string key,
-             std::optional<std::string> value, bool is_delete, Reply reply);
+             cluster::WriteSpec spec, Reply reply);
+  // kv_service_ttl.cc: EXPIRE/PERSIST (read the key, then write its expiry register).
+  void Expire(const std::shared_ptr<const ClusterMap>& map, net::Consistency c,
+              net::ExpireRequest& r, Reply reply);
+  // InvalidArgument unless a put's TTL is representable (see kMaxExpiresAtMs).
+  Status CheckTtl(uint64_t ttl_ms) const;
+  static cluster::WriteSpec PutSpec(net::PutRequest& r);
   void MultiGet(const std::shared_ptr<const ClusterMap>& map, net::Consistency c,
                 net::MultiGetRequest& r, Reply reply);
   void MultiPut(const std::shared_ptr<const ClusterMap>& map, net::Consistency c,

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdlib>
 
+#include "cluster/wire_envelope.h"
 #include "clustermap/cluster_map_builder.h"
 #include "common/hlc.h"
 #include "rebalance/plan.h"
@@ -274,10 +275,12 @@ net::ResponseBody StreamSink::Run(const net::StreamRangeRequest& r) {
     uint64_t batch_bytes = 0, live = 0, tomb = 0, during = 0;
     for (net::StreamEntry& e : batch->entries) {
       batch_bytes += e.key.size() + e.value.size();
-      (e.tombstone ? tomb : live) += 1;
-      if (!e.tombstone && common::HlcClock::PhysicalMs(e.ts) >= record->started_ms) ++during;
-      entries.push_back({e.token, std::move(e.key),
-                         storage::Envelope{e.ts, e.node_id, e.tombstone, std::move(e.value)}});
+      const bool holds_value = !e.tombstone && !e.expiry.value_absent;
+      (holds_value ? live : tomb) += 1;
+      if (holds_value && common::HlcClock::PhysicalMs(e.ts) >= record->started_ms) ++during;
+      entries.push_back(
+          {e.token, std::move(e.key),
+           cluster::EnvelopeFromWire(e.ts, e.node_id, e.tombstone, std::move(e.value), e.expiry)});
     }
     auto applied = storage_->ApplyBatch(entries);
     if (!applied.ok()) return Error(applied.status().WithContext("applying a stream batch"));
@@ -348,7 +351,8 @@ StatusOr<uint64_t> StreamSink::Rebuild(const ClusterMap& map) {
         std::vector<storage::RangeEntry> entries;
         for (net::StreamEntry& e : batch->entries) {
           entries.push_back({e.token, std::move(e.key),
-                             storage::Envelope{e.ts, e.node_id, e.tombstone, std::move(e.value)}});
+                             cluster::EnvelopeFromWire(e.ts, e.node_id, e.tombstone,
+                                                       std::move(e.value), e.expiry)});
         }
         auto applied = storage_->ApplyBatch(entries);
         if (!applied.ok()) return applied.status().WithContext("rebuild");

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <vector>
 
+#include "cluster/wire_envelope.h"
+
 namespace shardkv::rebalance {
 namespace {
 
@@ -80,8 +82,9 @@ net::ResponseBody StreamSource::Scan(const net::StreamScanRequest& r) {
     if (!batch.ok()) return Error(batch.status());
     for (storage::RangeEntry& e : batch->entries) {
       bytes += e.key.size() + e.envelope.value.size();
+      net::ExpiryRegister expiry = cluster::ExpiryToWire(e.envelope);
       out.entries.push_back({e.token, std::move(e.key), e.envelope.timestamp, e.envelope.node_id,
-                             e.envelope.tombstone, std::move(e.envelope.value)});
+                             e.envelope.tombstone, std::move(e.envelope.value), expiry});
     }
     out.cursor = std::move(batch->cursor);
     if (!batch->done) break;
@@ -113,7 +116,7 @@ net::ResponseBody StreamSource::Count(const net::CountRangesRequest& r) {
       auto batch = storage_->Scan({span.first, span.last}, options);
       if (!batch.ok()) return Error(batch.status());
       for (const storage::RangeEntry& e : batch->entries) {
-        if (e.envelope.tombstone) {
+        if (!e.envelope.has_value()) {  // tombstones and expiry-only records
           ++count.tombstones;
         } else {
           ++count.live;

@@ -19,6 +19,9 @@ COMMANDS = {
     "time": None, "get": None, "set": None, "mget": None, "mset": None, "del": None,
     "unlink": None, "exists": None, "strlen": None, "getrange": None, "type": None,
     "cluster": ["info", "slots", "shards", "nodes", "keyslot", "myid"],
+    "setex": None, "psetex": None, "getex": None, "expire": None, "pexpire": None,
+    "expireat": None, "pexpireat": None, "ttl": None, "pttl": None, "expiretime": None,
+    "pexpiretime": None, "persist": None,
 }
 
 # Rows redis-server 7.0 does not have: CLIENT SETINFO is redis 7.2's (its 7.2 definition), and

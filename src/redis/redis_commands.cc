@@ -61,10 +61,6 @@ std::string RefusalReason(const std::string& name) {
                           "rename", "renamenx", "setnx", "getset", "getdel", "msetnx", "copy"}) {
       (*m)[c] = Upper(c) + rmw;
     }
-    for (const char* c : {"expire", "pexpire", "expireat", "pexpireat", "ttl", "pttl", "expiretime",
-                          "pexpiretime", "persist", "setex", "psetex", "getex"}) {
-      (*m)[c] = "TTLs are not supported by this build yet";
-    }
     for (const char* c : {"scan", "keys", "randomkey"}) {
       (*m)[c] = Upper(c) + " needs a cluster-wide scan, which this build does not have yet";
     }
@@ -169,6 +165,9 @@ void RedisCommands::Step(const std::shared_ptr<Runner>& r, std::function<void()>
     std::vector<std::pair<std::string, std::string>> kv;
     for (size_t i = r->next; i < end; ++i) kv.emplace_back(r->commands[i][1], r->commands[i][2]);
     return keys_.SetBatch(session, std::move(kv), std::move(finish));
+  }
+  if (ExpireCommands::Handles(name, args)) {
+    return expire_.Handle(session, args, [reply](std::string bytes) { reply(std::move(bytes)); });
   }
   if (KeyCommandNames().count(name)) {
     return keys_.Handle(session, args, [reply](std::string bytes) { reply(std::move(bytes)); });

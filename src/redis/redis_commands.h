@@ -20,6 +20,7 @@
 
 #include "redis/cluster_commands.h"
 #include "redis/command_context.h"
+#include "redis/expire_commands.h"
 #include "redis/key_commands.h"
 #include "redis/redis_session.h"
 
@@ -29,7 +30,7 @@ class RedisCommands {
  public:
   // `context` must outlive the object and every Run() in flight.
   explicit RedisCommands(const CommandContext* context)
-      : c_(context), keys_(context), cluster_(context) {}
+      : c_(context), keys_(context), cluster_(context), expire_(context) {}
 
   // Runs `commands` in order; `done` gets the concatenated replies and whether the connection
   // must close after writing them (QUIT). Commands after a QUIT are not run. `done` runs once,
@@ -58,6 +59,7 @@ class RedisCommands {
   const CommandContext* c_;
   KeyCommands keys_;
   ClusterCommands cluster_;
+  ExpireCommands expire_;
 };
 
 // Why shardkv refuses `name` (lower case), or "" if it does not refuse it.

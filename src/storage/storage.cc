@@ -290,58 +290,86 @@ Status Storage::ValidateWrite(std::string_view key, bool tombstone, std::string_
 // older value operand beneath it, i.e. resurrect a deleted key. Plain Puts keep exactly one
 // live version per key, so the filter's decision about a tombstone is final. The cost is a point
 // read per write (bloom filters make it cheap for new keys) under a striped lock.
-StatusOr<WriteResult> Storage::LwwWrite(uint64_t token, std::string_view key, Version version,
-                                        bool tombstone, std::string_view value) {
+//
+// Both registers of the envelope merge here (value_envelope.h Merge), never "the newer envelope
+// wins": an expiry-only write must keep the stored value, a KEEPTTL write the stored expiry.
+StatusOr<WriteResult> Storage::MergeWrite(uint64_t token, std::string_view key,
+                                          const Envelope& incoming) {
   std::string stored_key = EncodeDataKey(token, key);
-  std::string encoded;
-  EncodeEnvelope(version, tombstone, value, &encoded);
 
   WriteResult result;
-  result.written = version;
-  result.stored = version;
+  result.written = incoming.newest_version();
+  result.stored = result.written;
   std::lock_guard<std::mutex> lock(rep_->stripes[rep_->StripeOf(stored_key)]);
   rocksdb::PinnableSlice existing;
   rocksdb::Status rs = rep_->db->Get(rocksdb::ReadOptions(), rep_->data_cf, stored_key, &existing);
+  Envelope merged = incoming;
   if (rs.ok()) {
     EnvelopeView current;
     SHARDKV_RETURN_IF_ERROR(DecodeEnvelope(ToView(existing), &current)
                                 .WithContext("stored value of token " + std::to_string(token)));
-    if (current.version() > version) {
-      result.outcome = WriteOutcome::kSuperseded;
-      result.stored = current.version();
-      return result;
-    }
-    if (current.version() == version) {
-      result.outcome = WriteOutcome::kDuplicate;
-      return result;
+    merged = current.ToEnvelope();
+    switch (MergeInto(&merged, incoming)) {
+      case MergeOutcome::kSuperseded:
+        result.outcome = WriteOutcome::kSuperseded;
+        result.stored = merged.newest_version();
+        return result;
+      case MergeOutcome::kDuplicate:
+        result.outcome = WriteOutcome::kDuplicate;
+        return result;
+      case MergeOutcome::kChanged:
+        break;
     }
   } else if (!rs.IsNotFound()) {
     return rep_->Read(rs, "reading before write");
   }
+  std::string encoded;
+  EncodeEnvelope(merged, &encoded);
   SHARDKV_RETURN_IF_ERROR(rep_->Write(
       rep_->db->Put(rep_->data_write_options, rep_->data_cf, stored_key, encoded), "writing data"));
   result.outcome = WriteOutcome::kApplied;
+  result.stored = merged.newest_version();
   return result;
 }
 
 StatusOr<WriteResult> Storage::Put(uint64_t token, std::string_view key, std::string_view value) {
+  return Put(token, key, value, PutExpiry{});
+}
+
+StatusOr<WriteResult> Storage::Put(uint64_t token, std::string_view key, std::string_view value,
+                                   PutExpiry expiry) {
   SHARDKV_RETURN_IF_ERROR(ValidateWrite(key, false, value));
   SHARDKV_ASSIGN_OR_RETURN(uint64_t ts, rep_->clock->Now());
-  return LwwWrite(token, key, Version{ts, rep_->options.node_id}, false, value);
+  const Version version{ts, rep_->options.node_id};
+  return MergeWrite(
+      token, key,
+      expiry.keep_ttl ? Envelope::ValueOnly(version, std::string(value))
+                      : Envelope::Plain(version, false, std::string(value), expiry.expires_at_ms));
 }
 
 StatusOr<WriteResult> Storage::Delete(uint64_t token, std::string_view key) {
   SHARDKV_RETURN_IF_ERROR(ValidateWrite(key, true, {}));
   SHARDKV_ASSIGN_OR_RETURN(uint64_t ts, rep_->clock->Now());
-  return LwwWrite(token, key, Version{ts, rep_->options.node_id}, true, {});
+  return MergeWrite(token, key, Envelope::Plain(Version{ts, rep_->options.node_id}, true, {}));
+}
+
+StatusOr<WriteResult> Storage::Expire(uint64_t token, std::string_view key,
+                                      uint64_t expires_at_ms) {
+  SHARDKV_RETURN_IF_ERROR(ValidateWrite(key, false, {}));
+  SHARDKV_ASSIGN_OR_RETURN(uint64_t ts, rep_->clock->Now());
+  return MergeWrite(token, key,
+                    Envelope::ExpiryOnly(Version{ts, rep_->options.node_id}, expires_at_ms));
 }
 
 StatusOr<WriteResult> Storage::Write(uint64_t token, std::string_view key,
                                      const Envelope& envelope) {
   SHARDKV_RETURN_IF_ERROR(ValidateWrite(key, envelope.tombstone, envelope.value));
-  SHARDKV_RETURN_IF_ERROR(rep_->clock->Update(envelope.timestamp));
-  return LwwWrite(token, key, envelope.version(), envelope.tombstone, envelope.value);
+  SHARDKV_RETURN_IF_ERROR(ValidateEnvelopeShape(envelope));
+  SHARDKV_RETURN_IF_ERROR(rep_->clock->Update(envelope.newest_version().timestamp));
+  return MergeWrite(token, key, envelope);
 }
+
+uint64_t Storage::WallClockMs() const { return rep_->WallMs(); }
 
 StatusOr<Envelope> Storage::GetEnvelope(uint64_t token, std::string_view key) {
   if (rep_->db == nullptr) return Status::FailedPrecondition("storage is closed");
@@ -358,6 +386,7 @@ StatusOr<Envelope> Storage::GetEnvelope(uint64_t token, std::string_view key) {
 StatusOr<std::string> Storage::Get(uint64_t token, std::string_view key) {
   SHARDKV_ASSIGN_OR_RETURN(Envelope envelope, GetEnvelope(token, key));
   if (envelope.tombstone) return Status::NotFound("key deleted");
+  if (!envelope.LiveAt(rep_->WallMs())) return Status::NotFound("key expired or absent");
   return std::move(envelope.value);
 }
 
@@ -405,11 +434,14 @@ std::vector<StatusOr<Envelope>> Storage::MultiGetEnvelopes(const std::vector<Key
 std::vector<StatusOr<std::string>> Storage::MultiGet(const std::vector<KeyRef>& keys) {
   std::vector<StatusOr<std::string>> out;
   out.reserve(keys.size());
+  const uint64_t now_ms = rep_->WallMs();
   for (auto& result : MultiGetEnvelopes(keys)) {
     if (!result.ok()) {
       out.emplace_back(result.status());
     } else if (result->tombstone) {
       out.emplace_back(Status::NotFound("key deleted"));
+    } else if (!result->LiveAt(now_ms)) {
+      out.emplace_back(Status::NotFound("key expired or absent"));
     } else {
       out.emplace_back(std::move(result->value));
     }

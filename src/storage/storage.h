@@ -74,8 +74,15 @@ enum class WriteOutcome : uint8_t {
 
 struct WriteResult {
   WriteOutcome outcome = WriteOutcome::kApplied;
-  Version written;  // the version of this write (Put/Delete: the timestamp it was given)
-  Version stored;   // the version stored for the key after the call
+  // The newest register version of this write (Put/Delete/Expire: the timestamp it was given).
+  Version written;
+  Version stored;  // the newest register version stored for the key after the call
+};
+
+// The expiry part of a local Put.
+struct PutExpiry {
+  uint64_t expires_at_ms = 0;  // Unix ms; 0 = no expiry (clears any TTL, as Redis's SET does)
+  bool keep_ttl = false;       // write the value register only (expires_at_ms ignored)
 };
 
 // A key in the data CF, by token and user key. `key` must outlive the call it is passed to.
@@ -182,21 +189,31 @@ class Storage {
   // same key through this Storage always wins over an earlier one.
   [[nodiscard]] StatusOr<WriteResult> Put(uint64_t token, std::string_view key,
                                           std::string_view value);
+  [[nodiscard]] StatusOr<WriteResult> Put(uint64_t token, std::string_view key,
+                                          std::string_view value, PutExpiry expiry);
   [[nodiscard]] StatusOr<WriteResult> Delete(uint64_t token, std::string_view key);
+  // Writes the expiry register only (expires_at_ms 0 = persist). On a key with no record it
+  // stores an expiry-only record, which reads as absent.
+  [[nodiscard]] StatusOr<WriteResult> Expire(uint64_t token, std::string_view key,
+                                             uint64_t expires_at_ms);
 
-  // Applies a write timestamped elsewhere (replica write, read repair, hint replay) with LWW.
-  // First moves clock() past envelope.timestamp: InvalidArgument if it is more than
-  // max_clock_offset_ms ahead of the local clock.
+  // Applies a write timestamped elsewhere (replica write, read repair, hint replay) by merging
+  // it into the stored record, register by register (value_envelope.h Merge).
+  // First moves clock() past the envelope's newest timestamp: InvalidArgument if it is more than
+  // max_clock_offset_ms ahead of the local clock, or if its registers contradict each other.
   [[nodiscard]] StatusOr<WriteResult> Write(uint64_t token, std::string_view key,
                                             const Envelope& envelope);
 
-  // The live value; NotFound if the key is absent or deleted (tombstone).
+  // The wall clock expiry is judged by (StorageOptions::physical_clock_ms, or the system clock).
+  uint64_t WallClockMs() const;
+
+  // The live value; NotFound if the key is absent, deleted (tombstone) or expired.
   [[nodiscard]] StatusOr<std::string> Get(uint64_t token, std::string_view key);
   // The stored envelope, tombstones included; NotFound only if there is none.
   [[nodiscard]] StatusOr<Envelope> GetEnvelope(uint64_t token, std::string_view key);
   // GetEnvelope for many keys at once, read from one consistent view; result i is for keys[i].
   std::vector<StatusOr<Envelope>> MultiGetEnvelopes(const std::vector<KeyRef>& keys);
-  // Get for many keys at once (tombstones come back as NotFound).
+  // Get for many keys at once (tombstones and expired records come back as NotFound).
   std::vector<StatusOr<std::string>> MultiGet(const std::vector<KeyRef>& keys);
 
   // ---- Ranges (streaming, cleanup) --------------------------------------------------------
@@ -274,8 +291,7 @@ class Storage {
   struct Rep;
   explicit Storage(std::unique_ptr<Rep> rep);
 
-  StatusOr<WriteResult> LwwWrite(uint64_t token, std::string_view key, Version version,
-                                 bool tombstone, std::string_view value);
+  StatusOr<WriteResult> MergeWrite(uint64_t token, std::string_view key, const Envelope& incoming);
   Status ValidateWrite(std::string_view key, bool tombstone, std::string_view value) const;
 
   std::unique_ptr<Rep> rep_;

@@ -5,6 +5,7 @@
 #include <rocksdb/write_batch.h>
 
 #include <algorithm>
+#include <optional>
 #include <unordered_map>
 #include <utility>
 
@@ -63,7 +64,9 @@ StatusOr<ScanBatch> Storage::Scan(const TokenRange& range, const ScanOptions& op
                                 .WithContext("value of token " + std::to_string(entry.token)));
     // The cursor advances over skipped tombstones too, so a resumed scan does not re-read them.
     batch.cursor.assign(stored_key);
-    if (view.tombstone && !options.include_tombstones) continue;
+    // Expiry-only records hold no value either; expired values are still returned (the caller
+    // judges expiry with its own clock, as a coordinator does for reads).
+    if ((view.tombstone || view.value_absent) && !options.include_tombstones) continue;
     entry.key.assign(user_key);
     entry.envelope = view.ToEnvelope();
     bytes += stored_key.size() + it->value().size();
@@ -83,32 +86,38 @@ StatusOr<ApplyStats> Storage::ApplyBatch(const std::vector<RangeEntry>& entries)
     const Envelope& e = entries[i].envelope;
     SHARDKV_RETURN_IF_ERROR(ValidateWrite(entries[i].key, e.tombstone, e.value)
                                 .WithContext("batch entry " + std::to_string(i)));
-    newest = std::max(newest, e.timestamp);
+    SHARDKV_RETURN_IF_ERROR(
+        ValidateEnvelopeShape(e).WithContext("batch entry " + std::to_string(i)));
+    newest = std::max(newest, e.newest_version().timestamp);
   }
   SHARDKV_RETURN_IF_ERROR(rep_->clock->Update(newest));
 
-  // Resolve repeated keys inside the batch first, so each key is compared with storage once.
+  // Merge repeated keys inside the batch first, so each key is compared with storage once.
   std::vector<std::string> stored(entries.size());
-  std::unordered_map<std::string_view, size_t> newest_index;
-  newest_index.reserve(entries.size());
+  std::unordered_map<std::string_view, size_t> first_index;
+  std::vector<std::optional<Envelope>> combined(entries.size());
+  first_index.reserve(entries.size());
   for (size_t i = 0; i < entries.size(); ++i) {
     stored[i] = EncodeDataKey(entries[i].token, entries[i].key);
-    auto [it, inserted] = newest_index.emplace(stored[i], i);
+    auto [it, inserted] = first_index.emplace(stored[i], i);
     if (inserted) continue;
-    const Version kept = entries[it->second].envelope.version();
-    const Version incoming = entries[i].envelope.version();
-    if (incoming == kept) {
+    Envelope& kept = combined[it->second]
+                         ? *combined[it->second]
+                         : combined[it->second].emplace(entries[it->second].envelope);
+    if (MergeInto(&kept, entries[i].envelope) == MergeOutcome::kDuplicate) {
       ++stats.duplicate;
     } else {
       ++stats.superseded;
-      if (incoming > kept) it->second = i;
     }
   }
   std::vector<size_t> winners;
-  winners.reserve(newest_index.size());
-  for (const auto& [key, index] : newest_index) winners.push_back(index);
+  winners.reserve(first_index.size());
+  for (const auto& [key, index] : first_index) winners.push_back(index);
   std::sort(winners.begin(), winners.end(),
             [&](size_t a, size_t b) { return stored[a] < stored[b]; });
+  auto incoming_of = [&](size_t i) -> const Envelope& {
+    return combined[i] ? *combined[i] : entries[i].envelope;
+  };
 
   // Lock every stripe involved, in ascending order (see Rep::stripes).
   std::vector<size_t> stripe_ids;
@@ -131,29 +140,33 @@ StatusOr<ApplyStats> Storage::ApplyBatch(const std::vector<RangeEntry>& entries)
   rocksdb::WriteBatch batch;
   std::string encoded;
   for (size_t j = 0; j < n; ++j) {
-    const RangeEntry& entry = entries[winners[j]];
-    const Version incoming = entry.envelope.version();
+    const size_t i = winners[j];
+    const Envelope& incoming = incoming_of(i);
+    Envelope merged;
     if (statuses[j].ok()) {
       EnvelopeView current;
       SHARDKV_RETURN_IF_ERROR(
           DecodeEnvelope(ToView(existing[j]), &current)
-              .WithContext("stored value of token " + std::to_string(entry.token)));
-      if (current.version() > incoming) {
+              .WithContext("stored value of token " + std::to_string(entries[i].token)));
+      merged = current.ToEnvelope();
+      const MergeOutcome outcome = MergeInto(&merged, incoming);
+      if (outcome == MergeOutcome::kSuperseded) {
         ++stats.superseded;
         continue;
       }
-      if (current.version() == incoming) {
+      if (outcome == MergeOutcome::kDuplicate) {
         ++stats.duplicate;
         continue;
       }
     } else if (statuses[j].IsNotFound()) {
+      merged = incoming;
       ++stats.created;
-      if (entry.envelope.tombstone) ++stats.created_tombstones;
+      if (incoming.tombstone) ++stats.created_tombstones;
     } else {
       return rep_->Read(statuses[j], "reading before batch write");
     }
     encoded.clear();
-    EncodeEnvelope(incoming, entry.envelope.tombstone, entry.envelope.value, &encoded);
+    EncodeEnvelope(merged, &encoded);
     SHARDKV_RETURN_IF_ERROR(
         FromRocks(batch.Put(rep_->data_cf, slices[j], encoded), "building write batch"));
     ++stats.applied;

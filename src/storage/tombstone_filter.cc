@@ -49,15 +49,25 @@ TombstoneGc::TombstoneGc(uint64_t grace_ms, std::function<uint64_t()> clock_ms,
 
 TombstoneGc::Verdict TombstoneGc::Decide(std::string_view stored_key, std::string_view stored_value,
                                          uint64_t now_ms) const {
-  // Cheap checks first: most entries are live values and never reach the registry.
+  // Cheap checks first: most entries are format-1 live values and never reach the registry.
   if (stored_value.size() < 2 ||
-      (static_cast<uint8_t>(stored_value[1]) & kEnvelopeFlagTombstone) == 0) {
+      (static_cast<uint8_t>(stored_value[0]) == kEnvelopeFormatV1 &&
+       (static_cast<uint8_t>(stored_value[1]) & kEnvelopeFlagTombstone) == 0)) {
     return Verdict::kKeep;
   }
   EnvelopeView env;
-  if (!DecodeEnvelope(stored_value, &env).ok() || !env.tombstone) return Verdict::kKeep;
-  const uint64_t written_ms = common::HlcClock::PhysicalMs(env.timestamp);
-  if (now_ms <= written_ms || now_ms - written_ms <= grace_ms_) return Verdict::kKeep;
+  if (!DecodeEnvelope(stored_value, &env).ok()) return Verdict::kKeep;
+  auto past_grace = [&](uint64_t ms) { return now_ms > ms && now_ms - ms > grace_ms_; };
+  if (env.tombstone || env.value_absent) {
+    // A tombstone or an expiry-only record: collectable once its newest register is old.
+    if (!past_grace(common::HlcClock::PhysicalMs(env.newest_version().timestamp))) {
+      return Verdict::kKeep;
+    }
+  } else if (env.expires_at_ms == 0 || !past_grace(env.expires_at_ms)) {
+    // A live value, or one whose expiry has not been past for a whole grace period: an EXPIRE
+    // or PERSIST racing it may still be in flight to this replica.
+    return Verdict::kKeep;
+  }
   uint64_t token = 0;
   std::string_view user_key;
   if (!DecodeDataKey(stored_key, &token, &user_key)) return Verdict::kKeep;

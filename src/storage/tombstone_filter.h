@@ -10,6 +10,11 @@
 // of the key in lower levels; at the bottommost level both disappear. The deleted key therefore
 // stays deleted: no older value is exposed.
 //
+// Expired values are garbage too: once a value's expiry has been past for tombstone_grace, the
+// filter drops it under the same rule (dropping it leaves an internal deletion, as above, so no
+// older version reappears; and an EXPIRE-only or PERSIST-only record is collected like a
+// tombstone).
+//
 // Protected ranges: a token range with an active stream or pending hints must keep its
 // tombstones even past the grace (a streamed or hinted older value could otherwise come back
 // with nothing newer to lose to). Callers register such ranges in ProtectedRanges; the filter
@@ -66,9 +71,11 @@ class TombstoneGc {
   TombstoneGc(uint64_t grace_ms, std::function<uint64_t()> clock_ms,
               std::shared_ptr<const ProtectedRanges> protected_ranges);
 
-  // True iff (stored_key, stored_value) is a well-formed tombstone whose HLC timestamp is more
-  // than grace_ms before `now_ms`, outside every protected range. Anything that does not decode
-  // is kept: GC never deletes what it does not understand.
+  // True iff (stored_key, stored_value) is, outside every protected range, a well-formed
+  //   - tombstone or expiry-only record whose newest register's HLC timestamp is more than
+  //     grace_ms before `now_ms`, or
+  //   - value whose expires_at_ms is more than grace_ms before `now_ms`.
+  // Anything that does not decode is kept: GC never deletes what it does not understand.
   bool ShouldDrop(std::string_view stored_key, std::string_view stored_value,
                   uint64_t now_ms) const;
   // ShouldDrop at the current time, counting the outcome.

@@ -52,38 +52,152 @@ void EncodeEnvelope(Version version, bool tombstone, std::string_view value, std
   if (!tombstone) out->append(value);
 }
 
+void EncodeEnvelope(const Envelope& envelope, std::string* out) {
+  if (envelope.IsFormat1()) {
+    EncodeEnvelope(envelope.version(), envelope.tombstone, envelope.value, out);
+    return;
+  }
+  out->reserve(out->size() + kEnvelopeMinBytes + 8 + 5 + 8 + 4 + envelope.value.size());
+  out->push_back(static_cast<char>(kEnvelopeFormatV2));
+  uint8_t flags = 0;
+  if (envelope.tombstone) flags |= kEnvelopeFlagTombstone;
+  if (envelope.value_absent) flags |= kEnvelopeFlagValueAbsent;
+  out->push_back(static_cast<char>(flags));
+  AppendFixed64LE(out, envelope.timestamp);
+  AppendVarint32(out, envelope.node_id);
+  const Version expiry = envelope.expiry_version();
+  AppendFixed64LE(out, expiry.timestamp);
+  AppendVarint32(out, expiry.node_id);
+  AppendFixed64LE(out, envelope.expires_at_ms());
+  if (envelope.has_value()) out->append(envelope.value);
+}
+
 std::string EncodeEnvelope(const Envelope& envelope) {
   std::string out;
-  EncodeEnvelope(envelope.version(), envelope.tombstone, envelope.value, &out);
+  EncodeEnvelope(envelope, &out);
   return out;
 }
+
+Status ValidateEnvelopeShape(const Envelope& envelope) {
+  if (envelope.tombstone && envelope.value_absent) {
+    return Status::InvalidArgument("an envelope cannot be both a tombstone and value-absent");
+  }
+  if (!envelope.has_value() && !envelope.value.empty()) {
+    return Status::InvalidArgument(envelope.tombstone ? "a tombstone cannot carry a value"
+                                                      : "an absent value cannot carry bytes");
+  }
+  if (envelope.value_absent && envelope.version() != Version{}) {
+    return Status::InvalidArgument("an absent value must have version (0, 0)");
+  }
+  return Status::OK();
+}
+
+namespace {
+
+Status Truncated(std::string_view encoded) {
+  return Status::Corruption("value envelope truncated: " + std::to_string(encoded.size()) +
+                            " bytes");
+}
+
+}  // namespace
 
 Status DecodeEnvelope(std::string_view encoded, EnvelopeView* view) {
   if (encoded.empty()) return Status::Corruption("empty value envelope");
   const auto format = static_cast<uint8_t>(encoded[0]);
-  if (format != kEnvelopeFormatV1) {
+  if (format != kEnvelopeFormatV1 && format != kEnvelopeFormatV2) {
     return Status::NotSupported("value envelope format " + std::to_string(format) +
-                                " is unknown to this build (it reads format " +
-                                std::to_string(kEnvelopeFormatV1) + ")");
+                                " is unknown to this build (it reads formats 1 and 2)");
   }
-  if (encoded.size() < kEnvelopeMinBytes) {
-    return Status::Corruption("value envelope truncated: " + std::to_string(encoded.size()) +
-                              " bytes");
-  }
+  if (encoded.size() < kEnvelopeMinBytes) return Truncated(encoded);
   const auto flags = static_cast<uint8_t>(encoded[1]);
-  if ((flags & ~kEnvelopeFlagTombstone) != 0) {
+  const uint8_t known = format == kEnvelopeFormatV1
+                            ? kEnvelopeFlagTombstone
+                            : (kEnvelopeFlagTombstone | kEnvelopeFlagValueAbsent);
+  if ((flags & ~known) != 0) {
     return Status::Corruption("value envelope has reserved flag bits set: " +
                               std::to_string(flags));
   }
   view->tombstone = (flags & kEnvelopeFlagTombstone) != 0;
+  view->value_absent = (flags & kEnvelopeFlagValueAbsent) != 0;
+  if (view->tombstone && view->value_absent) {
+    return Status::Corruption("value envelope is both a tombstone and value-absent");
+  }
   view->timestamp = ReadFixed64LE(encoded.data() + 2);
-  const size_t n = ReadVarint32(encoded.substr(10), &view->node_id);
+  size_t n = ReadVarint32(encoded.substr(10), &view->node_id);
   if (n == 0) return Status::Corruption("value envelope has a malformed node id");
-  view->value = encoded.substr(10 + n);
+  size_t pos = 10 + n;
+  if (format == kEnvelopeFormatV1) {
+    view->expiry_timestamp = view->timestamp;
+    view->expiry_node_id = view->node_id;
+    view->expires_at_ms = 0;
+  } else {
+    if (encoded.size() < pos + 8 + 1 + 8) return Truncated(encoded);
+    view->expiry_timestamp = ReadFixed64LE(encoded.data() + pos);
+    pos += 8;
+    n = ReadVarint32(encoded.substr(pos), &view->expiry_node_id);
+    if (n == 0) return Status::Corruption("value envelope has a malformed expiry node id");
+    pos += n;
+    if (encoded.size() < pos + 8) return Truncated(encoded);
+    view->expires_at_ms = ReadFixed64LE(encoded.data() + pos);
+    pos += 8;
+  }
+  view->value = encoded.substr(pos);
   if (view->tombstone && !view->value.empty()) {
     return Status::Corruption("tombstone envelope carries value bytes");
   }
+  if (view->value_absent && !view->value.empty()) {
+    return Status::Corruption("value-absent envelope carries value bytes");
+  }
   return Status::OK();
+}
+
+namespace {
+
+// The value register's content order for identical versions: absent < tombstone < value, then
+// the bytes. Only reached for inputs one write never produces; it keeps Merge a join.
+int ValueContentRank(const Envelope& e) { return e.value_absent ? 0 : (e.tombstone ? 1 : 2); }
+
+bool ValueRegisterLess(const Envelope& a, const Envelope& b) {
+  if (a.version() != b.version()) return a.version() < b.version();
+  if (ValueContentRank(a) != ValueContentRank(b)) return ValueContentRank(a) < ValueContentRank(b);
+  return a.value < b.value;
+}
+
+bool ExpiryRegisterLess(const Envelope& a, const Envelope& b) {
+  if (a.expiry_version() != b.expiry_version()) return a.expiry_version() < b.expiry_version();
+  return a.expires_at_ms() < b.expires_at_ms();
+}
+
+}  // namespace
+
+Envelope Merge(const Envelope& a, const Envelope& b) {
+  const Envelope& value_winner = ValueRegisterLess(a, b) ? b : a;
+  const Envelope& expiry_winner = ExpiryRegisterLess(a, b) ? b : a;
+  Envelope out{value_winner.timestamp, value_winner.node_id, value_winner.tombstone,
+               value_winner.value};
+  out.value_absent = value_winner.value_absent;
+  // Keep the canonical form: an implied expiry register whenever the shape is format 1.
+  if (out.value_absent || expiry_winner.expiry_version() != out.version() ||
+      expiry_winner.expires_at_ms() != 0) {
+    out.SetExpiry(expiry_winner.expiry_version(), expiry_winner.expires_at_ms());
+  }
+  return out;
+}
+
+MergeOutcome MergeInto(Envelope* stored, const Envelope& incoming) {
+  if (*stored == incoming) return MergeOutcome::kDuplicate;
+  Envelope merged = Merge(*stored, incoming);
+  if (merged == *stored) {
+    // Every register the write has an opinion on ((0,0) = none) is stored at the same version:
+    // the same write seen again (a replayed EXPIRE, a re-streamed value), not an older one.
+    const bool same_value =
+        incoming.version() == Version{} || incoming.version() == stored->version();
+    const bool same_expiry = incoming.expiry_version() == Version{} ||
+                             incoming.expiry_version() == stored->expiry_version();
+    return same_value && same_expiry ? MergeOutcome::kDuplicate : MergeOutcome::kSuperseded;
+  }
+  *stored = std::move(merged);
+  return MergeOutcome::kChanged;
 }
 
 }  // namespace shardkv::storage

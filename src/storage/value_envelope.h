@@ -1,18 +1,40 @@
-// The value envelope stored under every data key: who wrote it, when, and whether it is a
-// tombstone, around the user's value bytes.
+// The value envelope stored under every data key: two last-write-wins registers around the
+// user's value bytes.
 //
-// Encoding, format 1 (all multi-byte integers little-endian):
+//   value register   (value version, tombstone | value | absent)
+//   expiry register  (expiry version, expires_at_ms; 0 = no expiry)
 //
+// Why two registers: an EXPIRE or PERSIST writes the expiry register only, so it can never
+// overwrite a newer value (and a SET ... KEEPTTL writes the value register only). Merging two
+// envelopes takes, per register, the one with the higher version (Merge below). A plain write
+// (SET, Put without TTL, Delete) writes both registers with the same version and "no expiry", as
+// Redis's SET clears a TTL.
+//
+// Encoding (all multi-byte integers little-endian):
+//
+//   format 1 (every record written before TTLs, and every plain write since):
 //   offset  size   field
 //   0       1      format (= kEnvelopeFormatV1)
 //   1       1      flags: bit 0 = tombstone; bits 1-7 reserved, must be 0
-//   2       8      HLC timestamp (fixed64)
-//   10      1..5   writer node id (varint32: 1 byte for ids < 128)
+//   2       8      value HLC timestamp (fixed64)
+//   10      1..5   value writer node id (varint32: 1 byte for ids < 128)
 //   ...     rest   value bytes (empty for a tombstone)
+//   Its expiry register is implied: expiry version = value version, expires_at = 0.
 //
-// So the header costs 11 bytes for small clusters. The leading format byte lets a later build
-// add fields (say, a TTL) under format 2 while still reading format 1; this build refuses any
-// other format with NotSupported rather than guess, and reserved flag bits with Corruption.
+//   format 2 (any other combination of the two registers):
+//   0       1      format (= kEnvelopeFormatV2)
+//   1       1      flags: bit 0 = tombstone, bit 1 = value absent (an expiry-only record);
+//                  bits 2-7 reserved, must be 0; bits 0 and 1 are never both set
+//   2       8      value HLC timestamp (fixed64; 0 with node 0 when the value is absent)
+//   10      1..5   value writer node id (varint32)
+//   ...     8      expiry HLC timestamp (fixed64; 0 with node 0 = "no opinion", loses to any)
+//   ...     1..5   expiry writer node id (varint32)
+//   ...     8      expires_at_ms (fixed64; Unix ms, 0 = no expiry)
+//   ...     rest   value bytes (empty for a tombstone or an absent value)
+//
+// EncodeEnvelope writes format 1 whenever it can, so old data directories need no rewrite and a
+// store without TTLs stays byte-identical. This build refuses any other format with NotSupported
+// rather than guess, and reserved flag bits with Corruption.
 //
 // Ordering: versions compare as (timestamp, node_id) lexicographically; the larger wins (LWW).
 // Equal timestamps from different coordinators are broken by node id, so every replica picks the
@@ -21,6 +43,7 @@
 // Pure functions and value types; thread-safe.
 #pragma once
 
+#include <algorithm>
 #include <compare>
 #include <cstdint>
 #include <string>
@@ -31,7 +54,9 @@
 namespace shardkv::storage {
 
 inline constexpr uint8_t kEnvelopeFormatV1 = 1;
+inline constexpr uint8_t kEnvelopeFormatV2 = 2;
 inline constexpr uint8_t kEnvelopeFlagTombstone = 0x01;
+inline constexpr uint8_t kEnvelopeFlagValueAbsent = 0x02;
 // Smallest possible encoding: format, flags, timestamp and a 1-byte node id.
 inline constexpr size_t kEnvelopeMinBytes = 1 + 1 + 8 + 1;
 
@@ -43,33 +68,128 @@ struct Version {
 };
 
 // A decoded envelope that owns its value.
+//
+// Aggregate initialisation with the first four members is a plain write (format 1): the expiry
+// register is then implied (same version as the value, no expiry). SetExpiry makes it explicit.
 struct Envelope {
-  uint64_t timestamp = 0;
+  uint64_t timestamp = 0;  // value register version
   uint32_t node_id = 0;
   bool tombstone = false;
-  std::string value;  // empty when tombstone
+  std::string value;  // empty when tombstone or value_absent
+  // The value register holds nothing (an EXPIRE or PERSIST reached a replica with no record);
+  // its version is then (0,0).
+  bool value_absent = false;
+  // False: the expiry register is implied by the value register (the three fields below are
+  // ignored). True: they are the expiry register; version (0,0) = "no opinion" (KEEPTTL).
+  bool explicit_expiry = false;
+  uint64_t expiry_timestamp = 0;
+  uint32_t expiry_node_id = 0;
+  uint64_t expiry_at_ms = 0;  // Unix ms, 0 = no expiry
 
   Version version() const { return {timestamp, node_id}; }
-  friend bool operator==(const Envelope&, const Envelope&) = default;
+  Version expiry_version() const {
+    return explicit_expiry ? Version{expiry_timestamp, expiry_node_id} : version();
+  }
+  uint64_t expires_at_ms() const { return explicit_expiry ? expiry_at_ms : 0; }
+  void SetExpiry(Version v, uint64_t expires_at_ms) {
+    explicit_expiry = true;
+    expiry_timestamp = v.timestamp;
+    expiry_node_id = v.node_id;
+    expiry_at_ms = expires_at_ms;
+  }
+  // The newer of the two registers' versions (for tombstone GC and clock updates).
+  Version newest_version() const { return std::max(version(), expiry_version()); }
+  // True when the value register holds a value (not a tombstone, not absent).
+  bool has_value() const { return !tombstone && !value_absent; }
+  // The record reads as a live value at wall-clock `now_ms`.
+  bool LiveAt(uint64_t now_ms) const {
+    return has_value() && (expires_at_ms() == 0 || expires_at_ms() > now_ms);
+  }
+  // Both registers written by one plain write: the format-1 shape.
+  bool IsFormat1() const {
+    return !value_absent && expiry_version() == version() && expires_at_ms() == 0;
+  }
+
+  // A write of both registers with one version: a value (or tombstone) and its expiry.
+  static Envelope Plain(Version version, bool tombstone, std::string value,
+                        uint64_t expires_at_ms = 0) {
+    Envelope e{version.timestamp, version.node_id, tombstone, std::move(value)};
+    if (expires_at_ms != 0) e.SetExpiry(version, expires_at_ms);
+    return e;
+  }
+  // A write of the value register only (SET ... KEEPTTL).
+  static Envelope ValueOnly(Version version, std::string value) {
+    Envelope e{version.timestamp, version.node_id, false, std::move(value)};
+    e.SetExpiry(Version{}, 0);
+    return e;
+  }
+  // A write of the expiry register only (EXPIRE, PERSIST): expires_at_ms 0 = persist.
+  static Envelope ExpiryOnly(Version version, uint64_t expires_at_ms) {
+    Envelope e;
+    e.value_absent = true;
+    e.SetExpiry(version, expires_at_ms);
+    return e;
+  }
+
+  // Equal registers (an implied expiry register equals the same explicit one).
+  friend bool operator==(const Envelope& a, const Envelope& b) {
+    return a.version() == b.version() && a.tombstone == b.tombstone &&
+           a.value_absent == b.value_absent && a.value == b.value &&
+           a.expiry_version() == b.expiry_version() && a.expires_at_ms() == b.expires_at_ms();
+  }
 };
 
-// A decoded envelope whose value views into the encoded bytes.
+// A decoded envelope whose value views into the encoded bytes (expiry register always explicit).
 struct EnvelopeView {
   uint64_t timestamp = 0;
   uint32_t node_id = 0;
   bool tombstone = false;
   std::string_view value;
+  bool value_absent = false;
+  uint64_t expiry_timestamp = 0;
+  uint32_t expiry_node_id = 0;
+  uint64_t expires_at_ms = 0;
 
   Version version() const { return {timestamp, node_id}; }
-  Envelope ToEnvelope() const { return {timestamp, node_id, tombstone, std::string(value)}; }
+  Version expiry_version() const { return {expiry_timestamp, expiry_node_id}; }
+  Version newest_version() const { return std::max(version(), expiry_version()); }
+  // Format-1 shapes come back with an implied expiry register.
+  Envelope ToEnvelope() const {
+    Envelope e{timestamp, node_id, tombstone, std::string(value)};
+    e.value_absent = value_absent;
+    if (value_absent || expiry_version() != version() || expires_at_ms != 0) {
+      e.SetExpiry(expiry_version(), expires_at_ms);
+    }
+    return e;
+  }
 };
 
-// Appends the encoding to *out. REQUIRES: value is empty if tombstone.
+// Appends the format-1 encoding of a plain write to *out. REQUIRES: value is empty if tombstone.
 void EncodeEnvelope(Version version, bool tombstone, std::string_view value, std::string* out);
+// Appends the encoding of `envelope` (format 1 when IsFormat1(), else format 2).
+// REQUIRES: ValidateEnvelopeShape(envelope).ok().
+void EncodeEnvelope(const Envelope& envelope, std::string* out);
 std::string EncodeEnvelope(const Envelope& envelope);
+
+// InvalidArgument when the registers contradict each other: a tombstone or absent value carrying
+// bytes, both tombstone and absent, or an absent value with a non-zero version.
+[[nodiscard]] Status ValidateEnvelopeShape(const Envelope& envelope);
 
 // Parses `encoded`. NotSupported for an unknown format byte; Corruption for truncation, reserved
 // flags or a tombstone carrying value bytes. On success view->value points into `encoded`.
 [[nodiscard]] Status DecodeEnvelope(std::string_view encoded, EnvelopeView* view);
+
+// The join of two envelopes of one key: per register, the one with the higher version; for an
+// identical version (which one write never produces with different contents) the larger content,
+// so that Merge is commutative, associative and idempotent whatever it is given.
+Envelope Merge(const Envelope& a, const Envelope& b);
+
+// How merging `incoming` into `stored` went.
+enum class MergeOutcome : uint8_t {
+  kChanged,     // the merge differs from `stored`
+  kSuperseded,  // `stored` already wins both registers, one strictly; nothing changes
+  kDuplicate,   // every register `incoming` writes is stored at the same version
+};
+MergeOutcome MergeInto(Envelope* stored, const Envelope& incoming);
 
 }  // namespace shardkv::storage

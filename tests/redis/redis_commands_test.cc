@@ -100,9 +100,6 @@ TEST_CASE("redis: refusals say why", "[redis]") {
   const std::string incr = f.One({"INCR", "k"});
   CHECK(incr.rfind("-ERR INCR is refused by shardkv: a read-modify-write is not atomic", 0) == 0);
   CHECK(f.One({"APPEND", "k", "x"}).find("read-modify-write") != std::string::npos);
-  CHECK(f.One({"EXPIRE", "k", "10"}) == "-ERR TTLs are not supported by this build yet\r\n");
-  CHECK(f.One({"SET", "k", "v", "EX", "10"}) ==
-        "-ERR TTLs are not supported by this build yet\r\n");
   CHECK(f.One({"SET", "k", "v", "EX", "-1"}) == "-ERR invalid expire time in 'set' command\r\n");
   CHECK(f.One({"SET", "k", "v", "EX", "x"}) == "-ERR value is not an integer or out of range\r\n");
   CHECK(f.One({"KEYS", "*"}).find("cluster-wide scan") != std::string::npos);

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <iostream>
 #include <optional>
@@ -11,6 +12,7 @@
 #include "kv_io.h"
 #include "kv_limits.h"
 #include "load_commands.h"
+#include "ttl_commands.h"
 
 namespace shardkv::cli {
 namespace {
@@ -27,8 +29,15 @@ std::string CheckKey(const std::string& key) {
   return "";
 }
 
-int DoPut(const GlobalOptions& g, const std::string& key, std::string value) {
+int DoPut(const GlobalOptions& g, const std::string& key, std::string value, int64_t ttl_s) {
   if (std::string why = CheckKey(key); !why.empty()) return ReportError(why, kExitUsage);
+  PutOptions put_options;
+  if (ttl_s != 0) {
+    if (std::string why = CheckTtlSeconds(ttl_s); !why.empty()) {
+      return ReportError(why, kExitUsage);
+    }
+    put_options.ttl = std::chrono::seconds(ttl_s);
+  }
   if (value == "-") {
     // Bounded: a huge stdin is refused after limit + 1 bytes, before any network.
     auto read = ReadValueBounded(STDIN_FILENO, limits::kMaxValueBytes);
@@ -39,7 +48,7 @@ int DoPut(const GlobalOptions& g, const std::string& key, std::string value) {
   }
   auto client = g.Connect();
   if (!client.ok()) return Fail(client.status());
-  auto ts = (*client)->Put(key, value);
+  auto ts = (*client)->Put(key, value, put_options);
   if (!ts.ok()) return Fail(ts.status());
   if (g.json) {
     JsonWriter w;
@@ -174,7 +183,10 @@ void RegisterKvCommands(CLI::App& app, GlobalOptions* g, int* exit_code) {
   put->add_option("KEY", *put_key, "Key (1 byte to 64 KiB)")->required();
   put->add_option("VALUE", *put_value, "Value, or - for stdin");
   put->add_flag("--json", g->json, "JSON output");
-  put->callback([=] { *exit_code = DoPut(*g, *put_key, *put_value); });
+  auto put_ttl = std::make_shared<int64_t>(0);
+  put->add_option("--ttl", *put_ttl,
+                  "Expire the key SECONDS after the write (> 0); without it a put clears any TTL");
+  put->callback([=] { *exit_code = DoPut(*g, *put_key, *put_value, *put_ttl); });
 
   auto* get = app.add_subcommand(
       "get",
@@ -197,6 +209,7 @@ void RegisterKvCommands(CLI::App& app, GlobalOptions* g, int* exit_code) {
   del->callback([=] { *exit_code = DoDel(*g, *del_key); });
 
   RegisterLoadCommands(app, g, exit_code);
+  RegisterTtlCommands(app, g, exit_code);
 
   auto* stats = app.add_subcommand(
       "stats",

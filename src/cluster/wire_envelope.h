@@ -1,0 +1,33 @@
+// Conversions between a stored record (storage::Envelope, both registers) and its wire form
+// (a value register's fields plus net::ExpiryRegister). One place, so that every path that
+// moves records between nodes (replica writes and reads, read repair, hints, streams) carries
+// the expiry register the same way.
+#pragma once
+
+#include <string>
+#include <utility>
+
+#include "net/messages.h"
+#include "storage/value_envelope.h"
+
+namespace shardkv::cluster {
+
+// The wire form of e's expiry register; the default (all zero) when it is implied (format 1).
+inline net::ExpiryRegister ExpiryToWire(const storage::Envelope& e) {
+  if (!e.explicit_expiry && !e.value_absent) return {};
+  const storage::Version v = e.expiry_version();
+  return net::ExpiryRegister{true, e.value_absent, v.timestamp, v.node_id, e.expires_at_ms()};
+}
+
+// The record from its wire fields; a default `expiry` means format 1.
+inline storage::Envelope EnvelopeFromWire(uint64_t ts, uint32_t node_id, bool tombstone,
+                                          std::string value, const net::ExpiryRegister& expiry) {
+  storage::Envelope e{ts, node_id, tombstone, std::move(value)};
+  if (expiry.explicit_expiry) {
+    e.value_absent = expiry.value_absent;
+    e.SetExpiry({expiry.ts, expiry.node_id}, expiry.expires_at_ms);
+  }
+  return e;
+}
+
+}  // namespace shardkv::cluster

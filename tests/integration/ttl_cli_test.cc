@@ -1,0 +1,86 @@
+// TTLs through the real CLI against `cluster up` clusters (multi-process): a TTL key survives a
+// node restart and a scale-out, reads until it expires, then reads as missing at ALL.
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <string>
+#include <thread>
+
+#include "cli_harness.h"
+
+using shardkv::testing::LocalCluster;
+using shardkv::testing::ProcessResult;
+
+namespace {
+
+// Polls `cond` every 100 ms, at most `limit`.
+template <typename F>
+bool Poll(F cond, std::chrono::seconds limit) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  for (int i = 0; i < 10'000; ++i) {
+    if (cond()) return true;
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return cond();
+}
+
+int64_t TtlOf(const LocalCluster& c, const std::string& key) {
+  ProcessResult r = c.Run({"ttl", key});
+  return std::stoll(r.out);
+}
+
+}  // namespace
+
+TEST_CASE("ttl: put --ttl, ttl, expire, persist across a restart and a scale-out",
+          "[multiprocess][ttl]") {
+  LocalCluster c;
+  REQUIRE(c.Run({"cluster", "up", "--nodes", "3", "--base-port", "0", "--wait", "60"}).exit_code ==
+          0);
+  // Bad input first (exit 2, nothing sent).
+  CHECK(c.Run({"put", "k", "v", "--ttl", "0"}).exit_code == 2);
+  CHECK(c.Run({"put", "k", "v", "--ttl", "-3"}).exit_code == 2);
+  CHECK(c.Run({"ttl", "--help"}).exit_code == 0);
+  CHECK(c.Run({"expire", "--help"}).exit_code == 0);
+  CHECK(c.Run({"persist", "--help"}).exit_code == 0);
+
+  REQUIRE(c.Run({"put", "short", "s", "--ttl", "20"}).exit_code == 0);
+  REQUIRE(c.Run({"put", "long", "l", "--ttl", "3600"}).exit_code == 0);
+  REQUIRE(c.Run({"put", "plain", "p"}).exit_code == 0);
+  CHECK(TtlOf(c, "plain") == -1);
+  ProcessResult missing = c.Run({"ttl", "missing"});
+  CHECK(missing.exit_code == 1);
+  CHECK(missing.out == "-2\n");
+  ProcessResult json = c.Run({"ttl", "long", "--json"});
+  CHECK(json.exit_code == 0);
+  CHECK(json.out.find("\"found\":true") != std::string::npos);
+  const int64_t short_ttl = TtlOf(c, "short");
+  CHECK(short_ttl > 0);
+  CHECK(short_ttl <= 20);
+
+  // A node restart keeps the TTLs.
+  REQUIRE(c.Run({"cluster", "stop-node", "2"}).exit_code == 0);
+  REQUIRE(c.Run({"cluster", "start-node", "2", "--wait", "60"}).exit_code == 0);
+  CHECK(TtlOf(c, "long") > 3500);
+
+  // A scale-out streams both registers; `ttl` answers during and after it.
+  REQUIRE(c.Run({"cluster", "add-node", "--yes"}).exit_code == 0);
+  CHECK(TtlOf(c, "long") > 3500);
+  CHECK(c.Run({"get", "long", "--consistency", "all"}).out == "l");
+
+  // EXPIRE and PERSIST on the persistent key, its value untouched.
+  REQUIRE(c.Run({"expire", "plain", "600"}).exit_code == 0);
+  CHECK(TtlOf(c, "plain") > 500);
+  REQUIRE(c.Run({"persist", "plain"}).exit_code == 0);
+  CHECK(TtlOf(c, "plain") == -1);
+  CHECK(c.Run({"get", "plain"}).out == "p");
+  CHECK(c.Run({"expire", "missing", "10"}).exit_code == 1);
+
+  // The short key reads until it expires, then is missing at ALL.
+  CHECK(Poll(
+      [&] {
+        return c.Run({"get", "short", "--consistency", "all"}).exit_code == 1;
+      },
+      std::chrono::seconds(60)));
+  CHECK(TtlOf(c, "short") == -2);
+  CHECK(c.Run({"get", "long", "--consistency", "all"}).out == "l");
+}
