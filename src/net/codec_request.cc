@@ -97,6 +97,8 @@ void FillRequest(const Request& r, wire::Request::Builder b) {
                    FillCountRanges(c, body.initCountRanges(static_cast<unsigned>(c.ranges.size())));
                  },
                  [&](const AdminRequest& a) { FillChangeCommand(a, body.initChange()); },
+                 [&](const ScanRequest& s) { FillScan(s, body.initScan()); },
+                 [&](const ReplicaScanRequest& s) { FillReplicaScan(s, body.initReplicaScan()); },
              },
              r.body);
 }
@@ -204,6 +206,12 @@ StatusOr<Request> ReadRequest(wire::Request::Reader root, uint64_t* request_id) 
       r.body = std::move(*command);
       break;
     }
+    case wire::Request::Body::SCAN:
+      r.body = ReadScan(body.getScan());
+      break;
+    case wire::Request::Body::REPLICA_SCAN:
+      r.body = ReadReplicaScan(body.getReplicaScan());
+      break;
     default:
       return Status::NotSupported("unknown request op " +
                                   std::to_string(static_cast<int>(body.which())));

@@ -19,6 +19,8 @@ COMMANDS = {
     "time": None, "get": None, "set": None, "mget": None, "mset": None, "del": None,
     "unlink": None, "exists": None, "strlen": None, "getrange": None, "type": None,
     "cluster": ["info", "slots", "shards", "nodes", "keyslot", "myid"],
+    "scan": None, "keys": None, "randomkey": None, "flushdb": None, "flushall": None,
+    "setnx": None, "getset": None, "getdel": None, "msetnx": None,
 }
 
 # Rows redis-server 7.0 does not have: CLIENT SETINFO is redis 7.2's (its 7.2 definition), and
