@@ -15,7 +15,8 @@
 // Semantics: last-write-wins by hybrid-logical-clock timestamp. Every request carries the newest
 // timestamp this client has seen, so a client's later write always wins over its earlier one.
 // Concurrent writes to one key from different clients keep the newer timestamp; the other is
-// lost. Keys are hash-partitioned: there are no ordered range scans.
+// lost. Keys are hash-partitioned: there are no ordered range scans, only the unordered,
+// resumable Scan below.
 //
 // Thread-safety: all methods are thread-safe. Async callbacks run on the client's network
 // threads: they must not block and must not call the client's synchronous methods.
@@ -49,6 +50,20 @@ struct NodeStatsSnapshot {
 // Splits "host:port" (IPv6 hosts in brackets). InvalidArgument, saying what is wrong, for
 // anything else: a missing or non-numeric port, a port of 0 or above 65535, an empty host.
 Status ParseHostPort(const std::string& address, std::string* host, uint16_t* port);
+
+// Client::Scan's options. `match` is a Redis glob (`*`, `?`, `[...]`, `[^...]`, `\` escapes;
+// empty: every key); `count` a hint of how many entries one call examines (0: 10), as Redis's
+// SCAN COUNT: a call may return fewer keys (none, with a selective `match`) or somewhat more.
+struct ScanOptions {
+  std::string match;
+  uint32_t count = 0;
+};
+
+// One batch of a scan: its keys, and the cursor to pass to the next call (0: the scan is done).
+struct ScanPage {
+  std::vector<std::string> keys;
+  uint64_t cursor = 0;
+};
 
 class Client {
  public:
@@ -113,6 +128,14 @@ class Client {
   std::vector<StatusOr<uint64_t>> MultiPut(
       const std::vector<std::pair<std::string, std::string>>& items,
       Consistency c = Consistency::kDefault);
+
+  // One batch of an unordered scan of the whole cluster. Start with cursor 0 and pass back each
+  // page's cursor until it is 0. The cursor is a position in token space, valid across
+  // membership changes and restarts: every key present for the whole scan is returned at least
+  // once; a key may come twice (around a membership change), and keys written or deleted during
+  // the scan may or may not appear. Deleted keys are never returned.
+  StatusOr<ScanPage> Scan(uint64_t cursor, const ScanOptions& options = {},
+                          Consistency c = Consistency::kDefault);
 
   // One node's counters (uptime, ops, errors, keys, latency percentiles).
   StatusOr<NodeStatsSnapshot> NodeStats(const std::string& address);

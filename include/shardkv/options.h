@@ -51,6 +51,9 @@ struct NodeOptions {
   // port, written to <data_dir>/redis_port. Any node serves any key (README "Using Redis
   // clients"); with a secret, a connection must AUTH with the client secret (else the cluster's).
   std::string redis_listen;
+  // Lets the Redis listener run FLUSHDB / FLUSHALL: a wipe of every key of the whole cluster
+  // (`cluster up` sets it for local clusters). Off: both are refused with the reason.
+  bool redis_allow_flush = false;
   int io_threads = 2;
   bool sync = false;  // fsync the WAL before acknowledging each write (survives power loss)
 

@@ -216,6 +216,24 @@ Status ParseHostPort(const std::string& address, std::string* host, uint16_t* po
   return net::ParseHostPort(address, host, port);
 }
 
+StatusOr<ScanPage> Client::Scan(uint64_t cursor, const ScanOptions& options, Consistency c) {
+  std::promise<StatusOr<ScanPage>> p;
+  net::Request req;
+  req.consistency = core_->WireConsistency(c);
+  req.body = net::ScanRequest{cursor, options.count, options.match};
+  // Routed by the cursor's token: the node that coordinates it usually holds that range, so the
+  // first piece of the batch is read locally. A cursor past every placed token (jump mode: above
+  // the last shard, from a caller that made it up) goes anywhere: the node answers 0.
+  auto m = core_->map();
+  const uint64_t route = m->ReadReplicas(cursor).empty() ? 0 : cursor;
+  core_->Send(std::move(req), route, {}, [&](StatusOr<net::Response> r) {
+    auto body = Expect<net::ScanResponse>(r);
+    if (!body.ok()) return p.set_value(body.status());
+    p.set_value(ScanPage{std::move((*body)->keys), (*body)->cursor});
+  });
+  return Wait(p.get_future());
+}
+
 StatusOr<NodeStatsSnapshot> Client::NodeStats(const std::string& address) {
   std::promise<StatusOr<NodeStatsSnapshot>> p;
   net::Request req;

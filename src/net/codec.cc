@@ -174,6 +174,8 @@ void FillResponse(const Response& r, wire::Response::Builder b) {
           },
           // Always set, even when empty: setting the member is what selects the union arm.
           [&](const AdminResponse& a) { body.setChangeReport(AsData(EncodeChangeReport(a))); },
+          [&](const ScanResponse& s) { FillScan(s, body.initScan()); },
+          [&](const ReplicaScanResponse& s) { FillReplicaScan(s, body.initReplicaScan()); },
       },
       r.body);
 }
@@ -302,6 +304,12 @@ StatusOr<Response> ReadResponse(wire::Response::Reader root) {
       r.body = std::move(*report);
       break;
     }
+    case wire::Response::Body::SCAN:
+      r.body = ReadScan(body.getScan());
+      break;
+    case wire::Response::Body::REPLICA_SCAN:
+      r.body = ReadReplicaScan(body.getReplicaScan());
+      break;
     default:
       return Status::NotSupported("unknown response op " +
                                   std::to_string(static_cast<int>(body.which())));

@@ -93,4 +93,14 @@ Status RefuseTextAdmin(wire::Admin::Reader r);
 std::string EncodeChangeReport(const AdminResponse& a);
 StatusOr<AdminResponse> DecodeChangeReport(capnp::Data::Reader bytes);
 
+// codec_scan.cc
+void FillScan(const ScanRequest& s, wire::Scan::Builder b);
+ScanRequest ReadScan(wire::Scan::Reader r);
+void FillReplicaScan(const ReplicaScanRequest& s, wire::ReplicaScan::Builder b);
+ReplicaScanRequest ReadReplicaScan(wire::ReplicaScan::Reader r);
+void FillScan(const ScanResponse& s, wire::Response::Body::Scan::Builder b);
+ScanResponse ReadScan(wire::Response::Body::Scan::Reader r);
+void FillReplicaScan(const ReplicaScanResponse& s, wire::Response::Body::ReplicaScan::Builder b);
+ReplicaScanResponse ReadReplicaScan(wire::Response::Body::ReplicaScan::Reader r);
+
 }  // namespace shardkv::net::codec_internal

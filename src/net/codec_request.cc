@@ -108,6 +108,8 @@ void FillRequest(const Request& r, wire::Request::Builder b) {
                    out.setKey(AsData(e.key));
                    out.setExpiresAtMs(e.expires_at_ms);
                  },
+                 [&](const ScanRequest& s) { FillScan(s, body.initScan()); },
+                 [&](const ReplicaScanRequest& s) { FillReplicaScan(s, body.initReplicaScan()); },
              },
              r.body);
 }
@@ -226,6 +228,12 @@ StatusOr<Request> ReadRequest(wire::Request::Reader root, uint64_t* request_id) 
       r.body = std::move(*command);
       break;
     }
+    case wire::Request::Body::SCAN:
+      r.body = ReadScan(body.getScan());
+      break;
+    case wire::Request::Body::REPLICA_SCAN:
+      r.body = ReadReplicaScan(body.getReplicaScan());
+      break;
     default:
       return Status::NotSupported("unknown request op " +
                                   std::to_string(static_cast<int>(body.which())));

@@ -6,7 +6,7 @@ std::string_view OpName(const RequestBody& body) {
   static constexpr std::string_view kNames[] = {
       "ping",        "get",           "put",          "delete",      "multiGet",   "multiPut",
       "stats",       "getClusterMap", "replicaWrite", "replicaRead", "installMap", "streamScan",
-      "streamRange", "countRanges",   "admin",        "expire"};
+      "streamRange", "countRanges",   "admin",        "expire",      "scan",       "replicaScan"};
   static_assert(std::size(kNames) == std::variant_size_v<RequestBody>);
   return body.valueless_by_exception() ? "invalid" : kNames[body.index()];
 }
@@ -15,7 +15,7 @@ std::string_view OpName(const ResponseBody& body) {
   static constexpr std::string_view kNames[] = {
       "error",      "ping",        "get",           "put",          "delete",      "multiGet",
       "multiPut",   "stats",       "getClusterMap", "replicaWrite", "replicaRead", "installMap",
-      "streamScan", "streamRange", "countRanges",   "admin"};
+      "streamScan", "streamRange", "countRanges",   "admin",        "scan",        "replicaScan"};
   static_assert(std::size(kNames) == std::variant_size_v<ResponseBody>);
   return body.valueless_by_exception() ? "invalid" : kNames[body.index()];
 }

@@ -180,11 +180,30 @@ struct AdminRequest {
 // "plan", "begin", "status", "cancel", "resume", "throttle" (for logs and errors).
 std::string_view ChangeCommandName(const ChangeCommand& command);
 
+// Client op: one batch of an unordered scan of the whole cluster (design.md "Scans"). `cursor`
+// is a token: every key with a smaller token has been returned; 0 starts a scan. `count` is a
+// hint (entries examined, as Redis's COUNT); `match` a Redis glob (empty: every key).
+struct ScanRequest {
+  uint64_t cursor = 0;
+  uint32_t count = 0;
+  std::string match;
+};
+
+// Node to node, for a scan: the versions one replica holds in [first, last] (inclusive), at
+// most about max_entries examined (a batch always ends at a token boundary), matching `match`.
+struct ReplicaScanRequest {
+  uint64_t first = 0;
+  uint64_t last = 0;
+  uint32_t max_entries = 0;
+  uint64_t max_bytes = 0;
+  std::string match;
+};
+
 using RequestBody =
     std::variant<PingRequest, GetRequest, PutRequest, DeleteRequest, MultiGetRequest,
                  MultiPutRequest, StatsRequest, GetClusterMapRequest, ReplicaWriteRequest,
                  ReplicaReadRequest, InstallMapRequest, StreamScanRequest, StreamRangeRequest,
-                 CountRangesRequest, AdminRequest, ExpireRequest>;
+                 CountRangesRequest, AdminRequest, ExpireRequest, ScanRequest, ReplicaScanRequest>;
 
 struct Request {
   uint64_t id = 0;          // set by RpcClient; 0 is reserved for "unknown" in error replies
@@ -315,11 +334,36 @@ struct AdminResponse {
   ChangeReport report;
 };
 
+struct ScanResponse {
+  std::vector<std::string> keys;
+  uint64_t cursor = 0;  // pass back to continue; 0: the scan is complete
+};
+
+// One key's newest local version inside a replica scan batch: its version (for the merge of
+// several replicas) and whether a read would hide it (a tombstone; later, an expired record).
+struct ScanEntry {
+  uint64_t token = 0;
+  std::string key;
+  uint64_t ts = 0;
+  uint32_t node_id = 0;
+  bool hidden = false;
+};
+
+struct ReplicaScanResponse {
+  std::vector<ScanEntry> entries;  // token order; only the keys that match
+  // Every key with a token below `next` in the request's range has been examined. Equal to
+  // last + 1 (or done) once the range is exhausted.
+  uint64_t next = 0;
+  bool done = false;      // the range [first, last] is exhausted
+  uint32_t examined = 0;  // entries read, matching or not (the work COUNT bounds)
+};
+
 using ResponseBody =
     std::variant<ErrorResponse, PingResponse, GetResponse, PutResponse, DeleteResponse,
                  MultiGetResponse, MultiPutResponse, StatsResponse, GetClusterMapResponse,
                  ReplicaWriteResponse, ReplicaReadResponse, InstallMapResponse, StreamScanResponse,
-                 StreamRangeResponse, CountRangesResponse, AdminResponse>;
+                 StreamRangeResponse, CountRangesResponse, AdminResponse, ScanResponse,
+                 ReplicaScanResponse>;
 
 struct Response {
   uint64_t id = 0;     // the request's id; 0 if the request could not be parsed

@@ -19,6 +19,9 @@
 #   admin         Admin {command, args :List(AdminArg)} -> payload :Data   (0.1.0; refused now)
 #   change        ChangeCommand (a typed union: plan, begin, status, cancel, resume, throttle)
 #                 -> changeReport :Data (a ChangeReport message, src/clustermap/change.capnp)
+#   scan          Scan {cursor, count, match} -> {keys :List(Data), cursor}   (a client op)
+#   replicaScan   ReplicaScan {first, last, maxEntries, maxBytes, match}
+#                 -> {entries :List(ScanEntry), next, done, examined}
 # The earlier plans for a push-style streamBatch and proposeMap were replaced by the pull-style
 # streamScan and by installMap. The rebalancer's commands share one member whose struct is a
 # union of typed commands; 0.1.0 sent them as text (`admin`), which a node now refuses with a
@@ -210,6 +213,34 @@ struct ChangeCommand {
   }
 }
 
+# One batch of an unordered whole-cluster scan (design.md "Scans"): `cursor` is a token (every
+# key with a smaller token has been returned; 0 starts), `count` a hint of the work, `match` a
+# Redis glob (empty: all keys).
+struct Scan {
+  cursor @0 :UInt64;
+  count @1 :UInt32;
+  match @2 :Data;
+}
+
+# A scan's read of one replica: its versions in the inclusive range [first, last], ending at a
+# token boundary after about maxEntries entries or maxBytes.
+struct ReplicaScan {
+  first @0 :UInt64;
+  last @1 :UInt64;
+  maxEntries @2 :UInt32;
+  maxBytes @3 :UInt64;
+  match @4 :Data;
+}
+
+# A key's newest local version in a replicaScan batch; `hidden`: a read would not return it.
+struct ScanEntry {
+  token @0 :UInt64;
+  key @1 :Data;
+  ts @2 :UInt64;
+  nodeId @3 :UInt32;
+  hidden @4 :Bool;
+}
+
 struct Request {
   id @0 :UInt64;         # chosen by the sender, echoed in the Response; 0 is reserved
   epoch @1 :UInt64;      # the sender's cluster map epoch (0 = none yet)
@@ -235,6 +266,8 @@ struct Request {
     admin @19 :Admin;  # 0.1.0 only: refused (see Admin)
     change @21 :ChangeCommand;
     expire @22 :Expire;  # answered with `put` (the write's timestamp)
+    scan @23 :Scan;
+    replicaScan @24 :ReplicaScan;
   }
   # Wall-clock ms (Unix epoch) after which the sender no longer waits for this request (0 =
   # none). A node drops a client request that reaches it later, e.g. one queued in its socket
@@ -327,5 +360,15 @@ struct Response {
     # The node's ChangeReport, encoded by src/clustermap (a Cap'n Proto message with its own
     # format version, so the report can grow without this schema).
     changeReport @40 :Data;
+    scan :group {
+      keys @43 :List(Data);
+      cursor @44 :UInt64;  # 0: the scan is complete
+    }
+    replicaScan :group {
+      entries @45 :List(ScanEntry);
+      next @46 :UInt64;
+      done @47 :Bool;
+      examined @48 :UInt32;
+    }
   }
 }

@@ -14,11 +14,12 @@ namespace shardkv::node {
 namespace {
 
 // Stats names per net::RequestBody alternative, in its order.
-constexpr std::array<std::string_view, 16> kOpNames = {
+constexpr std::array<std::string_view, 18> kOpNames = {
     "ping",          "get",          "put",         "delete",
     "multi_get",     "multi_put",    "stats",       "get_cluster_map",
     "replica_write", "replica_read", "install_map", "stream_scan",
-    "stream_range",  "count_ranges", "admin",       "expire"};
+    "stream_range",  "count_ranges", "admin",       "expire",
+    "scan",          "replica_scan"};
 static_assert(std::variant_size_v<net::RequestBody> == kOpNames.size(),
               "name every request op for stats");
 
@@ -230,6 +231,10 @@ void KvService::Dispatch(const std::shared_ptr<const ClusterMap>& map, net::Requ
         } else if constexpr (std::is_same_v<T, net::AdminRequest>) {
           if (!d_.admin) return reply(Error(Status::NotSupported("no rebalancer on this node")));
           d_.admin(std::move(op), std::move(reply));
+        } else if constexpr (std::is_same_v<T, net::ScanRequest>) {
+          Scan(map, c, std::move(op), std::move(reply));
+        } else if constexpr (std::is_same_v<T, net::ReplicaScanRequest>) {
+          reply(ReplicaScan(*map, request.epoch, op));
         } else {
           reply(Error(Status::NotSupported("operation not supported by this node")));
         }
@@ -364,6 +369,38 @@ net::ResponseBody KvService::ReplicaRead(const ClusterMap& map, uint64_t sender_
   }
   if (env.status().IsNotFound()) return net::ReplicaReadResponse{};
   return Error(env.status());
+}
+
+void KvService::Scan(const std::shared_ptr<const ClusterMap>& map, net::Consistency c,
+                     net::ScanRequest r, Reply reply) {
+  if (d_.scans == nullptr) return reply(Error(Status::NotSupported("no scans on this node")));
+  if (r.match.size() > limits_.max_key_bytes) {
+    return reply(Error(Status::InvalidArgument("scan pattern is " + std::to_string(r.match.size()) +
+                                               " bytes; the limit is " +
+                                               std::to_string(limits_.max_key_bytes))));
+  }
+  d_.scans->Scan(map, std::move(r), c, [reply = std::move(reply)](StatusOr<net::ScanResponse> out) {
+    if (!out.ok()) return reply(Error(out.status()));
+    reply(std::move(out).value());
+  });
+}
+
+net::ResponseBody KvService::ReplicaScan(const ClusterMap& map, uint64_t sender_epoch,
+                                         const net::ReplicaScanRequest& r) {
+  // Stricter than the point ops' fence: the sender chose the range under its map, and under a
+  // newer one this node may hold only part of it. The refusal carries the newer map, and the
+  // scan coordinator reads the range again under it.
+  if (sender_epoch < map.epoch()) {
+    return Error(Status::StaleEpoch("node " + std::to_string(d_.self_id) + " is at epoch " +
+                                    std::to_string(map.epoch()) + ", the scan at " +
+                                    std::to_string(sender_epoch)));
+  }
+  if (r.match.size() > limits_.max_key_bytes) {
+    return Error(Status::InvalidArgument("scan pattern too long"));
+  }
+  auto out = cluster::ReadReplicaRange(d_.storage, r);
+  if (!out.ok()) return Error(out.status());
+  return std::move(out).value();
 }
 
 net::ResponseBody KvService::Stats() {

@@ -7,6 +7,7 @@
 //   this node does not hold under its own map.
 // - Admin and info: ping (gossip), stats, getClusterMap, installMap (via Membership), and the
 //   rebalancer's admin commands.
+// - Scans: scan is run by the ScanCoordinator; replicaScan reads one range of local storage.
 // - Streams (rebalancing): streamScan is served by the StreamSource, streamRange and countRanges
 //   by the StreamSink's threads.
 // A request carrying a newer epoch than this node's waits until the node has that map (it pulls
@@ -29,6 +30,7 @@
 #include "cluster/hint_store.h"
 #include "cluster/map_store.h"
 #include "cluster/membership.h"
+#include "cluster/scan_coordinator.h"
 #include "net/server.h"
 #include "node/node_stats.h"
 #include "storage/storage.h"
@@ -51,6 +53,7 @@ struct KvServiceDeps {
   cluster::MapStore* maps = nullptr;
   NodeStats* stats = nullptr;
   std::shared_ptr<cluster::Coordinator> coordinator;
+  std::shared_ptr<cluster::ScanCoordinator> scans;  // may be null: scans NotSupported
   cluster::Membership* membership = nullptr;
   cluster::HintStore* hints = nullptr;
   std::function<net::Server::Stats()> server_stats;  // may be empty
@@ -116,6 +119,10 @@ class KvService : public net::RequestHandler {
                                  const net::ReplicaWriteRequest& r);
   net::ResponseBody ReplicaRead(const ClusterMap& map, uint64_t sender_epoch,
                                 const net::ReplicaReadRequest& r);
+  void Scan(const std::shared_ptr<const ClusterMap>& map, net::Consistency c, net::ScanRequest r,
+            Reply reply);
+  net::ResponseBody ReplicaScan(const ClusterMap& map, uint64_t sender_epoch,
+                                const net::ReplicaScanRequest& r);
   net::ResponseBody Stats();
 
   KvServiceDeps d_;

@@ -18,6 +18,7 @@
 #include "cluster/hint_store.h"
 #include "cluster/map_store.h"
 #include "cluster/membership.h"
+#include "cluster/scan_coordinator.h"
 #include "clustermap/cluster_map_builder.h"
 #include "common/mutex.h"
 #include "metrics/metrics_server.h"
@@ -90,6 +91,7 @@ class Node::Impl {
   std::unique_ptr<cluster::HintStore> hints_;
   std::unique_ptr<net::PeerPool> peers_;
   std::shared_ptr<cluster::Coordinator> coordinator_;
+  std::shared_ptr<cluster::ScanCoordinator> scans_;
   std::unique_ptr<cluster::Membership> membership_;
   std::unique_ptr<rebalance::Reconciler> reconciler_;
   std::unique_ptr<rebalance::StreamSource> stream_source_;
@@ -185,6 +187,9 @@ Status Node::Impl::Start() {
   co.self_id = options_.id;
   coordinator_ = std::make_shared<cluster::Coordinator>(co, storage_.get(), maps_.get(),
                                                         peers_.get(), hints_.get());
+  scans_ = std::make_shared<cluster::ScanCoordinator>(
+      cluster::ScanCoordinatorOptions{options_.id, co.replica_timeout}, storage_.get(), maps_.get(),
+      peers_.get());
   cluster::MembershipOptions mo;
   mo.self_id = options_.id;
   mo.cluster_id = options_.cluster_id;
@@ -218,6 +223,7 @@ Status Node::Impl::Start() {
   deps.maps = maps_.get();
   deps.stats = &stats_;
   deps.coordinator = coordinator_;
+  deps.scans = scans_;
   deps.membership = membership_.get();
   deps.hints = hints_.get();
   deps.server_stats = [this] { return server_->stats(); };
@@ -315,6 +321,7 @@ Status Node::Impl::StartRedis() {
   context.view =
       std::make_shared<redis::PeerClusterView>(vo, maps_.get(), peers_.get(), service_.get());
   context.self_id = options_.id;
+  context.allow_flush = options_.redis_allow_flush;
   context.redis_address = RedisHost(ro.host);
   // AUTH takes the client secret, or the cluster secret when there is no client secret.
   context.auth_secret = client_secret_.empty() ? auth_secret_ : client_secret_;

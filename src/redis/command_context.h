@@ -47,6 +47,8 @@ struct CommandContext {
   // CLIENT LIST: one line per open connection (may be empty: this connection only).
   std::function<std::vector<std::string>()> client_list;
   ServerCounters* counters = nullptr;  // may be null in tests
+  // FLUSHDB / FLUSHALL (a cluster-wide wipe) run only when set (NodeOptions::redis_allow_flush).
+  bool allow_flush = false;
 };
 
 }  // namespace shardkv::redis

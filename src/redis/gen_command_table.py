@@ -22,6 +22,8 @@ COMMANDS = {
     "setex": None, "psetex": None, "getex": None, "expire": None, "pexpire": None,
     "expireat": None, "pexpireat": None, "ttl": None, "pttl": None, "expiretime": None,
     "pexpiretime": None, "persist": None,
+    "scan": None, "keys": None, "randomkey": None, "flushdb": None, "flushall": None,
+    "setnx": None, "getset": None, "getdel": None, "msetnx": None,
 }
 
 # Rows redis-server 7.0 does not have: CLIENT SETINFO is redis 7.2's (its 7.2 definition), and

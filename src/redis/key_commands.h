@@ -30,16 +30,16 @@ class KeyCommands {
   // A run of plain SETs (key, value), answered with one reply per SET, in order.
   void SetBatch(const RedisSession& session, std::vector<std::pair<std::string, std::string>> kv,
                 std::function<void(std::vector<std::string>)> done);
+  // Reads `keys` (one multiGet); `done` gets each key's value (nullopt: missing) or the error
+  // reply for the whole command.
+  void Read(const RedisSession& session, std::vector<std::string> keys,
+            std::function<void(std::string error, std::vector<std::optional<std::string>>)> done);
 
  private:
   void Call(const RedisSession& session, net::RequestBody body,
             std::function<void(net::ResponseBody)> done);
   void Set(const RedisSession& session, Args args, ReplyDone done);
   void Delete(const RedisSession& session, Args args, ReplyDone done);
-  // Reads `keys` (one multiGet); `done` gets each key's value (nullopt: missing) or the error
-  // reply for the whole command.
-  void Read(const RedisSession& session, std::vector<std::string> keys,
-            std::function<void(std::string error, std::vector<std::optional<std::string>>)> done);
 
   const CommandContext* c_;
 };

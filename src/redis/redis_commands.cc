@@ -58,14 +58,8 @@ std::string RefusalReason(const std::string& name) {
         " is refused by shardkv: a read-modify-write is not atomic under last-write-wins "
         "replication across coordinators (README \"Using Redis clients\")";
     for (const char* c : {"incr", "incrby", "incrbyfloat", "decr", "decrby", "append", "setrange",
-                          "rename", "renamenx", "setnx", "getset", "getdel", "msetnx", "copy"}) {
+                          "rename", "renamenx", "copy"}) {
       (*m)[c] = Upper(c) + rmw;
-    }
-    for (const char* c : {"scan", "keys", "randomkey"}) {
-      (*m)[c] = Upper(c) + " needs a cluster-wide scan, which this build does not have yet";
-    }
-    for (const char* c : {"flushdb", "flushall"}) {
-      (*m)[c] = Upper(c) + " (a cluster-wide wipe) is not supported by this build yet";
     }
     for (const char* c : {"multi", "exec", "discard", "watch", "unwatch"}) {
       (*m)[c] = Upper(c) + " is refused by shardkv: it has no multi-key transactions";
@@ -171,6 +165,12 @@ void RedisCommands::Step(const std::shared_ptr<Runner>& r, std::function<void()>
   }
   if (KeyCommandNames().count(name)) {
     return keys_.Handle(session, args, [reply](std::string bytes) { reply(std::move(bytes)); });
+  }
+  if (ScanCommands::Handles(name)) {
+    return scans_.Handle(session, args, [reply](std::string bytes) { reply(std::move(bytes)); });
+  }
+  if (RmwCommands::Handles(name)) {
+    return rmw_.Handle(session, args, [reply](std::string bytes) { reply(std::move(bytes)); });
   }
   if (name == "info" || name == "dbsize" || name == "cluster") {
     return cluster_.Handle(session, args, [reply](std::string bytes) { reply(std::move(bytes)); });

@@ -4,7 +4,8 @@
 // For each command, as redis-server's processCommand: an unknown command (or subcommand) is
 // refused, then the arity is checked against the command table, then authentication (only
 // commands flagged no_auth run before AUTH). Commands shardkv deliberately does not offer
-// (read-modify-write, TTLs, scans) are refused with the reason, not as unknown.
+// (INCR, APPEND, RENAME and the like, transactions) are refused with the reason, not as
+// unknown.
 //
 // Pipelining: Run() is given every command a connection has buffered. A run of consecutive
 // GETs becomes one multiGet, a run of plain SETs one multiPut (one coordinator round each, as
@@ -23,6 +24,8 @@
 #include "redis/expire_commands.h"
 #include "redis/key_commands.h"
 #include "redis/redis_session.h"
+#include "redis/rmw_commands.h"
+#include "redis/scan_commands.h"
 
 namespace shardkv::redis {
 
@@ -30,7 +33,12 @@ class RedisCommands {
  public:
   // `context` must outlive the object and every Run() in flight.
   explicit RedisCommands(const CommandContext* context)
-      : c_(context), keys_(context), cluster_(context), expire_(context) {}
+      : c_(context),
+        keys_(context),
+        cluster_(context),
+        expire_(context),
+        scans_(context),
+        rmw_(context, &keys_) {}
 
   // Runs `commands` in order; `done` gets the concatenated replies and whether the connection
   // must close after writing them (QUIT). Commands after a QUIT are not run. `done` runs once,
@@ -60,6 +68,8 @@ class RedisCommands {
   KeyCommands keys_;
   ClusterCommands cluster_;
   ExpireCommands expire_;
+  ScanCommands scans_;
+  RmwCommands rmw_;
 };
 
 // Why shardkv refuses `name` (lower case), or "" if it does not refuse it.

@@ -1,12 +1,16 @@
 // A fake of what the Redis command layer talks to: an in-memory request handler (multiGet,
-// multiPut, delete, stats) that counts its calls, and a cluster view without a cluster.
+// multiPut, delete, scan, stats) that counts its calls, and a cluster view without a cluster.
 #pragma once
 
+#include <algorithm>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "common/glob.h"
 #include "net/server.h"
 #include "redis/cluster_view.h"
 
@@ -40,6 +44,24 @@ class FakeHandler : public net::RequestHandler {
     } else if (auto* del = std::get_if<net::DeleteRequest>(&request.body)) {
       data.erase(del->key);
       response.body = net::DeleteResponse{1};
+    } else if (auto* scan = std::get_if<net::ScanRequest>(&request.body)) {
+      // As the real scan: the cursor is a token (here FNV-1a of the key), `count` keys a batch
+      // from the first token >= cursor, stable while keys are deleted.
+      ++scans;
+      std::vector<std::pair<uint64_t, std::string>> order;
+      for (const auto& [k, v] : data) order.emplace_back(Token(k), k);
+      std::sort(order.begin(), order.end());
+      auto it = std::lower_bound(order.begin(), order.end(),
+                                 std::pair<uint64_t, std::string>{scan->cursor, ""});
+      net::ScanResponse out;
+      for (uint32_t n = 0; it != order.end() && n < std::max(1u, scan->count); ++it, ++n) {
+        if (scan->match.empty() || common::GlobMatch(scan->match, it->second)) {
+          out.keys.push_back(it->second);
+        }
+        out.cursor = it->first + 1;
+      }
+      if (it == order.end()) out.cursor = 0;
+      response.body = out;
     } else if (std::holds_alternative<net::StatsRequest>(request.body)) {
       response.body = net::StatsResponse{};
     } else {
@@ -49,10 +71,17 @@ class FakeHandler : public net::RequestHandler {
     done(std::move(response));
   }
 
+  static uint64_t Token(const std::string& key) {
+    uint64_t h = 1469598103934665603ull;
+    for (unsigned char c : key) h = (h ^ c) * 1099511628211ull;
+    return h == UINT64_MAX ? h - 1 : h;
+  }
+
   std::map<std::string, std::string> data;
   int calls = 0;
   int multi_gets = 0;
   int multi_puts = 0;
+  int scans = 0;
   std::vector<net::Consistency> consistencies;
   std::optional<Status> fail_with;
 };

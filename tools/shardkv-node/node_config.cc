@@ -137,6 +137,7 @@ const std::map<std::string, Key>& Keys() {
        String([](NodeConfig* c) { return &c->options.redis_listen; },
               AddressCheck("--redis-listen",
                            [](NodeOptions* o, const std::string& v) { o->redis_listen = v; }))},
+      {"redis.allow_flush", Boolean([](NodeConfig* c) { return &c->options.redis_allow_flush; })},
       {"data_dir", String([](NodeConfig* c) { return &c->options.data_dir; })},
       {"seeds", Key{[](const toml::node& node, NodeConfig* c) -> std::string {
          const auto* array = node.as_array();

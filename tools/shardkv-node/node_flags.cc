@@ -84,6 +84,9 @@ int ParseNodeCommandLine(int argc, const char* const* argv, NodeCommandLine* out
   app.add_option("--redis-listen", options.redis_listen,
                  "host:port of a Redis-protocol (RESP2/RESP3) listener (port 0 = any free port, "
                  "written to DATA/redis_port). Default: none");
+  app.add_flag("--redis-allow-flush", options.redis_allow_flush,
+               "Let the Redis listener run FLUSHDB / FLUSHALL, which delete every key of the "
+               "whole cluster. Default: refused");
   app.add_option("--metrics-listen", options.metrics_listen,
                  "host:port of the HTTP metrics listener (GET /metrics for Prometheus, /healthz, "
                  "/readyz; port 0 = any free port, written to DATA/metrics_port). Default: none");

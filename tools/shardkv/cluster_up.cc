@@ -315,14 +315,15 @@ int DoUp(const GlobalOptions& g, UpFlags f) {
   std::vector<std::pair<uint32_t, std::vector<std::string>>> launches;
   for (uint32_t id = 1; id <= f.nodes; ++id) {
     launches.emplace_back(
-        id,
-        std::vector<std::string>{"--id", std::to_string(id), "--data", NodeDir(dir, id), "--listen",
-                                 "127.0.0.1:" + std::to_string((*ports)[id - 1]),
-                                 // A Redis listener and a metrics listener on free
-                                 // ports (DATA/redis_port, DATA/metrics_port), written
-                                 // before the port file the launch waits for.
-                                 "--redis-listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0",
-                                 "--tombstone-grace", std::to_string(f.tombstone_grace_s)});
+        id, std::vector<std::string>{"--id", std::to_string(id), "--data", NodeDir(dir, id),
+                                     "--listen", "127.0.0.1:" + std::to_string((*ports)[id - 1]),
+                                     // A Redis listener and a metrics listener on free
+                                     // ports (DATA/redis_port, DATA/metrics_port), written
+                                     // before the port file the launch waits for. FLUSHDB
+                                     // is allowed: a local cluster is a scratch one.
+                                     "--redis-listen", "127.0.0.1:0", "--redis-allow-flush",
+                                     "--metrics-listen", "127.0.0.1:0", "--tombstone-grace",
+                                     std::to_string(f.tombstone_grace_s)});
   }
   Progress("starting " + std::to_string(f.nodes) + " shardkv-node process(es) in " + dir + " (" +
            *binary + ")");

@@ -10,6 +10,7 @@
 #include "membership_commands.h"
 #include "placement_command.h"
 #include "rebalance_commands.h"
+#include "scan_command.h"
 #include "usage_errors.h"
 
 int main(int argc, char** argv) {
@@ -22,6 +23,7 @@ int main(int argc, char** argv) {
   shardkv::cli::GlobalOptions globals;
   globals.Register(app);
   shardkv::cli::RegisterKvCommands(app, &globals, &exit_code);
+  shardkv::cli::RegisterScanCommand(app, &globals, &exit_code);
   shardkv::cli::RegisterClusterCommands(app, &globals, &exit_code);
   shardkv::cli::RegisterMembershipCommands(app, &globals, &exit_code);
   shardkv::cli::RegisterRebalanceCommands(app, &globals, &exit_code);

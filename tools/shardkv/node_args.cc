@@ -215,6 +215,10 @@ std::vector<std::string> NewNodeArgs(const std::string& dir, const ClusterConf& 
   if (std::find(args.begin(), args.end(), "--redis-listen") == args.end()) {
     args.insert(args.end(), {"--redis-listen", "127.0.0.1:0"});
   }
+  // A local cluster is a scratch cluster: FLUSHDB works there as on a local redis-server.
+  if (std::find(args.begin(), args.end(), "--redis-allow-flush") == args.end()) {
+    args.push_back("--redis-allow-flush");
+  }
   // A fresh node: with the cluster id it would refuse its empty data directory. It gets the id
   // once its change began (then it is a member).
   return WithListenPort(WithoutFlag(std::move(args), "--cluster-id"), port);
