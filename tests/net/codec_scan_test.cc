@@ -79,3 +79,5 @@ TEST_CASE("codec: replicaScan request and response round-trip", "[net][codec][sc
   CHECK(std::get<ReplicaScanResponse>(RoundTripResponse(ReplicaScanResponse{{}, 0, true, 0}).body)
             .done);
 }
+
+}  // namespace shardkv::net
