@@ -65,7 +65,7 @@ std::map<std::string, int> ShardkvScan(const LocalCluster& c, std::vector<std::s
 }
 
 std::map<std::string, int> RedisCliScan(const std::string& port, const std::string& pattern = "") {
-  std::vector<std::string> args = {kRedisCli, "-p", port, "--scan", "--count", "100"};
+  std::vector<std::string> args = {kRedisCli, "-p", port, "--scan"};
   if (!pattern.empty()) args.insert(args.end(), {"--pattern", pattern});
   ProcessResult r = RunProcess(args, kLimit);
   INFO(r.Text());
@@ -142,9 +142,9 @@ TEST_CASE("scan: shardkv scan and redis-cli --scan through a scale-out and a res
   CHECK(Missing(RedisCliScan(ports[3])) == 0);
 
   // A node restart: while it is down (quorum reads from the other two) and after.
-  REQUIRE(c.Run({"cluster", "stop", "2"}).exit_code == 0);
+  REQUIRE(c.Run({"cluster", "stop-node", "2"}).exit_code == 0);
   CHECK(Missing(ShardkvScan(c)) == 0);
-  REQUIRE(c.Run({"cluster", "start", "2", "--wait", "60"}).exit_code == 0);
+  REQUIRE(c.Run({"cluster", "start-node", "2", "--wait", "60"}).exit_code == 0);
   CHECK(Missing(ShardkvScan(c)) == 0);
   ports = RedisPorts(c);
   for (const std::string& port : ports) CHECK(Missing(RedisCliScan(port)) == 0);
