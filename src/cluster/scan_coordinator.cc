@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <tuple>
 #include <utility>
 
 #include "common/glob.h"
@@ -51,7 +52,7 @@ uint32_t Required(const ClusterMap& map, net::Consistency c, size_t set_size) {
 
 }  // namespace
 
-bool Visible(const storage::Envelope& envelope, uint64_t /*now_ms*/) { return !envelope.tombstone; }
+bool Visible(const storage::Envelope& envelope, uint64_t now_ms) { return envelope.LiveAt(now_ms); }
 
 bool ScanPiece(const ClusterMap& map, uint64_t token, TokenRange* piece) {
   if (map.ring() == nullptr) {
@@ -115,8 +116,10 @@ StatusOr<net::ReplicaScanResponse> ReadReplicaRange(storage::Storage* storage,
   const uint64_t now = NowMs();
   for (auto& e : entries) {
     if (!r.match.empty() && !common::GlobMatch(r.match, e.key)) continue;
+    const storage::Version expiry = e.envelope.expiry_version();
     out.entries.push_back(net::ScanEntry{e.token, std::move(e.key), e.envelope.timestamp,
-                                         e.envelope.node_id, !Visible(e.envelope, now)});
+                                         e.envelope.node_id, !Visible(e.envelope, now),
+                                         expiry.timestamp, expiry.node_id});
   }
   return out;
 }
@@ -308,7 +311,11 @@ void ScanCoordinator::MergePiece(const std::shared_ptr<PieceRead>& read) {
       auto [it, inserted] = newest.try_emplace({e.token, e.key}, &e);
       if (!inserted) {
         const net::ScanEntry* have = it->second;
-        if (std::pair(e.ts, e.node_id) > std::pair(have->ts, have->node_id)) it->second = &e;
+        // The value register first, then the expiry register (both LWW), as a read merges.
+        if (std::tuple(e.ts, e.node_id, e.expiry_ts, e.expiry_node_id) >
+            std::tuple(have->ts, have->node_id, have->expiry_ts, have->expiry_node_id)) {
+          it->second = &e;
+        }
       }
     }
   }

@@ -57,6 +57,8 @@ void FillReplicaScan(const ReplicaScanResponse& s, wire::Response::Body::Replica
     list[i].setTs(e.ts);
     list[i].setNodeId(e.node_id);
     list[i].setHidden(e.hidden);
+    list[i].setExpiryTs(e.expiry_ts);
+    list[i].setExpiryNodeId(e.expiry_node_id);
   }
   b.setNext(s.next);
   b.setDone(s.done);
@@ -68,8 +70,8 @@ ReplicaScanResponse ReadReplicaScan(wire::Response::Body::ReplicaScan::Reader r)
   auto list = r.getEntries();
   out.entries.reserve(list.size());
   for (auto e : list) {
-    out.entries.push_back(
-        ScanEntry{e.getToken(), ToString(e.getKey()), e.getTs(), e.getNodeId(), e.getHidden()});
+    out.entries.push_back(ScanEntry{e.getToken(), ToString(e.getKey()), e.getTs(), e.getNodeId(),
+                                    e.getHidden(), e.getExpiryTs(), e.getExpiryNodeId()});
   }
   out.next = r.getNext();
   out.done = r.getDone();

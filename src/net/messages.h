@@ -347,6 +347,8 @@ struct ScanEntry {
   uint64_t ts = 0;
   uint32_t node_id = 0;
   bool hidden = false;
+  uint64_t expiry_ts = 0;  // the expiry register's version
+  uint32_t expiry_node_id = 0;
 };
 
 struct ReplicaScanResponse {

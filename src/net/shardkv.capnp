@@ -239,6 +239,10 @@ struct ScanEntry {
   ts @2 :UInt64;
   nodeId @3 :UInt32;
   hidden @4 :Bool;
+  # The expiry register's version (a record's expiry is its own LWW register): replicas that
+  # hold the same value version but differ in expiry are ordered by it.
+  expiryTs @5 :UInt64;
+  expiryNodeId @6 :UInt32;
 }
 
 struct Request {

@@ -61,7 +61,8 @@ TEST_CASE("codec: replicaScan request and response round-trip", "[net][codec][sc
   CHECK(req.match == "user:*");
 
   ReplicaScanResponse in;
-  in.entries = {ScanEntry{1, "a", 100, 2, false}, ScanEntry{~uint64_t{0}, kBinary, 7, 3, true}};
+  in.entries = {ScanEntry{1, "a", 100, 2, false, 0, 0},
+                ScanEntry{~uint64_t{0}, kBinary, 7, 3, true, 120, 4}};
   in.next = 99;
   in.done = false;
   in.examined = 17;
@@ -72,6 +73,8 @@ TEST_CASE("codec: replicaScan request and response round-trip", "[net][codec][sc
   CHECK(out.entries[1].ts == 7);
   CHECK(out.entries[1].node_id == 3);
   CHECK(out.entries[1].hidden);
+  CHECK(out.entries[1].expiry_ts == 120);
+  CHECK(out.entries[1].expiry_node_id == 4);
   CHECK_FALSE(out.entries[0].hidden);
   CHECK(out.next == 99);
   CHECK_FALSE(out.done);
