@@ -141,7 +141,7 @@ TEST_CASE("cluster: a quorum read repairs a stale replica", "[replication]") {
   for (uint32_t id : {1u, 2u}) {
     net::Request req;
     req.body = net::ReplicaWriteRequest{
-        cluster.map().TokenOf("r"), "r", old_version->ts + 1, 9, false, "new"};
+        cluster.map().TokenOf("r"), "r", old_version->ts + 1, 9, false, "new", {}};
     auto reply = cluster.Call(id, std::move(req));
     REQUIRE(reply.ok());
     REQUIRE(reply->ok());
@@ -210,7 +210,7 @@ TEST_CASE("cluster: replica writes from an older epoch are fenced", "[membership
   }
   net::Request req;
   req.epoch = 1;
-  req.body = net::ReplicaWriteRequest{next.TokenOf(key), key, 1, 5, false, "fenced"};
+  req.body = net::ReplicaWriteRequest{next.TokenOf(key), key, 1, 5, false, "fenced", {}};
   auto reply = cluster.Call(1, std::move(req));
   REQUIRE(reply.ok());
   CHECK(reply->status().code() == Status::Code::kStaleEpoch);

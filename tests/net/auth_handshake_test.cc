@@ -294,7 +294,7 @@ TEST_CASE("auth: the client secret runs data operations, never node-to-node ones
   REQUIRE(get.ok());
   CHECK(get->ok());
   for (RequestBody node_only :
-       {RequestBody{ReplicaWriteRequest{1, "k", 5, 1, false, "v"}},
+       {RequestBody{ReplicaWriteRequest{1, "k", 5, 1, false, "v", {}}},
         RequestBody{ReplicaReadRequest{1, "k"}}, RequestBody{InstallMapRequest{"m", 0, true}},
         RequestBody{StreamScanRequest{}}, RequestBody{StreamRangeRequest{}},
         RequestBody{CountRangesRequest{}}}) {

@@ -53,9 +53,10 @@ const std::string kCursor("\0cursor\0\xfe", 9);
 
 StreamScanResponse ThreeEntryBatch() {
   StreamScanResponse s;
-  s.entries.push_back({1, kKey, 100, 1, false, kValue});
-  s.entries.push_back({~uint64_t{0}, "k2", 200, 3, true, ""});  // tombstone: no value
-  s.entries.push_back({0, "", 0, 0, false, std::string(5000, '\0')});
+  s.entries.push_back({1, kKey, 100, 1, false, kValue, {}});
+  s.entries.push_back({~uint64_t{0}, "k2", 200, 3, true, "", {}});  // tombstone: no value
+  // A value with its own expiry register (TTLs), which must round-trip too.
+  s.entries.push_back({0, "", 0, 0, false, std::string(5000, '\0'), {true, false, 9, 4, 1234}});
   s.cursor = kCursor;
   s.done = false;
   s.snapshot_renewed = true;
@@ -107,6 +108,7 @@ TEST_CASE("codec: streamScan response round-trips", "[net][codec]") {
       CHECK(out.entries[i].node_id == in.entries[i].node_id);
       CHECK(out.entries[i].tombstone == in.entries[i].tombstone);
       CHECK(out.entries[i].value == in.entries[i].value);
+      CHECK(out.entries[i].expiry == in.entries[i].expiry);
     }
     CHECK(out.cursor == kCursor);
     CHECK_FALSE(out.done);

@@ -170,7 +170,7 @@ TEST_CASE("codec: every response op round-trips", "[net][codec]") {
 
 TEST_CASE("codec: replica and map ops round-trip", "[net][codec]") {
   {
-    auto r = RoundTrip(Header(ReplicaWriteRequest{3, kBinaryKey, 999, 2, true, ""}));
+    auto r = RoundTrip(Header(ReplicaWriteRequest{3, kBinaryKey, 999, 2, true, "", {}}));
     const auto& w = std::get<ReplicaWriteRequest>(r.body);
     CHECK(w.token == 3);
     CHECK(w.key == kBinaryKey);
@@ -199,13 +199,15 @@ TEST_CASE("codec: replica and map ops round-trip", "[net][codec]") {
   }
   {
     Response r = base;
-    r.body = ReplicaReadResponse{true, 77, 3, false, "v"};
+    r.body = ReplicaReadResponse{true, 77, 3, false, "v", {true, true, 5, 6, 7}};
     auto out = std::get<ReplicaReadResponse>(RoundTrip(r).body);
     CHECK(out.found);
     CHECK(out.ts == 77);
     CHECK(out.node_id == 3);
     CHECK_FALSE(out.tombstone);
     CHECK(out.value == "v");
+    // The expiry register (TTLs) round-trips; a plain record's stays all zero.
+    CHECK(out.expiry == net::ExpiryRegister{true, true, 5, 6, 7});
   }
   {
     Response r = base;

@@ -298,7 +298,7 @@ TEST_CASE("auth: the client secret runs data and admin operations, never node-to
   o.auth_secret = "client-secret-abcdefgh";
   net::RpcClient rpc(c.addresses[0], o);
   net::Request req;
-  req.body = net::ReplicaWriteRequest{1, "a", 1, 1, false, "forged"};
+  req.body = net::ReplicaWriteRequest{1, "a", 1, 1, false, "forged", {}};
   auto r = rpc.CallSync(std::move(req), std::chrono::milliseconds(5000));
   REQUIRE(r.ok());
   CHECK(r->status().code() == Status::Code::kUnauthenticated);

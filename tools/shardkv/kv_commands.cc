@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <iostream>
 #include <optional>
@@ -19,6 +20,9 @@ namespace {
 
 int Fail(const Status& s) { return ReportError(s, ExitCodeFor(s)); }
 
+// `put` without --ttl (so that --ttl 0 is refused, as redis refuses SET ... EX 0).
+constexpr int64_t kNoTtl = INT64_MIN;
+
 // The node's own wording, checked here too so a bad key costs no connection.
 std::string CheckKey(const std::string& key) {
   if (key.empty()) return "key is empty";
@@ -32,7 +36,7 @@ std::string CheckKey(const std::string& key) {
 int DoPut(const GlobalOptions& g, const std::string& key, std::string value, int64_t ttl_s) {
   if (std::string why = CheckKey(key); !why.empty()) return ReportError(why, kExitUsage);
   PutOptions put_options;
-  if (ttl_s != 0) {
+  if (ttl_s != kNoTtl) {
     if (std::string why = CheckTtlSeconds(ttl_s); !why.empty()) {
       return ReportError(why, kExitUsage);
     }
@@ -183,7 +187,7 @@ void RegisterKvCommands(CLI::App& app, GlobalOptions* g, int* exit_code) {
   put->add_option("KEY", *put_key, "Key (1 byte to 64 KiB)")->required();
   put->add_option("VALUE", *put_value, "Value, or - for stdin");
   put->add_flag("--json", g->json, "JSON output");
-  auto put_ttl = std::make_shared<int64_t>(0);
+  auto put_ttl = std::make_shared<int64_t>(kNoTtl);
   put->add_option("--ttl", *put_ttl,
                   "Expire the key SECONDS after the write (> 0); without it a put clears any TTL");
   put->callback([=] { *exit_code = DoPut(*g, *put_key, *put_value, *put_ttl); });
