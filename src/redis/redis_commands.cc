@@ -51,23 +51,40 @@ const std::set<std::string>& KeyCommandNames() {
 
 }  // namespace
 
-std::string RefusalReason(const std::string& name) {
-  static const auto* reasons = [] {
-    auto* m = new std::map<std::string, std::string>;
+namespace {
+
+// A refused command: its Redis 7.0 arity (checked first, so a malformed call gets Redis's own
+// arity error, as redis-server would answer it) and why shardkv refuses it.
+struct Refusal {
+  int arity;  // Redis's convention: N exactly, -N at least N (the name counts)
+  std::string reason;
+};
+
+const std::map<std::string, Refusal>& Refusals() {
+  static const auto* refusals = [] {
+    auto* m = new std::map<std::string, Refusal>;
     const std::string rmw =
         " is refused by shardkv: a read-modify-write is not atomic under last-write-wins "
         "replication across coordinators (README \"Using Redis clients\")";
-    for (const char* c : {"incr", "incrby", "incrbyfloat", "decr", "decrby", "append", "setrange",
-                          "rename", "renamenx", "copy"}) {
-      (*m)[c] = Upper(c) + rmw;
-    }
-    for (const char* c : {"multi", "exec", "discard", "watch", "unwatch"}) {
-      (*m)[c] = Upper(c) + " is refused by shardkv: it has no multi-key transactions";
+    const std::pair<const char*, int> rmw_commands[] = {
+        {"incr", 2},   {"incrby", 3},   {"incrbyfloat", 3}, {"decr", 2},     {"decrby", 3},
+        {"append", 3}, {"setrange", 4}, {"rename", 3},      {"renamenx", 3}, {"copy", -3}};
+    for (const auto& [c, arity] : rmw_commands) (*m)[c] = {arity, Upper(c) + rmw};
+    const std::pair<const char*, int> transactions[] = {
+        {"multi", 1}, {"exec", 1}, {"discard", 1}, {"watch", -2}, {"unwatch", 1}};
+    for (const auto& [c, arity] : transactions) {
+      (*m)[c] = {arity, Upper(c) + " is refused by shardkv: it has no multi-key transactions"};
     }
     return m;
   }();
-  auto it = reasons->find(name);
-  return it == reasons->end() ? "" : it->second;
+  return *refusals;
+}
+
+}  // namespace
+
+std::string RefusalReason(const std::string& name) {
+  auto it = Refusals().find(name);
+  return it == Refusals().end() ? "" : it->second.reason;
 }
 
 struct RedisCommands::Runner {
@@ -111,7 +128,14 @@ void RedisCommands::Step(const std::shared_ptr<Runner>& r, std::function<void()>
   };
   if (c_->counters != nullptr) c_->counters->commands_processed.fetch_add(1);
   const std::string name = Lower(args[0]);
-  if (std::string why = RefusalReason(name); !why.empty()) return reply(Err(why));
+  if (auto refused = Refusals().find(name); refused != Refusals().end()) {
+    const int arity = refused->second.arity;
+    const auto argc = static_cast<int>(args.size());
+    if (arity > 0 ? argc != arity : argc < -arity) {
+      return reply(Err("wrong number of arguments for '" + name + "' command"));
+    }
+    return reply(Err(refused->second.reason));
+  }
   const CommandSpec* spec = FindCommand(name);
   if (spec == nullptr) {
     std::string text =

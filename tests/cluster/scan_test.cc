@@ -259,3 +259,39 @@ TEST_CASE("scan: a cursor taken before a scale-out finds every key after it", "[
     }
   }
 }
+
+TEST_CASE("scan: an expired key is hidden like a deleted one, a persisted one stays",
+          "[scan][ttl]") {
+  using namespace std::chrono_literals;
+  InProcessCluster cluster(3, Params(PlacementMode::kRing));
+  REQUIRE(cluster.Start().ok());
+  auto client = Connect(cluster);
+  std::set<std::string> persistent;
+  for (int i = 0; i < 60; ++i) {
+    if (i % 3 == 0) {
+      REQUIRE(client->Put(Key(i), "short", PutOptions{400ms, false}).ok());
+    } else {
+      REQUIRE(client->Put(Key(i), "v").ok());
+      persistent.insert(Key(i));
+    }
+  }
+  // One TTL key is persisted again before it expires: it must stay.
+  REQUIRE(client->Put("kept", "v", PutOptions{std::chrono::milliseconds(60000), false}).ok());
+  REQUIRE(client->Persist("kept").ok());
+  persistent.insert("kept");
+  // Expiry is judged against the wall clock: poll (bounded) until the short keys read as gone.
+  REQUIRE(shardkv::testing::PollUntil(
+      [&] {
+        for (int i = 0; i < 60; i += 3) {
+          if (client->Get(Key(i), Consistency::kAll).ok()) return false;
+        }
+        return true;
+      },
+      10s));
+  for (auto c : {Consistency::kOne, Consistency::kQuorum, Consistency::kAll}) {
+    INFO("consistency " << static_cast<int>(c));
+    std::set<std::string> keys;
+    for (const auto& [k, n] : ScanAll(*client, ScanOptions{"", 7}, c)) keys.insert(k);
+    CHECK(keys == persistent);
+  }
+}

@@ -104,6 +104,14 @@ TEST_CASE("redis: refusals say why", "[redis]") {
   CHECK(f.One({"SET", "k", "v", "EX", "x"}) == "-ERR value is not an integer or out of range\r\n");
   CHECK(f.One({"SETRANGE", "k", "0", "x"}).find("read-modify-write") != std::string::npos);
   CHECK(f.One({"RENAME", "k", "j"}).find("read-modify-write") != std::string::npos);
+  CHECK(f.One({"WATCH", "a", "b"}).find("no multi-key transactions") != std::string::npos);
+  // A malformed call of a refused command gets Redis's arity error first, as redis-server
+  // answers it.
+  CHECK(f.One({"INCR"}) == "-ERR wrong number of arguments for 'incr' command\r\n");
+  CHECK(f.One({"incrby", "k"}) == "-ERR wrong number of arguments for 'incrby' command\r\n");
+  CHECK(f.One({"COPY", "a"}) == "-ERR wrong number of arguments for 'copy' command\r\n");
+  CHECK(f.One({"MULTI", "x"}) == "-ERR wrong number of arguments for 'multi' command\r\n");
+  CHECK(f.One({"WATCH"}) == "-ERR wrong number of arguments for 'watch' command\r\n");
   CHECK(f.handler.calls == 0);
 }
 
