@@ -97,7 +97,10 @@ TEST_CASE("redis: redis-cli and redis-benchmark against a 3-node cluster, throug
   CHECK(Cli(p1, {"SET", "user:1", "bob", "GET"}) == "alice\n");
   CHECK(Cli(p1, {"SELECT", "1"}) == "ERR DB index is out of range\n\n");
   CHECK(Cli(p1, {"INCR", "n"}).find("read-modify-write is not atomic") != std::string::npos);
-  CHECK(Cli(p1, {"TTL", "n"}) == "ERR TTLs are not supported by this build yet\n\n");
+  CHECK(Cli(p1, {"TTL", "n"}) == "-2\n");
+  CHECK(Cli(p2, {"SET", "t", "v", "EX", "1000"}) == "OK\n");
+  const std::string ttl = Cli(p3, {"TTL", "t"});
+  CHECK((ttl == "1000\n" || ttl == "999\n" || ttl == "998\n"));
   CHECK(Cli(p1, {"CLUSTER", "KEYSLOT", "foo"}) == "12182\n");
   CHECK(Cli(p1, {"SHARDKV", "CONSISTENCY", "all"}) == "OK\n");
   const std::string info = Cli(p2, {"INFO"});
