@@ -115,6 +115,19 @@ TEST_CASE("redis: refusals say why", "[redis]") {
   CHECK(f.handler.calls == 0);
 }
 
+TEST_CASE("redis: FUNCTION FLUSH has nothing to flush, as redis-server answers it", "[redis]") {
+  Fixture f;
+  CHECK(f.One({"FUNCTION", "FLUSH"}) == "+OK\r\n");
+  CHECK(f.One({"function", "flush", "ASYNC"}) == "+OK\r\n");
+  CHECK(f.One({"FUNCTION", "FLUSH", "bogus"}) ==
+        "-ERR FUNCTION FLUSH only supports SYNC|ASYNC option\r\n");
+  CHECK(f.One({"FUNCTION", "FLUSH", "SYNC", "x"}) ==
+        "-ERR unknown subcommand or wrong number of arguments for 'flush'. Try FUNCTION "
+        "HELP.\r\n");
+  CHECK(f.One({"FUNCTION", "LIST"}).rfind("-ERR unknown subcommand 'LIST'", 0) == 0);
+  CHECK(f.handler.calls == 0);
+}
+
 TEST_CASE("redis: SELECT, PING, ECHO, QUIT, TIME", "[redis]") {
   Fixture f;
   CHECK(f.One({"SELECT", "0"}) == "+OK\r\n");
