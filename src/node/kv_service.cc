@@ -38,6 +38,18 @@ void PlainNoSpace(net::ResponseBody* body) {
   e->message.erase(0, at);
 }
 
+// The client data operations: their failures are client errors, their deadlines are enforced
+// (a late one is dropped, not run), and a full disk is reported plainly.
+bool IsClientDataOp(const net::RequestBody& body) {
+  return std::holds_alternative<net::GetRequest>(body) ||
+         std::holds_alternative<net::PutRequest>(body) ||
+         std::holds_alternative<net::DeleteRequest>(body) ||
+         std::holds_alternative<net::MultiGetRequest>(body) ||
+         std::holds_alternative<net::MultiPutRequest>(body) ||
+         std::holds_alternative<net::ExpireRequest>(body) ||
+         std::holds_alternative<net::ScanRequest>(body);
+}
+
 Status StatusOf(const net::ResponseBody& body) {
   if (const auto* e = std::get_if<net::ErrorResponse>(&body)) return e->ToStatus();
   return Status::OK();
@@ -84,9 +96,10 @@ Status KvService::CheckValue(std::string_view value) const {
 void KvService::Handle(net::Request request, std::function<void(net::Response)> done) {
   const auto start = std::chrono::steady_clock::now();
   const size_t op = request.body.index();
+  const bool client_op = IsClientDataOp(request.body);
   std::shared_ptr<const ClusterMap> map = d_.maps->Current();
   const uint64_t request_epoch = request.epoch;
-  auto reply = [this, done = std::move(done), start, op, map, request_epoch,
+  auto reply = [this, done = std::move(done), start, op, client_op, map, request_epoch,
                 id = request.id](net::ResponseBody body) {
     net::Response response;
     response.id = id;
@@ -104,8 +117,8 @@ void KvService::Handle(net::Request request, std::function<void(net::Response)> 
     const auto micros = std::chrono::duration_cast<std::chrono::microseconds>(
                             std::chrono::steady_clock::now() - start)
                             .count();
-    if (op >= 1 && op <= 5) PlainNoSpace(&body);
-    d_.stats->RecordRequest(op, static_cast<uint64_t>(micros), StatusOf(body));
+    if (client_op) PlainNoSpace(&body);
+    d_.stats->RecordRequest(op, static_cast<uint64_t>(micros), StatusOf(body), client_op);
     response.body = std::move(body);
     done(std::move(response));
   };
@@ -125,7 +138,7 @@ void KvService::Handle(net::Request request, std::function<void(net::Response)> 
         "request for cluster " + std::to_string(request.cluster_id) + " reached node " +
         std::to_string(d_.self_id) + " of cluster " + std::to_string(map->cluster_id()))));
   }
-  if (request.deadline_ms != 0 && op >= 1 && op <= 5) {
+  if (request.deadline_ms != 0 && client_op) {
     const auto now_ms =
         static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
                                   std::chrono::system_clock::now().time_since_epoch())

@@ -2,7 +2,7 @@
 
 namespace shardkv::node {
 
-void NodeStats::RecordRequest(size_t op, uint64_t micros, const Status& result) {
+void NodeStats::RecordRequest(size_t op, uint64_t micros, const Status& result, bool client_op) {
   if (op < kMaxOps) {
     ops_[op].fetch_add(1, std::memory_order_relaxed);
     const size_t code = static_cast<size_t>(result.code());
@@ -10,12 +10,11 @@ void NodeStats::RecordRequest(size_t op, uint64_t micros, const Status& result) 
     op_latency_[op].Record(micros);
   }
   latency_.Record(micros);
-  // Client-visible errors of the data plane only (get, put, delete and their batches: ops 1-5 in
-  // KvService's order); node-to-node and admin refusals are not a client's failed request.
+  // Client-visible errors of the data plane only (KvService says which ops those are);
+  // node-to-node and admin refusals are not a client's failed request.
   // NotFound is an answer, not an error; STALE_EPOCH is the protocol's redirect.
   // A Timeout is a request dropped because it arrived after its client stopped waiting (the
   // client saw its own timeout and retried; counting it here would count one failure twice).
-  const bool client_op = op >= 1 && op <= 5;
   if (client_op && !result.ok() && !result.IsNotFound() &&
       result.code() != Status::Code::kStaleEpoch && result.code() != Status::Code::kTimeout) {
     client_errors_.fetch_add(1, std::memory_order_relaxed);

@@ -32,7 +32,9 @@ class NodeStats {
   NodeStats() : start_(std::chrono::steady_clock::now()) {}
 
   // `op` is a variant index of net::RequestBody; names are given by the caller at snapshot.
-  void RecordRequest(size_t op, uint64_t micros, const Status& result);
+  // `client_op`: a client data operation (get, put, delete, their batches, expire, scan), whose
+  // failures count as client errors.
+  void RecordRequest(size_t op, uint64_t micros, const Status& result, bool client_op);
 
   uint64_t client_errors() const { return client_errors_.load(std::memory_order_relaxed); }
   uint64_t OpCount(size_t op) const { return ops_[op].load(std::memory_order_relaxed); }

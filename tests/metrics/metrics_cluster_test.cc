@@ -7,6 +7,7 @@
 #include <regex>
 #include <set>
 #include <string>
+#include <thread>
 
 #include "integration/cli_harness.h"
 #include "metrics/http_get.h"
@@ -150,4 +151,24 @@ TEST_CASE("metrics cluster: every node's metrics through a scale-out", "[multipr
   CHECK(SampleValue(newcomer, "shardkv_stream_entries_pulled_total") > 0);
   CHECK(SampleValue(newcomer, "shardkv_stored_keys") >= 0);
   CHECK(SampleValue(MustScrape(nodes.at(1).metrics_port), "shardkv_change_moved_copies") > 0);
+
+  // A restarted node serves metrics again (cluster status names its listener), ready, with its
+  // counters started afresh and the last change still reported from the map.
+  REQUIRE(c.Run({"cluster", "stop-node", "2"}).exit_code == 0);
+  ProcessResult start = c.Run({"cluster", "start-node", "2", "--wait", "60"});
+  INFO(start.Text());
+  REQUIRE(start.exit_code == 0);
+  nodes = Endpoints(c);
+  const uint16_t port = nodes.at(2).metrics_port;
+  bool ready = false;
+  for (int i = 0; i < 300 && !ready; ++i) {
+    ready = HttpGet(port, "/readyz").status == 200;
+    if (!ready) std::this_thread::sleep_for(std::chrono::milliseconds(100));  // bounded poll
+  }
+  REQUIRE(ready);
+  const std::string after = MustScrape(port);
+  CHECK(SampleValue(after, "shardkv_node_id") == 2);
+  CHECK(SampleValue(after, "shardkv_requests_total{op=\"put\",result=\"ok\"}") <=
+        0);  // absent or 0
+  CHECK(SampleValue(after, "shardkv_change_state{state=\"done\"}") == 1);
 }

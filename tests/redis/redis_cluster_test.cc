@@ -101,6 +101,28 @@ TEST_CASE("redis: redis-cli and redis-benchmark against a 3-node cluster, throug
   CHECK(Cli(p2, {"SET", "t", "v", "EX", "1000"}) == "OK\n");
   const std::string ttl = Cli(p3, {"TTL", "t"});
   CHECK((ttl == "1000\n" || ttl == "999\n" || ttl == "998\n"));
+  // The rest of the expiry family and the read-then-write string commands, each through another
+  // node than the one that wrote the key.
+  CHECK(Cli(p1, {"PERSIST", "t"}) == "1\n");
+  CHECK(Cli(p2, {"TTL", "t"}) == "-1\n");
+  CHECK(Cli(p3, {"EXPIRE", "t", "500", "NX"}) == "1\n");
+  CHECK(Cli(p1, {"EXPIRE", "t", "100", "GT"}) == "0\n");
+  const std::string pttl = Cli(p2, {"PTTL", "t"});
+  CHECK(std::stol(pttl) > 400000);
+  CHECK(std::stol(pttl) <= 500000);
+  CHECK(Cli(p3, {"EXPIRETIME", "nope"}) == "-2\n");
+  CHECK(Cli(p1, {"SETEX", "s", "100", "v"}) == "OK\n");
+  CHECK(Cli(p2, {"PSETEX", "ps", "100000", "v"}) == "OK\n");
+  CHECK(Cli(p3, {"GETEX", "s", "PERSIST"}) == "v\n");
+  CHECK(Cli(p1, {"TTL", "s"}) == "-1\n");
+  CHECK(Cli(p2, {"SETNX", "s", "other"}) == "0\n");
+  CHECK(Cli(p3, {"GETSET", "s", "w"}) == "v\n");
+  CHECK(Cli(p1, {"GETDEL", "s"}) == "w\n");
+  CHECK(Cli(p2, {"EXISTS", "s"}) == "0\n");
+  CHECK(Cli(p3, {"MSETNX", "m1", "1", "m2", "2"}) == "1\n");
+  CHECK(Cli(p1, {"MSETNX", "m2", "x", "m3", "3"}) == "0\n");
+  CHECK(Cli(p2, {"SET", "e", "v", "PXAT", "1"}) == "OK\n");  // a time in the past deletes
+  CHECK(Cli(p3, {"GET", "e"}) == "\n");
   CHECK(Cli(p1, {"CLUSTER", "KEYSLOT", "foo"}) == "12182\n");
   CHECK(Cli(p1, {"SHARDKV", "CONSISTENCY", "all"}) == "OK\n");
   const std::string info = Cli(p2, {"INFO"});
