@@ -35,7 +35,6 @@ const Status* ErrorOf(const net::ResponseBody& body, Status* storage) {
 
 constexpr char kNotInteger[] = "value is not an integer or out of range";
 constexpr char kSyntax[] = "syntax error";
-constexpr char kNoTtl[] = "TTLs are not supported by this build yet";
 
 }  // namespace
 
@@ -216,7 +215,9 @@ void KeyCommands::Handle(const RedisSession& session, Args args, ReplyDone done)
 }
 
 void KeyCommands::Set(const RedisSession& session, Args args, ReplyDone done) {
-  bool nx = false, xx = false, get = false, ttl = false;
+  // A SET with an expiry option (EX, PX, EXAT, PXAT, KEEPTTL) never gets here: the dispatcher
+  // sends it to ExpireCommands::Set, which writes the expiry register too.
+  bool nx = false, xx = false, get = false;
   for (size_t i = 3; i < args.size(); ++i) {
     const std::string opt = Upper(args[i]);
     if (opt == "NX" && !xx) {
@@ -225,19 +226,10 @@ void KeyCommands::Set(const RedisSession& session, Args args, ReplyDone done) {
       xx = true;
     } else if (opt == "GET") {
       get = true;
-    } else if (opt == "KEEPTTL") {
-      ttl = true;
-    } else if ((opt == "EX" || opt == "PX" || opt == "EXAT" || opt == "PXAT") &&
-               i + 1 < args.size()) {
-      int64_t when = 0;
-      if (!ParseInt(args[++i], &when)) return done(Err(kNotInteger));
-      if (when <= 0) return done(Err("invalid expire time in 'set' command"));
-      ttl = true;
     } else {
       return done(Err(kSyntax));
     }
   }
-  if (ttl) return done(Err(kNoTtl));
   if (!nx && !xx && !get) {
     return SetBatch(session, {{args[1], args[2]}},
                     [done](std::vector<std::string> r) { done(r[0]); });
