@@ -9,6 +9,7 @@
 #include <fstream>
 #include <iterator>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "shardkv/admin.h"
@@ -35,6 +36,12 @@ StatusOr<std::unique_ptr<Scenario>> Scenario::Create(const std::string& name, in
   {
     std::ofstream secret(options.secret_file);
     secret << "shardkv-bed-secret-" << getpid() << "-0123456789abcdef\n";
+  }
+  // SHARDKV_BED_NODE_ARGS="--log-level debug ...": extra flags of every node, for a run whose
+  // anomaly needs more of the nodes' logs (split at spaces).
+  if (const char* extra = std::getenv("SHARDKV_BED_NODE_ARGS"); extra != nullptr) {
+    std::istringstream words(extra);
+    for (std::string w; words >> w;) options.node_args.push_back(w);
   }
   fs::permissions(options.secret_file, fs::perms::owner_read | fs::perms::owner_write);
   setenv("SHARDKV_AUTH_SECRET_FILE", options.secret_file.c_str(), 1);
@@ -351,8 +358,29 @@ bool Scenario::Report(const Figures& figures, const std::string& expected_failur
   } else {
     std::printf("%s: %s\n", name_.c_str(), held ? "held" : "FAILED");
   }
+  if (!held) KeepRunFiles();
   std::fflush(stdout);
   return held;
+}
+
+// SHARDKV_BED_KEEP=<dir>: a run that did not hold leaves its node logs, histories and samples
+// (the top-level files of the run dir, not the databases) in <dir>/<name>-<pid>, since the run
+// dir itself goes with the scenario and an anomaly is only explained by its logs.
+void Scenario::KeepRunFiles() const {
+  const char* keep = std::getenv("SHARDKV_BED_KEEP");
+  if (keep == nullptr || *keep == '\0') return;
+  const fs::path to = fs::path(keep) / (name_ + "-" + std::to_string(getpid()));
+  std::error_code ec;
+  fs::create_directories(to, ec);
+  int copied = 0;
+  for (const auto& entry : fs::directory_iterator(dir_->path(), ec)) {
+    if (!entry.is_regular_file()) continue;
+    std::error_code copy_ec;
+    fs::copy_file(entry.path(), to / entry.path().filename(),
+                  fs::copy_options::overwrite_existing, copy_ec);
+    if (!copy_ec) ++copied;
+  }
+  std::printf("%s: kept %d run files in %s\n", name_.c_str(), copied, to.c_str());
 }
 
 }  // namespace shardkv::multihost

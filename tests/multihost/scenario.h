@@ -76,13 +76,15 @@ class Scenario {
   Figures Check();
 
   // Prints "<name>: EXPECTED FAILURE (issue 12): <why>" or "<name>: passed" with the figures
-  // and time; returns whether the scenario held every promise.
+  // and time; returns whether the scenario held every promise. A run that did not hold keeps
+  // its run files when SHARDKV_BED_KEEP names a directory.
   bool Report(const Figures& figures, const std::string& expected_failure);
 
   // Stops everything and returns what of this run is left (`ip netns list`, `ip link`): empty.
   std::vector<std::string> Teardown();
 
  private:
+  void KeepRunFiles() const;
   Scenario(std::string name, std::unique_ptr<testing::TempDir> dir, std::unique_ptr<Bed> bed);
   std::vector<int> Members() const;
 
