@@ -29,8 +29,10 @@ namespace shardkv::stats {
   X(hints_pending, "hints not yet delivered")                                                   \
   X(hints_replayed, "hints delivered")                                                          \
   X(hints_expired, "hints dropped after the tombstone grace")                                   \
+  X(hints_discarded, "hints deleted unsent because their target left the cluster")              \
   X(stale_epoch_replies, "requests refused because the sender's map was older")                 \
   X(redriven, "operations re-driven after a map change")                                        \
+  X(writes_restamped, "writes re-stamped because a replica held a newer version")               \
   X(rebalance_commits, "cluster maps this node committed as rebalance driver")                  \
   X(rebalance_task_errors, "failed stream task calls while driving a change")                   \
   X(rebalance_plans_counted, "change plans this node counted (each counts every key once)")     \

@@ -40,6 +40,13 @@ std::optional<uint64_t> ForeignClusterIn(const Status& s) {
   return id;
 }
 
+// A node refusing the timestamp this client relayed (src/node/kv_service.cc: "client timestamp
+// rejected: HLC timestamp T is N ms ahead of the local clock ..."). Refused before anything ran.
+bool TimestampRejected(const Status& s) {
+  return s.code() == Status::Code::kInvalidArgument &&
+         s.message().rfind("client timestamp rejected", 0) == 0;
+}
+
 }  // namespace
 
 struct Client::Core::Attempt {
@@ -54,6 +61,8 @@ struct Client::Core::Attempt {
   // An error a node reported (say, a quorum failure naming the dead replicas) explains more than
   // a later "connection refused" from the next replica tried, so it is what the caller sees.
   Status server_error;
+  // This attempt already dropped the client's session timestamp once (see OnReply).
+  bool dropped_ts = false;
   ResponseCallback done;
 };
 
@@ -336,6 +345,20 @@ void Client::Core::OnReply(std::shared_ptr<Attempt> attempt, StatusOr<net::Respo
         attempt->done(std::move(error));
         return;
       }
+    } else if (TimestampRejected(error) && !attempt->dropped_ts) {
+      // The newest timestamp this client saw came from a clock too far ahead of this node's
+      // (a skewed node answered it once). Relaying it would make every healthy node refuse this
+      // client from now on, so it is dropped and the request sent again, once. The request was
+      // refused before it ran. The order of this client's writes still holds where it matters:
+      // a later write stamped below an earlier one is re-stamped by its coordinator, or fails
+      // as not applied if that clock cannot pass it (design.md "Re-stamping").
+      attempt->dropped_ts = true;
+      max_seen_ts_.store(0, std::memory_order_relaxed);
+      ObserveTimestamp(reply->ts);
+      attempt->last_error = error;
+      attempt->server_error = error;
+      Dispatch(std::move(attempt));
+      return;
     } else if (error.ok() || !Transient(error)) {
       attempt->done(std::move(reply));
       return;

@@ -30,9 +30,12 @@ struct Coordinator::WriteOp {
   uint32_t required_new = 0;
   size_t total = 0;
   int redrives = 0;
+  int restamps = 0;
   WriteDone done;
 
   common::Mutex mu;
+  size_t superseded GUARDED_BY(mu) = 0;  // replicas that hold a newer version
+  uint64_t newer_ts GUARDED_BY(mu) = 0;  // the highest of their clocks
   size_t acks_old GUARDED_BY(mu) = 0;
   size_t acks_new GUARDED_BY(mu) = 0;
   size_t replies GUARDED_BY(mu) = 0;
@@ -63,6 +66,22 @@ struct Coordinator::ReadOp {
 
 namespace {
 constexpr int kMaxRedrives = 3;
+constexpr int kMaxRestamps = 3;
+
+// `e` with every register it writes given version `v`: an expiry register of (0,0) (KEEPTTL, "no
+// opinion") stays so, and an absent value register stays absent.
+storage::Envelope Restamped(storage::Envelope e, storage::Version v) {
+  const bool own_expiry = e.explicit_expiry && (e.expiry_timestamp != 0 || e.expiry_node_id != 0);
+  if (!e.value_absent) {
+    e.timestamp = v.timestamp;
+    e.node_id = v.node_id;
+  }
+  if (own_expiry) {
+    e.expiry_timestamp = v.timestamp;
+    e.expiry_node_id = v.node_id;
+  }
+  return e;
+}
 bool In(const std::vector<uint32_t>& v, uint32_t id) {
   return std::find(v.begin(), v.end(), id) != v.end();
 }
@@ -132,12 +151,12 @@ void Coordinator::SendReplicaWrite(const ClusterNode& node, uint64_t epoch, uint
                                    const std::string& key, const storage::Envelope& envelope,
                                    std::function<void(Status)> done) {
   SendReplicaWriteAt(node, epoch, token, key, envelope,
-                     [done = std::move(done)](Status s, uint64_t) { done(std::move(s)); });
+                     [done = std::move(done)](ReplicaWriteReply r) { done(std::move(r.status)); });
 }
 
 void Coordinator::SendReplicaWriteAt(const ClusterNode& node, uint64_t epoch, uint64_t token,
                                      const std::string& key, const storage::Envelope& envelope,
-                                     std::function<void(Status, uint64_t)> done) {
+                                     std::function<void(ReplicaWriteReply)> done) {
   net::Request req;
   auto current = maps_->Current();
   req.epoch = epoch;
@@ -152,13 +171,18 @@ void Coordinator::SendReplicaWriteAt(const ClusterNode& node, uint64_t epoch, ui
   auto self = shared_from_this();
   peers_->Call(node.address, std::move(req), options_.replica_timeout,
                [self, done = std::move(done)](StatusOr<net::Response> reply) {
-                 if (!reply.ok()) return done(reply.status(), 0);
+                 if (!reply.ok()) return done(ReplicaWriteReply{reply.status()});
                  self->NoteReply(*reply);
                  if (reply->status().code() == Status::Code::kStaleEpoch) {
                    common::MutexLock lock(&self->mu_);
                    ++self->stats_.stale_epoch_replies;
                  }
-                 done(reply->status(), reply->epoch);
+                 ReplicaWriteReply r{reply->status(), reply->epoch, false, reply->ts};
+                 if (const auto* w = std::get_if<net::ReplicaWriteResponse>(&reply->body)) {
+                   r.superseded =
+                       w->outcome == static_cast<uint8_t>(storage::WriteOutcome::kSuperseded);
+                 }
+                 done(std::move(r));
                });
 }
 
@@ -220,26 +244,46 @@ void Coordinator::StartWrite(const std::shared_ptr<WriteOp>& op) {
     const ClusterNode node = *op->map->FindNode(id);
     if (id == options_.self_id) {
       auto local = storage_->Write(op->token, op->key, op->envelope);
-      FinishReplicaWrite(op, node, local.status(), op->map->epoch());
+      ReplicaWriteReply r{local.status(), op->map->epoch()};
+      if (local.ok() && local->outcome == storage::WriteOutcome::kSuperseded) {
+        r.superseded = true;
+        r.ts = local->stored.timestamp;
+      }
+      FinishReplicaWrite(op, node, std::move(r));
       continue;
     }
     SendReplicaWriteAt(node, op->map->epoch(), op->token, op->key, op->envelope,
-                       [self = shared_from_this(), op, node](Status s, uint64_t epoch) {
-                         self->FinishReplicaWrite(op, node, std::move(s), epoch);
+                       [self = shared_from_this(), op, node](ReplicaWriteReply r) {
+                         self->FinishReplicaWrite(op, node, std::move(r));
                        });
   }
 }
 
 void Coordinator::FinishReplicaWrite(const std::shared_ptr<WriteOp>& op, const ClusterNode& node,
-                                     Status result, uint64_t reply_epoch) {
+                                     ReplicaWriteReply reply) {
   std::optional<StatusOr<uint64_t>> answer;
   std::shared_ptr<const ClusterMap> redrive;
+  std::optional<uint64_t> restamp_above;
   bool last = false;
+  const Status& result = reply.status;
+  const uint64_t reply_epoch = reply.epoch;
   const bool fenced = result.code() == Status::Code::kStaleEpoch;
   {
     common::MutexLock lock(&op->mu);
     ++op->replies;
-    if (result.ok() && reply_epoch <= op->map->epoch()) {
+    // After kMaxRestamps the write is racing other writers of the key, each re-stamped above
+    // the last: concurrent writes, where LWW may keep either, so superseded replies count.
+    if (result.ok() && reply_epoch <= op->map->epoch() && reply.superseded &&
+        op->restamps < kMaxRestamps) {
+      // The replica holds a newer version (a clock ahead of ours stamped it, or a write racing
+      // this one): this write would lose there, so it is no ack. Before answering, the write is
+      // re-stamped above it; a write acknowledged while a replica keeps a newer version could
+      // be undone by it later (issue 12, "a later acknowledged write always wins").
+      ++op->superseded;
+      op->newer_ts = std::max(op->newer_ts, reply.ts);
+      if (!op->failures.empty()) op->failures += ", ";
+      op->failures += "node " + std::to_string(node.id) + " (holds a newer version)";
+    } else if (result.ok() && reply_epoch <= op->map->epoch()) {
       if (In(op->old_set, node.id)) ++op->acks_old;
       if (In(op->new_set, node.id)) ++op->acks_new;
     } else if (result.ok() || fenced) {
@@ -251,7 +295,11 @@ void Coordinator::FinishReplicaWrite(const std::shared_ptr<WriteOp>& op, const C
       op->failures += Describe(node, result);
     }
     last = op->replies == op->total;
-    if (!op->answered && op->acks_old >= op->required_old && op->acks_new >= op->required_new) {
+    if (!op->answered && op->superseded > 0) {
+      op->answered = true;  // this attempt's answer is the re-stamped write's
+      restamp_above = op->newer_ts;
+    } else if (!op->answered && op->acks_old >= op->required_old &&
+               op->acks_new >= op->required_new) {
       op->answered = true;
       answer = op->envelope.newest_version().timestamp;
     } else if (!op->answered && last) {
@@ -270,6 +318,7 @@ void Coordinator::FinishReplicaWrite(const std::shared_ptr<WriteOp>& op, const C
       }
     }
   }
+  if (restamp_above) Restamp(op, *restamp_above);
   if (!result.ok() && !fenced && node.id != options_.self_id) {
     // The replica missed this write: keep it for hinted handoff (repair only, never an ack).
     Status s = hints_->Add(node.id, op->token, op->key, op->envelope);
@@ -296,9 +345,44 @@ void Coordinator::FinishReplicaWrite(const std::shared_ptr<WriteOp>& op, const C
     again->envelope = op->envelope;
     again->consistency = op->consistency;
     again->redrives = op->redrives + 1;
+    again->restamps = op->restamps;
     again->done = op->done;
     StartWrite(again);
   }
+}
+
+void Coordinator::Restamp(const std::shared_ptr<WriteOp>& op, uint64_t newer_ts) {
+  // Past the newest version a replica reported, so the re-stamped write wins there. A version
+  // too far ahead of this node's clock is refused by the clock (max_clock_offset): the write
+  // then fails, not applied anywhere that holds the newer version.
+  Status moved = storage_->clock().Update(newer_ts);
+  StatusOr<uint64_t> ts = moved.ok() ? storage_->clock().Now() : StatusOr<uint64_t>(moved);
+  if (!ts.ok()) {
+    {
+      common::MutexLock lock(&mu_);
+      ++stats_.quorum_failures;
+    }
+    return op->done(Status::Unavailable(
+        "write not applied: a replica holds a newer version of the key whose timestamp this "
+        "node cannot pass (" +
+        ts.status().message() + ")"));
+  }
+  {
+    common::MutexLock lock(&mu_);
+    ++stats_.restamped;
+  }
+  spdlog::debug("write of a key re-stamped above {} (attempt {})", newer_ts, op->restamps + 1);
+  auto again = std::make_shared<WriteOp>();
+  again->map = NewerMap(*op->map);
+  if (!again->map) again->map = op->map;
+  again->token = op->token;
+  again->key = op->key;
+  again->envelope = Restamped(op->envelope, storage::Version{*ts, options_.self_id});
+  again->consistency = op->consistency;
+  again->redrives = op->redrives;
+  again->restamps = op->restamps + 1;
+  again->done = op->done;
+  StartWrite(again);
 }
 
 void Coordinator::Read(std::shared_ptr<const ClusterMap> map, uint64_t token, std::string key,

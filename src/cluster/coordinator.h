@@ -64,7 +64,16 @@ struct CoordinatorStats {
   uint64_t read_repairs = 0;
   uint64_t hints_written = 0;
   uint64_t stale_epoch_replies = 0;
-  uint64_t redriven = 0;  // ops re-run under a newer map after a replica answered at a newer epoch
+  uint64_t redriven = 0;   // ops re-run under a newer map after a replica answered at a newer epoch
+  uint64_t restamped = 0;  // writes re-stamped after a replica held a newer version
+};
+
+// A replica's answer to a replica write, as the coordinator counts it.
+struct ReplicaWriteReply {
+  Status status;
+  uint64_t epoch = 0;       // the epoch the replica answered at (0: unknown)
+  bool superseded = false;  // the replica holds a newer version; nothing was applied
+  uint64_t ts = 0;          // the replica's HLC after the write (covers that newer version)
 };
 
 class Coordinator : public std::enable_shared_from_this<Coordinator> {
@@ -106,12 +115,13 @@ class Coordinator : public std::enable_shared_from_this<Coordinator> {
   void EndOp(uint64_t epoch);
   void StartWrite(const std::shared_ptr<WriteOp>& op);
   void StartRead(const std::shared_ptr<ReadOp>& op);
-  // A replica's reply to a write, with the epoch the replica answered at (0 if unknown).
   void SendReplicaWriteAt(const ClusterNode& node, uint64_t epoch, uint64_t token,
                           const std::string& key, const storage::Envelope& envelope,
-                          std::function<void(Status, uint64_t)> done);
+                          std::function<void(ReplicaWriteReply)> done);
   void FinishReplicaWrite(const std::shared_ptr<WriteOp>& op, const ClusterNode& node,
-                          Status result, uint64_t reply_epoch);
+                          ReplicaWriteReply reply);
+  // Runs `op`'s write again with a timestamp above `newer_ts` (design.md "Timestamps").
+  void Restamp(const std::shared_ptr<WriteOp>& op, uint64_t newer_ts);
   void FinishReplicaRead(const std::shared_ptr<ReadOp>& op, const ClusterNode& node,
                          StatusOr<std::optional<storage::Envelope>> result, uint64_t reply_epoch);
   // A newer map than the op's, if this node has one now (after a reply carried it).

@@ -138,6 +138,27 @@ StatusOr<size_t> HintStore::Replay(uint32_t target, size_t max, const Sender& se
   return delivered;
 }
 
+StatusOr<size_t> HintStore::Discard(uint32_t target) {
+  size_t deleted = 0;
+  // Bounded by what the store holds: each round deletes the batch it read.
+  for (;;) {
+    auto batch =
+        storage_->ScanAux(storage::AuxColumn::kHints, storage::HintTargetPrefix(target), "", 4096);
+    if (!batch.ok()) return batch.status();
+    for (const auto& [k, v] : *batch) {
+      SHARDKV_RETURN_IF_ERROR(storage_->DeleteAux(storage::AuxColumn::kHints, k));
+      ++deleted;
+      ++discarded_;
+      common::MutexLock lock(&mu_);
+      if (per_target_.count(target) != 0 && --per_target_[target] == 0) per_target_.erase(target);
+      --pending_;
+      UpdateProtection();
+    }
+    if (batch->size() < 4096) break;
+  }
+  return deleted;
+}
+
 std::vector<uint32_t> HintStore::Targets() const {
   common::MutexLock lock(&mu_);
   std::vector<uint32_t> out;

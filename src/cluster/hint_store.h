@@ -48,10 +48,15 @@ class HintStore {
   // Stops at the first send error (the target is still unreachable). Returns hints delivered.
   StatusOr<size_t> Replay(uint32_t target, size_t max, const Sender& send);
 
+  // Deletes every hint for `target` unsent: it left the cluster, and the ranges it held were
+  // streamed to their new owners. Returns how many were deleted.
+  StatusOr<size_t> Discard(uint32_t target);
+
   std::vector<uint32_t> Targets() const;
   uint64_t pending() const { return pending_.load(); }
   uint64_t replayed() const { return replayed_.load(); }
   uint64_t expired() const { return expired_.load(); }
+  uint64_t discarded() const { return discarded_.load(); }
   // Targets that lost hints to the grace period: they need a rebuild before rejoining.
   std::vector<uint32_t> NeedsRepair() const;
 
@@ -65,6 +70,7 @@ class HintStore {
   std::atomic<uint64_t> pending_{0};
   std::atomic<uint64_t> replayed_{0};
   std::atomic<uint64_t> expired_{0};
+  std::atomic<uint64_t> discarded_{0};
 
   mutable common::Mutex mu_;
   std::map<uint32_t, uint64_t> per_target_ GUARDED_BY(mu_);  // pending hints per target

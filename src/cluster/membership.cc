@@ -267,9 +267,21 @@ void Membership::ReplayHints() {
   auto map = maps_->Current();
   if (!map) return;
   for (uint32_t target : hints_->Targets()) {
-    if (!IsAlive(target)) continue;
     const ClusterNode* node = map->FindNode(target);
-    if (node == nullptr) continue;  // left the cluster; its ranges were re-streamed
+    if (node == nullptr) {
+      // It left the cluster (removed, or a join cancelled): its ranges were streamed to their
+      // new owners, so its hints would never be sent and would keep tombstone GC suspended.
+      auto dropped = hints_->Discard(target);
+      if (dropped.ok()) {
+        spdlog::info("deleted {} hints for node {}: it is not in the cluster map (epoch {})",
+                     *dropped, target, map->epoch());
+      } else {
+        spdlog::warn("deleting the hints for removed node {}: {}", target,
+                     dropped.status().ToString());
+      }
+      continue;
+    }
+    if (!IsAlive(target)) continue;
     const ClusterNode copy = *node;
     const uint64_t epoch = map->epoch();
     auto sent = hints_->Replay(

@@ -1,10 +1,13 @@
 #include "node/kv_service.h"
 
+#include <algorithm>
 #include <array>
 #include <chrono>
+#include <optional>
 #include <type_traits>
 
 #include "cluster/wire_envelope.h"
+#include "common/hlc.h"
 #include "rebalance/stream_sink.h"
 #include "rebalance/stream_source.h"
 #include "shardkv/stats.h"
@@ -68,6 +71,18 @@ struct Gather {
   std::atomic<size_t> remaining;
   std::function<void(std::vector<Result>)> finish;
 };
+
+// A client op that reached this node (or waited here) past its client's deadline: the client
+// stopped waiting and may have retried elsewhere, so running it now could stamp an old write above
+// newer ones. Its deadline is in wall-clock ms (0: none).
+std::optional<Status> LateDrop(uint64_t deadline_ms, uint32_t self_id) {
+  if (deadline_ms == 0) return std::nullopt;
+  const uint64_t now_ms = common::HlcClock::WallClockMs();
+  if (now_ms <= deadline_ms) return std::nullopt;
+  return Status::Timeout("request reached node " + std::to_string(self_id) + " " +
+                         std::to_string(now_ms - deadline_ms) +
+                         " ms after its client stopped waiting; dropped");
+}
 
 }  // namespace
 
@@ -138,15 +153,9 @@ void KvService::Handle(net::Request request, std::function<void(net::Response)> 
         "request for cluster " + std::to_string(request.cluster_id) + " reached node " +
         std::to_string(d_.self_id) + " of cluster " + std::to_string(map->cluster_id()))));
   }
-  if (request.deadline_ms != 0 && client_op) {
-    const auto now_ms =
-        static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                  std::chrono::system_clock::now().time_since_epoch())
-                                  .count());
-    if (now_ms > request.deadline_ms) {
-      return reply(Error(Status::Timeout("request reached node " + std::to_string(d_.self_id) +
-                                         " " + std::to_string(now_ms - request.deadline_ms) +
-                                         " ms after its client stopped waiting; dropped")));
+  if (client_op) {
+    if (std::optional<Status> late = LateDrop(request.deadline_ms, d_.self_id)) {
+      return reply(Error(*late));
     }
   }
   if (request.client_ts != 0) {
@@ -157,12 +166,28 @@ void KvService::Handle(net::Request request, std::function<void(net::Response)> 
                      std::holds_alternative<net::AdminRequest>(request.body);
   if (request.epoch > map->epoch() && !info_op && !admin && d_.membership != nullptr) {
     // The sender knows a newer map: get it before serving (design.md "Propagation").
+    // The wait ends by the client's deadline at the latest, and a client op whose deadline
+    // passed meanwhile is dropped: its client has retried elsewhere and may have written newer
+    // versions since, which a write stamped now would overwrite (seen on the bed: a put held
+    // here across a map install undid an acknowledged delete of the same key).
     auto held = std::make_shared<net::Request>(std::move(request));
     const uint64_t epoch = held->epoch;
-    d_.membership->AwaitEpoch(epoch, std::chrono::milliseconds(2000),
-                              [this, held, reply = std::move(reply)](bool) mutable {
-                                Dispatch(d_.maps->Current(), *held, std::move(reply));
-                              });
+    auto wait = std::chrono::milliseconds(2000);
+    if (client_op && held->deadline_ms != 0) {
+      const uint64_t now_ms = common::HlcClock::WallClockMs();
+      wait = std::min<std::chrono::milliseconds>(
+          wait,
+          std::chrono::milliseconds(held->deadline_ms > now_ms ? held->deadline_ms - now_ms : 0));
+    }
+    d_.membership->AwaitEpoch(
+        epoch, wait, [this, held, client_op, reply = std::move(reply)](bool) mutable {
+          if (client_op) {
+            if (std::optional<Status> late = LateDrop(held->deadline_ms, d_.self_id)) {
+              return reply(Error(*late));
+            }
+          }
+          Dispatch(d_.maps->Current(), *held, std::move(reply));
+        });
     return;
   }
   Dispatch(map, request, std::move(reply));
@@ -368,6 +393,12 @@ net::ResponseBody KvService::ReplicaWrite(const ClusterMap& map, uint64_t sender
   auto written = d_.storage->Write(
       r.token, r.key, cluster::EnvelopeFromWire(r.ts, r.node_id, r.tombstone, r.value, r.expiry));
   if (!written.ok()) return Error(written.status());
+  if (written->outcome == storage::WriteOutcome::kSuperseded) {
+    // The reply's ts (this clock) then covers the newer version, so the coordinator can re-stamp
+    // above it. A version too far ahead of this clock is left out; the coordinator's own clock
+    // would refuse it too.
+    static_cast<void>(d_.storage->clock().Update(written->stored.timestamp));
+  }
   return net::ReplicaWriteResponse{static_cast<uint8_t>(written->outcome)};
 }
 
@@ -457,9 +488,11 @@ net::ResponseBody KvService::Stats() {
   out.counters[std::string(stats::hints_pending)] = static_cast<int64_t>(d_.hints->pending());
   out.counters[std::string(stats::hints_replayed)] = static_cast<int64_t>(d_.hints->replayed());
   out.counters[std::string(stats::hints_expired)] = static_cast<int64_t>(d_.hints->expired());
+  out.counters[std::string(stats::hints_discarded)] = static_cast<int64_t>(d_.hints->discarded());
   out.counters[std::string(stats::stale_epoch_replies)] =
       static_cast<int64_t>(cs.stale_epoch_replies);
   out.counters[std::string(stats::redriven)] = static_cast<int64_t>(cs.redriven);
+  out.counters[std::string(stats::writes_restamped)] = static_cast<int64_t>(cs.restamped);
   if (d_.extra_counters) d_.extra_counters(&out.counters);
   // `formed` is the contract with `cluster init`: 0 on an unformed node, which has epoch 0.
   auto current = d_.maps->Current();

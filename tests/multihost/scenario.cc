@@ -376,8 +376,8 @@ void Scenario::KeepRunFiles() const {
   for (const auto& entry : fs::directory_iterator(dir_->path(), ec)) {
     if (!entry.is_regular_file()) continue;
     std::error_code copy_ec;
-    fs::copy_file(entry.path(), to / entry.path().filename(),
-                  fs::copy_options::overwrite_existing, copy_ec);
+    fs::copy_file(entry.path(), to / entry.path().filename(), fs::copy_options::overwrite_existing,
+                  copy_ec);
     if (!copy_ec) ++copied;
   }
   std::printf("%s: kept %d run files in %s\n", name_.c_str(), copied, to.c_str());

@@ -48,11 +48,10 @@ void FinishAndCheck(Scenario& s, const std::string& expected_failure) {
   CHECK(s.Teardown().empty());
 }
 
-// [!mayfail] since 2026-12-02: after TTLs and scans were merged, 4 of 43 runs (one of them CI's)
-// read a deleted key (always P.w1.d11) back, before and after the heal; 0 of 15 runs of the
-// binaries from just before that merge did. Cause not found yet; the stop note of that day has
-// the figures. The scenario still runs and reports every anomaly.
-TEST_CASE("join while a node is partitioned", "[multihost][!mayfail]") {
+// Held a put in KvService::Handle for a newer map past its client's deadline until 2026-12-02;
+// it then undid an acknowledged delete of the same key in about one run in ten (design.md "Data
+// path of a put").
+TEST_CASE("join while a node is partitioned", "[multihost]") {
   MULTIHOST_SCENARIO(s, "join-partitioned", 4);
   REQUIRE(s.StartNodes(3).ok());
   REQUIRE(s.Form(3).ok());
@@ -67,9 +66,7 @@ TEST_CASE("join while a node is partitioned", "[multihost][!mayfail]") {
   REQUIRE(join.exit_code == 0);
   std::this_thread::sleep_for(fault);  // the fault's window
   REQUIRE(s.nemesis().Heal().ok());
-  FinishAndCheck(s,
-                 "a deleted key read back after a join during a partition (since the TTL and "
-                 "scan merge of 2026-12-02; cause not found)");
+  FinishAndCheck(s, "");
 }
 
 TEST_CASE("partition of the driver mid-stream", "[multihost][!mayfail]") {

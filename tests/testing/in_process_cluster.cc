@@ -27,6 +27,7 @@ NodeOptions InProcessCluster::OptionsFor(uint32_t id, uint16_t port) const {
   o.data_dir = dir_.Sub("node-" + std::to_string(id));
   o.io_threads = 1;
   if (grace_ms_ != 0) o.tombstone_grace_ms = grace_ms_;
+  if (tune_) tune_(id, &o);
   return o;
 }
 

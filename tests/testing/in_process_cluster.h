@@ -2,6 +2,7 @@
 // directory, formed into one cluster through Admin::FormCluster, as `shardkv cluster up` does.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -24,6 +25,9 @@ class InProcessCluster {
                    uint64_t cluster_id = kInProcessClusterId);
   ~InProcessCluster();
 
+  // Called on each node's options before it starts (and restarts): per-node settings such as
+  // one node's max_clock_offset_ms. Set it before Start().
+  void TuneNodes(std::function<void(uint32_t id, NodeOptions*)> tune) { tune_ = std::move(tune); }
   // Starts every node (unformed) and forms the cluster (Admin::FormCluster). Returns the first
   // error.
   Status Start();
@@ -60,6 +64,7 @@ class InProcessCluster {
   std::vector<std::unique_ptr<Node>> nodes_;
   std::vector<std::string> addresses_;
   std::unique_ptr<ClusterMap> map_;
+  std::function<void(uint32_t, NodeOptions*)> tune_;
 };
 
 // An Admin of every node of `c` (the standalone ones too: as nodes of another cluster they are
