@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "cluster/wire_envelope.h"
+#include "common/hlc.h"
 
 namespace shardkv::cluster {
 namespace {
@@ -31,6 +32,7 @@ struct Coordinator::WriteOp {
   size_t total = 0;
   int redrives = 0;
   int restamps = 0;
+  uint64_t restamp_until_ms = 0;  // wall-clock ms; past it a superseded write is not re-stamped
   WriteDone done;
 
   common::Mutex mu;
@@ -220,6 +222,14 @@ void Coordinator::Write(std::shared_ptr<const ClusterMap> map, uint64_t token, s
       op->envelope = storage::Envelope::ExpiryOnly(version, spec.expires_at_ms);
       break;
   }
+  // A write is re-stamped only while its client still waits: a coordinator that was paused
+  // (SIGSTOP) and resumes with the write in flight must not give an old value a new timestamp
+  // above what was acknowledged meanwhile (seen in the SIGSTOP drill). Without a deadline (RESP,
+  // batches) the bound is one replica timeout after the first stamp.
+  op->restamp_until_ms = spec.deadline_ms != 0
+                             ? spec.deadline_ms
+                             : common::HlcClock::PhysicalMs(*ts) +
+                                   static_cast<uint64_t>(options_.replica_timeout.count());
   op->token = token;
   op->key = std::move(key);
   op->consistency = consistency;
@@ -275,6 +285,7 @@ void Coordinator::FinishReplicaWrite(const std::shared_ptr<WriteOp>& op, const C
     // the last: concurrent writes, where LWW may keep either, so superseded replies count.
     if (result.ok() && reply_epoch <= op->map->epoch() && reply.superseded &&
         op->restamps < kMaxRestamps) {
+      // (A superseded reply past restamp_until_ms fails the write below: no ack, no re-stamp.)
       // The replica holds a newer version (a clock ahead of ours stamped it, or a write racing
       // this one): this write would lose there, so it is no ack. Before answering, the write is
       // re-stamped above it; a write acknowledged while a replica keeps a newer version could
@@ -295,7 +306,8 @@ void Coordinator::FinishReplicaWrite(const std::shared_ptr<WriteOp>& op, const C
       op->failures += Describe(node, result);
     }
     last = op->replies == op->total;
-    if (!op->answered && op->superseded > 0) {
+    if (!op->answered && op->superseded > 0 &&
+        common::HlcClock::WallClockMs() <= op->restamp_until_ms) {
       op->answered = true;  // this attempt's answer is the re-stamped write's
       restamp_above = op->newer_ts;
     } else if (!op->answered && op->acks_old >= op->required_old &&
@@ -346,6 +358,7 @@ void Coordinator::FinishReplicaWrite(const std::shared_ptr<WriteOp>& op, const C
     again->consistency = op->consistency;
     again->redrives = op->redrives + 1;
     again->restamps = op->restamps;
+    again->restamp_until_ms = op->restamp_until_ms;
     again->done = op->done;
     StartWrite(again);
   }
@@ -381,6 +394,7 @@ void Coordinator::Restamp(const std::shared_ptr<WriteOp>& op, uint64_t newer_ts)
   again->consistency = op->consistency;
   again->redrives = op->redrives;
   again->restamps = op->restamps + 1;
+  again->restamp_until_ms = op->restamp_until_ms;
   again->done = op->done;
   StartWrite(again);
 }

@@ -57,6 +57,9 @@ struct WriteSpec {
   uint64_t ttl_ms = 0;         // kPut: expire ttl_ms after the coordinator's wall clock; 0 none
   bool keep_ttl = false;       // kPut: the value register only (ttl_ms ignored)
   uint64_t expires_at_ms = 0;  // kExpire: Unix ms; 0 = persist
+  // Wall-clock ms after which the client no longer waits (its request's deadlineMs; 0 = none).
+  // Past it the write is never re-stamped (see Coordinator::Restamp).
+  uint64_t deadline_ms = 0;
 };
 
 struct CoordinatorStats {

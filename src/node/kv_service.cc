@@ -236,10 +236,13 @@ void KvService::Dispatch(const std::shared_ptr<const ClusterMap>& map, net::Requ
         } else if constexpr (std::is_same_v<T, net::PutRequest>) {
           if (Status s = CheckValue(op.value); !s.ok()) return reply(Error(s));
           if (Status s = CheckTtl(op.ttl_ms); !s.ok()) return reply(Error(s));
-          Write(map, c, std::move(op.key), PutSpec(op), std::move(reply));
+          cluster::WriteSpec spec = PutSpec(op);
+          spec.deadline_ms = request.deadline_ms;
+          Write(map, c, std::move(op.key), std::move(spec), std::move(reply));
         } else if constexpr (std::is_same_v<T, net::DeleteRequest>) {
           cluster::WriteSpec spec;
           spec.kind = cluster::WriteSpec::Kind::kDelete;
+          spec.deadline_ms = request.deadline_ms;
           Write(map, c, std::move(op.key), std::move(spec), std::move(reply));
         } else if constexpr (std::is_same_v<T, net::MultiGetRequest>) {
           MultiGet(map, c, op, std::move(reply));
