@@ -356,7 +356,6 @@ void Client::Core::OnReply(std::shared_ptr<Attempt> attempt, StatusOr<net::Respo
       max_seen_ts_.store(0, std::memory_order_relaxed);
       ObserveTimestamp(reply->ts);
       attempt->last_error = error;
-      attempt->server_error = error;
       Dispatch(std::move(attempt));
       return;
     } else if (error.ok() || !Transient(error)) {
