@@ -4,6 +4,7 @@
 #include <chrono>
 #include <map>
 
+#include "redis/command_harness.h"
 #include "redis/redis_commands.h"
 
 using namespace shardkv;
@@ -94,43 +95,7 @@ class TtlHandler : public net::RequestHandler {
   int calls = 0, puts = 0, deletes = 0, expires = 0;
 };
 
-class NoView : public ClusterView {
- public:
-  std::shared_ptr<const ClusterMap> Map() const override { return nullptr; }
-  void Fetch(std::function<void(std::vector<NodeView>)> done) override { done({}); }
-};
-
-struct Fixture {
-  Fixture() {
-    context.handler = &handler;
-    context.view = std::make_shared<NoView>();
-    context.self_id = 1;
-    commands = std::make_unique<RedisCommands>(&context);
-    session = std::make_shared<RedisSession>(7, "127.0.0.1:5000", "127.0.0.1:6379", false);
-  }
-  std::string One(Args args) {
-    std::string replies;
-    bool ran = false;
-    commands->Run(session, {std::move(args)}, [&](std::string out, bool) {
-      replies = std::move(out);
-      ran = true;
-    });
-    REQUIRE(ran);
-    return replies;
-  }
-  int64_t IntReply(Args args) {
-    const std::string r = One(std::move(args));
-    INFO(r);
-    REQUIRE(r.size() > 3);
-    REQUIRE(r[0] == ':');
-    return std::stoll(r.substr(1));
-  }
-
-  TtlHandler handler;
-  CommandContext context;
-  std::unique_ptr<RedisCommands> commands;
-  std::shared_ptr<RedisSession> session;
-};
+using Fixture = testing::CommandHarness<TtlHandler>;
 
 const std::string kOk = "+OK\r\n";
 const std::string kNil = "$-1\r\n";

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include "redis/cluster_commands.h"
+#include "redis/command_harness.h"
 #include "redis/command_table.h"
 #include "redis/fake_backend.h"
 
@@ -13,37 +14,9 @@ using namespace shardkv::redis;
 
 namespace {
 
-struct Fixture {
-  explicit Fixture(std::string secret = "") {
-    context.handler = &handler;
-    context.view = std::make_shared<testing::FakeView>();
-    context.self_id = 1;
-    context.redis_address = "127.0.0.1:6379";
-    context.auth_secret = secret;
-    commands = std::make_unique<RedisCommands>(&context);
-    session =
-        std::make_shared<RedisSession>(7, "127.0.0.1:5000", "127.0.0.1:6379", !secret.empty());
-  }
-  // Runs the commands as one pipelined batch; the fake answers synchronously.
-  std::string Run(std::vector<Args> cmds, bool* closed = nullptr) {
-    std::string replies;
-    bool close = false;
-    bool ran = false;
-    commands->Run(session, std::move(cmds), [&](std::string out, bool c) {
-      replies = std::move(out);
-      close = c;
-      ran = true;
-    });
-    REQUIRE(ran);
-    if (closed != nullptr) *closed = close;
-    return replies;
-  }
-  std::string One(Args args) { return Run({std::move(args)}); }
-
-  testing::FakeHandler handler;
-  CommandContext context;
-  std::unique_ptr<RedisCommands> commands;
-  std::shared_ptr<RedisSession> session;
+struct Fixture : testing::CommandHarness<> {
+  explicit Fixture(std::string secret = "")
+      : testing::CommandHarness<>({.secret = secret, .allow_flush = false}) {}
 };
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 #include <string>
 
+#include "redis/command_harness.h"
 #include "redis/fake_backend.h"
 #include "redis/redis_commands.h"
 
@@ -16,33 +17,12 @@ using namespace shardkv::redis;
 
 namespace {
 
-struct Fixture {
-  explicit Fixture(bool allow_flush = false) {
-    context.handler = &handler;
-    context.view = std::make_shared<testing::FakeView>();
-    context.self_id = 1;
-    context.allow_flush = allow_flush;
-    commands = std::make_unique<RedisCommands>(&context);
-    session = std::make_shared<RedisSession>(7, "127.0.0.1:5000", "127.0.0.1:6379", false);
-  }
-  std::string One(Args args) {
-    std::string replies;
-    bool ran = false;
-    commands->Run(session, {std::move(args)}, [&](std::string out, bool) {
-      replies = std::move(out);
-      ran = true;
-    });
-    REQUIRE(ran);
-    return replies;
-  }
+struct Fixture : testing::CommandHarness<> {
+  explicit Fixture(bool allow_flush = false)
+      : testing::CommandHarness<>({.secret = "", .allow_flush = allow_flush}) {}
   void Fill(int n, const std::string& prefix = "k") {
     for (int i = 0; i < n; ++i) handler.data[prefix + std::to_string(i)] = "v";
   }
-
-  testing::FakeHandler handler;
-  CommandContext context;
-  std::unique_ptr<RedisCommands> commands;
-  std::shared_ptr<RedisSession> session;
 };
 
 // The cursor and the keys of a SCAN reply "*2\r\n$N\r\nCURSOR\r\n*M\r\n...".
