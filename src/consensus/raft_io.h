@@ -10,20 +10,24 @@
 // Internal to src/consensus (it includes Asio).
 #pragma once
 
-#include "consensus/libraft.h"
+// A C++ standard header before Asio's, kept out of include sorting (which regroups blocks): Asio
+// decides whether it has std::aligned_alloc from a libstdc++ macro
+// (_GLIBCXX_HAVE_ALIGNED_ALLOC), and a translation unit that reached Asio's config first would
+// decide otherwise than the rest (ASan: alloc-dealloc-mismatch in thread_info_base, seen when
+// the sorted block had put <cstddef> after Asio).
+// clang-format off
+#include <cstddef>
+// clang-format on
 
-// A C++ standard header before Asio's: Asio decides whether it has std::aligned_alloc from a
-// libstdc++ macro, and a translation unit that reached Asio's config first would decide
-// otherwise than the rest (ASan reports the mismatched new/free).
 #include <asio/io_context.hpp>
 #include <asio/steady_timer.hpp>
-#include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <random>
 #include <string>
 #include <string_view>
 
+#include "consensus/libraft.h"
 #include "consensus/raft_log_store.h"
 #include "consensus/raft_transport.h"
 
