@@ -10,6 +10,7 @@
 #include "common/hlc.h"
 #include "testing/cluster_util.h"
 #include "testing/history_checker.h"
+#include "testing/in_process_client.h"
 #include "testing/in_process_cluster.h"
 
 using namespace shardkv;
@@ -17,38 +18,18 @@ using shardkv::testing::InProcessCluster;
 
 namespace {
 
-// Polls `cond` until it holds or `timeout` passes (no sleeps as synchronization: each wait is
-// bounded and the condition is re-checked).
-bool Eventually(const std::function<bool()>& cond,
-                std::chrono::milliseconds timeout = std::chrono::seconds(15)) {
-  return shardkv::testing::PollUntil(cond, timeout, std::chrono::milliseconds(20));
-}
+using shardkv::testing::Eventually;
 
 ClusterParams Params(PlacementMode mode = PlacementMode::kRing) {
-  ClusterParams p;
-  p.mode = mode;
-  p.shards = 64;
-  return p;  // RF 3, W 2, Q 2
+  return shardkv::testing::ThreeReplicas(mode);
 }
 
 std::unique_ptr<Client> Connect(const InProcessCluster& c, uint32_t timeout_ms = 5000) {
-  ClientOptions o;
-  o.timeout_ms = timeout_ms;
-  auto client = c.Connect(o);
-  INFO(client.status().ToString());
-  REQUIRE(client.ok());
-  return std::move(client).value();
+  return shardkv::testing::MustConnect(c, timeout_ms);
 }
 
-// A client that knows only node `id` as its seed.
 std::unique_ptr<Client> ConnectVia(const InProcessCluster& c, uint32_t id) {
-  ClientOptions o;
-  o.seeds = {c.Address(id)};
-  o.timeout_ms = 5000;
-  auto client = c.Connect(o);
-  INFO(client.status().ToString());
-  REQUIRE(client.ok());
-  return std::move(client).value();
+  return shardkv::testing::MustConnect(c, 5000, id);
 }
 
 // The sum of counter `name` over nodes `ids` (-1 if a node did not answer).

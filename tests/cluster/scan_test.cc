@@ -12,6 +12,7 @@
 #include "rebalance_test_util.h"
 #include "storage/storage.h"
 #include "testing/cluster_util.h"
+#include "testing/in_process_client.h"
 #include "testing/in_process_cluster.h"
 #include "testing/temp_dir.h"
 
@@ -20,20 +21,10 @@ using shardkv::testing::InProcessCluster;
 
 namespace {
 
-ClusterParams Params(PlacementMode mode) {
-  ClusterParams p;
-  p.mode = mode;
-  p.shards = 64;
-  return p;  // RF 3, W 2, Q 2
-}
+ClusterParams Params(PlacementMode mode) { return shardkv::testing::ThreeReplicas(mode); }
 
 std::unique_ptr<Client> Connect(const InProcessCluster& c) {
-  ClientOptions o;
-  o.timeout_ms = 10000;
-  auto client = c.Connect(o);
-  INFO(client.status().ToString());
-  REQUIRE(client.ok());
-  return std::move(client).value();
+  return shardkv::testing::MustConnect(c, 10000);
 }
 
 // Scans from `cursor` to the end; every key with its number of appearances. `calls` gets the

@@ -4,6 +4,7 @@
 #include <functional>
 
 #include "testing/cluster_util.h"
+#include "testing/in_process_client.h"
 #include "testing/in_process_cluster.h"
 
 using namespace shardkv;
@@ -11,25 +12,12 @@ using shardkv::testing::InProcessCluster;
 
 namespace {
 
-bool Eventually(const std::function<bool()>& cond,
-                std::chrono::milliseconds timeout = std::chrono::seconds(15)) {
-  return shardkv::testing::PollUntil(cond, timeout, std::chrono::milliseconds(20));
-}
+using shardkv::testing::Eventually;
 
-ClusterParams Params() {
-  ClusterParams p;
-  p.mode = PlacementMode::kRing;
-  p.shards = 64;
-  return p;  // RF 3, W 2, Q 2
-}
+ClusterParams Params() { return shardkv::testing::ThreeReplicas(); }
 
 std::unique_ptr<Client> Connect(const InProcessCluster& c) {
-  ClientOptions o;
-  o.timeout_ms = 5000;
-  auto client = c.Connect(o);
-  INFO(client.status().ToString());
-  REQUIRE(client.ok());
-  return std::move(client).value();
+  return shardkv::testing::MustConnect(c);
 }
 
 uint64_t NowMs() {

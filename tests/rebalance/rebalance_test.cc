@@ -12,6 +12,7 @@
 #include "shardkv/stats.h"
 #include "testing/cluster_util.h"
 #include "testing/history_checker.h"
+#include "testing/in_process_client.h"
 #include "testing/in_process_cluster.h"
 
 using namespace shardkv;
@@ -48,12 +49,7 @@ uint64_t EntriesIn(const InProcessCluster& c, uint32_t id, const std::vector<Tok
 }
 
 // Both placement modes on a small shard map (jump mode's rebalancing grows with the shards).
-ClusterParams Params(PlacementMode mode) {
-  ClusterParams p;
-  p.mode = mode;
-  p.shards = 64;
-  return p;
-}
+ClusterParams Params(PlacementMode mode) { return shardkv::testing::ThreeReplicas(mode); }
 
 // Exact copies to create, computed from the two placements over the loaded keys.
 uint64_t IndependentCopies(const ClusterMap& pending_map, int n) {
