@@ -285,11 +285,11 @@ void Coordinator::FinishReplicaWrite(const std::shared_ptr<WriteOp>& op, const C
     // the last: concurrent writes, where LWW may keep either, so superseded replies count.
     if (result.ok() && reply_epoch <= op->map->epoch() && reply.superseded &&
         op->restamps < kMaxRestamps) {
-      // (A superseded reply past restamp_until_ms fails the write below: no ack, no re-stamp.)
       // The replica holds a newer version (a clock ahead of ours stamped it, or a write racing
       // this one): this write would lose there, so it is no ack. Before answering, the write is
       // re-stamped above it; a write acknowledged while a replica keeps a newer version could
-      // be undone by it later (issue 12, "a later acknowledged write always wins").
+      // be undone by it later (issue 12, "a later acknowledged write always wins"). Past
+      // restamp_until_ms it is only no ack: the client stopped waiting (see Write).
       ++op->superseded;
       op->newer_ts = std::max(op->newer_ts, reply.ts);
       if (!op->failures.empty()) op->failures += ", ";

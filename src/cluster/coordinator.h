@@ -123,7 +123,7 @@ class Coordinator : public std::enable_shared_from_this<Coordinator> {
                           std::function<void(ReplicaWriteReply)> done);
   void FinishReplicaWrite(const std::shared_ptr<WriteOp>& op, const ClusterNode& node,
                           ReplicaWriteReply reply);
-  // Runs `op`'s write again with a timestamp above `newer_ts` (design.md "Timestamps").
+  // Runs `op`'s write again with a timestamp above `newer_ts` (design.md "Re-stamping").
   void Restamp(const std::shared_ptr<WriteOp>& op, uint64_t newer_ts);
   void FinishReplicaRead(const std::shared_ptr<ReadOp>& op, const ClusterNode& node,
                          StatusOr<std::optional<storage::Envelope>> result, uint64_t reply_epoch);
