@@ -396,12 +396,8 @@ net::ResponseBody KvService::ReplicaWrite(const ClusterMap& map, uint64_t sender
   auto written = d_.storage->Write(
       r.token, r.key, cluster::EnvelopeFromWire(r.ts, r.node_id, r.tombstone, r.value, r.expiry));
   if (!written.ok()) return Error(written.status());
-  if (written->outcome == storage::WriteOutcome::kSuperseded) {
-    // The reply's ts (this clock) then covers the newer version, so the coordinator can re-stamp
-    // above it. A version too far ahead of this clock is left out; the coordinator's own clock
-    // would refuse it too.
-    static_cast<void>(d_.storage->clock().Update(written->stored.timestamp));
-  }
+  // A superseded write's reply needs no extra clock move for re-stamping: every stored version
+  // moved this clock when it was stored (Storage::Write), so the reply's ts already covers it.
   return net::ReplicaWriteResponse{static_cast<uint8_t>(written->outcome)};
 }
 
