@@ -6,6 +6,8 @@
 #include <optional>
 #include <vector>
 
+#include "shardkv/mutation_outcome.h"
+
 namespace shardkv {
 namespace {
 
@@ -47,6 +49,14 @@ bool TimestampRejected(const Status& s) {
          s.message().rfind("client timestamp rejected", 0) == 0;
 }
 
+// Requests that change data: their error must not hide an earlier attempt that may have landed.
+bool Mutating(const net::Request& r) {
+  return std::holds_alternative<net::PutRequest>(r.body) ||
+         std::holds_alternative<net::DeleteRequest>(r.body) ||
+         std::holds_alternative<net::MultiPutRequest>(r.body) ||
+         std::holds_alternative<net::ExpireRequest>(r.body);
+}
+
 }  // namespace
 
 struct Client::Core::Attempt {
@@ -63,7 +73,29 @@ struct Client::Core::Attempt {
   Status server_error;
   // This attempt already dropped the client's session timestamp once (see OnReply).
   bool dropped_ts = false;
+  // A mutation's first failed attempt that may have been applied (a timeout after sending, a
+  // quorum miss): if a later attempt fails definitely (refused, unreachable), the caller must
+  // still learn that the outcome is unknown, not that nothing happened.
+  Status maybe_applied;
   ResponseCallback done;
+
+  // Remembers `error` if it leaves this mutation's outcome open.
+  void NoteFailure(const Status& error) {
+    if (maybe_applied.ok() && Mutating(request) &&
+        ClassifyMutation(error) == MutationOutcome::kIndeterminate) {
+      maybe_applied = error;
+    }
+  }
+  // `error`, or when an earlier attempt may have been applied and `error` says nothing was,
+  // the same code with a message that says the outcome is unknown (mutation_outcome.h).
+  Status Final(Status error) const {
+    if (maybe_applied.ok() || ClassifyMutation(error) != MutationOutcome::kNotApplied) {
+      return error;
+    }
+    return Status(error.code(), std::string(kOutcomeUnknown) +
+                                    ": an earlier attempt may have been applied (" +
+                                    maybe_applied.message() + "); then " + error.message());
+  }
 };
 
 Client::Core::Core(ClientOptions options, net::ClientSecurity security)
@@ -359,6 +391,10 @@ void Client::Core::OnReply(std::shared_ptr<Attempt> attempt, StatusOr<net::Respo
       Dispatch(std::move(attempt));
       return;
     } else if (error.ok() || !Transient(error)) {
+      if (!error.ok() && !attempt->maybe_applied.ok()) {
+        Status final_error = attempt->Final(error);
+        if (!(final_error == error)) return attempt->done(std::move(final_error));
+      }
       attempt->done(std::move(reply));
       return;
     } else {
@@ -369,7 +405,7 @@ void Client::Core::OnReply(std::shared_ptr<Attempt> attempt, StatusOr<net::Respo
     if (error.code() == Status::Code::kUnauthenticated) {
       // The node refused this client's secret: another attempt with the same secret, on this
       // node or the next replica, would be refused the same way.
-      attempt->done(std::move(error));
+      attempt->done(attempt->Final(std::move(error)));
       return;
     }
     if (error.code() == Status::Code::kUnavailable || error.code() == Status::Code::kTimeout) {
@@ -377,15 +413,16 @@ void Client::Core::OnReply(std::shared_ptr<Attempt> attempt, StatusOr<net::Respo
     }
   }
   attempt->last_error = error;
+  attempt->NoteFailure(error);
   // A stale map is fixed by the map the reply carried: same replica again. An unreachable or
   // slow node is skipped: next replica.
   if (error.code() != Status::Code::kStaleEpoch) ++attempt->replica;
   if (attempt->tries > options_.max_retries || Clock::now() >= attempt->deadline ||
       error.code() == Status::Code::kAborted) {
     if (!attempt->server_error.ok()) error = attempt->server_error;
-    attempt->done(Status(error.code(), error.message() + " (after " +
-                                           std::to_string(attempt->tries) + " attempt" +
-                                           (attempt->tries == 1 ? "" : "s") + ")"));
+    attempt->done(attempt->Final(
+        Status(error.code(), error.message() + " (after " + std::to_string(attempt->tries) +
+                                 " attempt" + (attempt->tries == 1 ? "" : "s") + ")")));
     return;
   }
   Dispatch(std::move(attempt));
