@@ -198,7 +198,10 @@ void RegisterClusterCommands(CLI::App& app, GlobalOptions* g, int* exit_code) {
       "~/.shardkv/local), --timeout MS. Commands talk only to nodes of the cluster recorded in "
       "DIR/cluster.conf. Exit codes: 0 ok, 1 failed, declined, or refused by the cluster (nothing "
       "changed), 2 usage or bad input, refused before anything started (nothing changed), 3 "
-      "cluster unreachable, a node of another cluster, or the outcome is unknown.");
+      "cluster unreachable, no majority, or a node of another cluster (not applied), 4 sent but "
+      "no definite answer: it may or may not have taken effect (check with 'shardkv rebalance "
+      "status' or 'cluster status'). With --json, init, add-node, join and remove-node print "
+      "\"outcome\": applied, not_applied or indeterminate.");
 
   RegisterInitCommand(cluster, g, exit_code);
 

@@ -136,6 +136,25 @@ int ExitFor(const Status& s) {
   return kExitFailed;
 }
 
+// What a failed FormCluster changed: its checks run before any install, so a failure names
+// either a check (nothing changed) or the node that did not take the map, after which the nodes
+// before it may hold the new map already. Only a definite failure at the first node is
+// "not applied" then.
+MutationOutcome FormOutcome(const Status& s, const std::vector<ClusterNode>& nodes) {
+  const std::string& m = s.message();
+  const bool installing = m.find("did not take the cluster map") != std::string::npos ||
+                          m.find("refused the cluster map") != std::string::npos;
+  if (!installing) return MutationOutcome::kNotApplied;
+  const bool at_first =
+      !nodes.empty() &&
+      m.rfind("node " + std::to_string(nodes.front().id) + " (" + nodes.front().address + ")", 0) ==
+          0;
+  if (at_first && ClassifyMutation(s) == MutationOutcome::kNotApplied) {
+    return MutationOutcome::kNotApplied;
+  }
+  return MutationOutcome::kIndeterminate;
+}
+
 }  // namespace
 
 int DoInit(const GlobalOptions& g, InitFlags f) {
@@ -173,10 +192,11 @@ int DoInit(const GlobalOptions& g, InitFlags f) {
       if (ExitFor(why) == kExitUnreachable) code = kExitUnreachable;
     }
     const Status& first = checked.refusals.front().second;
-    return ReportError(
+    const std::string why =
         "not forming the cluster (nothing changed): " + std::to_string(checked.refusals.size()) +
-            " of " + std::to_string(probes.size()) + " node(s) refused; " + first.message(),
-        code);
+        " of " + std::to_string(probes.size()) + " node(s) refused; " + first.message();
+    if (g.json) std::cout << OutcomeErrorJson(MutationOutcome::kNotApplied, why) << std::endl;
+    return ReportError(why, code);
   }
   const std::string warning = FailureToleranceWarning(static_cast<uint32_t>(probes.size()),
                                                       f.replicas, f.write_quorum, f.read_quorum);
@@ -187,6 +207,9 @@ int DoInit(const GlobalOptions& g, InitFlags f) {
     std::string answer;
     std::getline(std::cin, answer);
     if (answer != "yes") {
+      if (g.json) {
+        std::cout << OutcomeErrorJson(MutationOutcome::kNotApplied, "declined") << std::endl;
+      }
       Progress("aborted: nothing changed");
       return kExitFailed;
     }
@@ -195,8 +218,14 @@ int DoInit(const GlobalOptions& g, InitFlags f) {
   if (!formed.ok()) {
     // FormCluster repeats the checks; one that fails now (a node changed since the probe)
     // installed nothing. A failure after the checks may leave earlier nodes formed.
-    return ReportError("the cluster was not formed: " + formed.status().message(),
-                       ExitFor(formed.status()));
+    const MutationOutcome outcome = FormOutcome(formed.status(), checked.nodes);
+    const bool unknown = outcome == MutationOutcome::kIndeterminate;
+    const std::string why =
+        (unknown ? "the cluster may be partly formed (check with 'shardkv cluster status'): "
+                 : "the cluster was not formed: ") +
+        formed.status().message();
+    if (g.json) std::cout << OutcomeErrorJson(outcome, why) << std::endl;
+    return ReportError(why, unknown ? kExitIndeterminate : ExitFor(formed.status()));
   }
   Progress("formed cluster " + std::to_string(formed->cluster_id()) + " (epoch 1, " +
            std::to_string(formed->nodes().size()) + " node(s))");
@@ -204,7 +233,8 @@ int DoInit(const GlobalOptions& g, InitFlags f) {
   shown.cluster = f.addresses;
   shown.cluster_id = formed->cluster_id();
   NodeProber prober(g.credentials);
-  const int rc = PrintClusterStatus(shown, shown.ClusterDir(), &prober);
+  const int rc = PrintClusterStatus(shown, shown.ClusterDir(), &prober, false,
+                                    MutationOutcomeName(MutationOutcome::kApplied));
   if (!warning.empty()) std::fprintf(stderr, "%s\n", warning.c_str());
   return rc;
 }
@@ -242,7 +272,9 @@ void RegisterInitCommand(CLI::App* cluster, GlobalOptions* g, int* exit_code) {
       ->capture_default_str()
       ->check(CLI::Range(kMinShards, kMaxShards));
   init->add_flag("--yes,-y", f->yes, "Form the cluster without asking (required off a terminal)");
-  init->add_flag("--json", g->json, "Print the formed cluster's status as JSON");
+  init->add_flag("--json", g->json,
+                 "Print the formed cluster's status as JSON, with \"outcome\" (on error: "
+                 "{\"outcome\",\"error\"}; exit 4 when it may be partly formed)");
   init->callback([f, g, exit_code] { *exit_code = DoInit(*g, *f); });
 }
 

@@ -261,9 +261,11 @@ std::string RebalanceLine(const Rebalance& r) {
 }
 
 void PrintJson(const std::optional<ClusterMap>& map, const std::string& map_from, uint64_t expected,
-               const std::vector<NodeRow>& rows, const Rebalance& rebalance) {
+               const std::vector<NodeRow>& rows, const Rebalance& rebalance,
+               std::string_view outcome) {
   JsonWriter w;
   w.Begin();
+  if (!outcome.empty()) w.Field("outcome", outcome);  // `cluster init` (a mutation) only
   auto null_or = [&](const char* key, auto value, bool known) {
     w.Key(key);
     if (known) {
@@ -351,7 +353,7 @@ void PrintTable(const std::string& dir, const std::optional<ClusterMap>& map, ui
 }  // namespace
 
 int PrintClusterStatus(const GlobalOptions& g, const std::string& dir, NodeProber* prober,
-                       bool retire_removed) {
+                       bool retire_removed, std::string_view outcome) {
   const auto timeout = std::chrono::milliseconds(std::min<uint32_t>(g.timeout_ms, 2000));
   const Rebalance rebalance = QueryRebalance(g, dir, timeout);
   if (rebalance && retire_removed) {
@@ -481,7 +483,7 @@ int PrintClusterStatus(const GlobalOptions& g, const std::string& dir, NodeProbe
     out.push_back(std::move(r));
   }
   if (g.json) {
-    PrintJson(map, map_from, expected, out, rebalance);
+    PrintJson(map, map_from, expected, out, rebalance, outcome);
   } else {
     PrintTable(dir, map, expected, out, rebalance);
   }

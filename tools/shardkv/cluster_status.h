@@ -14,6 +14,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include "global_options.h"
 #include "local_cluster.h"
@@ -78,8 +79,10 @@ Global options: --dir DIR (default $SHARDKV_DIR, else ~/.shardkv/local), --clust
 
 // Prints the status of the cluster in `dir` (or at --cluster) to stdout, as a table or, with
 // g.json, as the JSON object above. With `retire_removed`, first stops the process of a node
-// whose removal is done (see RetireRemovedNode). Returns the exit code.
+// whose removal is done (see RetireRemovedNode). A non-empty `outcome` is the JSON object's
+// first field ("outcome": `cluster init` prints the status of the cluster it formed). Returns
+// the exit code.
 int PrintClusterStatus(const GlobalOptions& g, const std::string& dir, NodeProber* prober,
-                       bool retire_removed = false);
+                       bool retire_removed = false, std::string_view outcome = {});
 
 }  // namespace shardkv::cli

@@ -195,4 +195,21 @@ int ExitCodeFor(const Status& status) {
   }
 }
 
+int MutationExitCode(const Status& status) {
+  switch (ClassifyMutation(status)) {
+    case MutationOutcome::kApplied:
+      return kExitOk;
+    case MutationOutcome::kIndeterminate:
+      return kExitIndeterminate;
+    case MutationOutcome::kNotApplied:
+      break;
+  }
+  if (NoMajority(status)) return kExitUnreachable;
+  return ExitCodeFor(status);
+}
+
+bool NoMajority(const Status& status) {
+  return !status.ok() && status.message().find("no majority") != std::string::npos;
+}
+
 }  // namespace shardkv::cli

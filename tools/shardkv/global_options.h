@@ -10,6 +10,7 @@
 
 #include "credentials.h"
 #include "shardkv/client.h"
+#include "shardkv/mutation_outcome.h"
 #include "shardkv/options.h"
 #include "shardkv/status.h"
 
@@ -66,5 +67,12 @@ struct GlobalOptions {
 // unreachable (a node of another cluster answering at its address included: Client reports that
 // as Unavailable).
 int ExitCodeFor(const Status& status);
+// The exit code of a mutation (put, del, expire, a cluster change) that returned `status`: 0
+// applied, 4 indeterminate, else ExitCodeFor (1 refused, 2 bad input, 3 unreachable or no
+// quorum; "no majority" is 3 whatever its code).
+int MutationExitCode(const Status& status);
+// True for the refusal of a side that cannot reach a majority of the voters ("no majority: 2 of
+// 4 voters reachable"): exit 3, like an unreachable cluster, though a node answered.
+bool NoMajority(const Status& status);
 
 }  // namespace shardkv::cli

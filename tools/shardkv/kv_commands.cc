@@ -33,6 +33,16 @@ std::string CheckKey(const std::string& key) {
   return "";
 }
 
+}  // namespace
+
+int FailMutation(const GlobalOptions& g, std::string_view key, const Status& error, bool sent) {
+  const MutationOutcome outcome = sent ? ClassifyMutation(error) : MutationOutcome::kNotApplied;
+  if (g.json) std::cout << MutationErrorJson(key, outcome, error) << std::endl;
+  return ReportError(error, sent ? MutationExitCode(error) : ExitCodeFor(error));
+}
+
+namespace {
+
 int DoPut(const GlobalOptions& g, const std::string& key, std::string value, int64_t ttl_s) {
   if (std::string why = CheckKey(key); !why.empty()) return ReportError(why, kExitUsage);
   PutOptions put_options;
@@ -51,14 +61,14 @@ int DoPut(const GlobalOptions& g, const std::string& key, std::string value, int
     return ReportError(why, kExitUsage);
   }
   auto client = g.Connect();
-  if (!client.ok()) return Fail(client.status());
+  if (!client.ok()) return FailMutation(g, key, client.status(), false);
   auto ts = (*client)->Put(key, value, put_options);
-  if (!ts.ok()) return Fail(ts.status());
+  if (!ts.ok()) return FailMutation(g, key, ts.status(), true);
   if (g.json) {
     JsonWriter w;
     w.Begin();
     BytesField(w, "key", key);
-    w.Field("ts", *ts).End();
+    w.Field("ts", *ts).Field("outcome", MutationOutcomeName(MutationOutcome::kApplied)).End();
     std::cout << w.str() << "\n";
   } else {
     std::cout << "OK\n";
@@ -100,13 +110,13 @@ int DoGet(const GlobalOptions& g, const std::string& key, bool raw) {
 int DoDel(const GlobalOptions& g, const std::string& key) {
   if (std::string why = CheckKey(key); !why.empty()) return ReportError(why, kExitUsage);
   auto client = g.Connect();
-  if (!client.ok()) return Fail(client.status());
+  if (!client.ok()) return FailMutation(g, key, client.status(), false);
   auto before = (*client)->Get(key);
   std::optional<bool> existed;
   if (before.ok()) existed = true;
   if (before.status().IsNotFound()) existed = false;
   auto ts = (*client)->Delete(key);
-  if (!ts.ok()) return Fail(ts.status());
+  if (!ts.ok()) return FailMutation(g, key, ts.status(), true);
   if (g.json) {
     JsonWriter w;
     w.Begin();
@@ -117,7 +127,7 @@ int DoDel(const GlobalOptions& g, const std::string& key) {
     } else {
       w.Raw("null");
     }
-    w.Field("ts", *ts).End();
+    w.Field("ts", *ts).Field("outcome", MutationOutcomeName(MutationOutcome::kApplied)).End();
     std::cout << w.str() << "\n";
   } else if (!existed) {
     std::cout << "OK (whether the key existed is unknown: " << before.status().message() << ")\n";
@@ -186,7 +196,7 @@ void RegisterKvCommands(CLI::App& app, GlobalOptions* g, int* exit_code) {
   auto put_value = std::make_shared<std::string>("-");
   put->add_option("KEY", *put_key, "Key (1 byte to 64 KiB)")->required();
   put->add_option("VALUE", *put_value, "Value, or - for stdin");
-  put->add_flag("--json", g->json, "JSON output");
+  put->add_flag("--json", g->json, "JSON output: {\"key\",\"ts\",\"outcome\"} (on error too)");
   auto put_ttl = std::make_shared<int64_t>(kNoTtl);
   put->add_option("--ttl", *put_ttl,
                   "Expire the key SECONDS after the write (> 0); without it a put clears any TTL");
@@ -209,7 +219,7 @@ void RegisterKvCommands(CLI::App& app, GlobalOptions* g, int* exit_code) {
       "del", "Delete one key (exit 0 whether or not it existed; the output says which)");
   auto del_key = std::make_shared<std::string>();
   del->add_option("KEY", *del_key, "Key")->required();
-  del->add_flag("--json", g->json, "JSON output: {\"key\",\"existed\",\"ts\"}");
+  del->add_flag("--json", g->json, "JSON output: {\"key\",\"existed\",\"ts\",\"outcome\"}");
   del->callback([=] { *exit_code = DoDel(*g, *del_key); });
 
   RegisterLoadCommands(app, g, exit_code);

@@ -119,4 +119,14 @@ void BytesField(JsonWriter& w, std::string_view name, std::string_view bytes) {
   }
 }
 
+std::string MutationErrorJson(std::string_view key, MutationOutcome outcome, const Status& error) {
+  JsonWriter w;
+  w.Begin();
+  BytesField(w, "key", key);
+  w.Field("outcome", MutationOutcomeName(outcome));
+  w.Field("error", error.message().empty() ? error.ToString() : error.message());
+  w.End();
+  return w.str();
+}
+
 }  // namespace shardkv::cli

@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "json_writer.h"
+#include "shardkv/mutation_outcome.h"
 #include "shardkv/status.h"
 
 namespace shardkv::cli {
@@ -31,5 +32,10 @@ std::string Base64Encode(std::string_view bytes);
 // Writes `name`: the bytes as a JSON string when they are valid UTF-8, else `name`_base64: their
 // base64, so that --json output is valid JSON for any key or value.
 void BytesField(JsonWriter& w, std::string_view name, std::string_view bytes);
+
+// What a failed mutation of `key` (put, del, expire, persist) prints on stdout with --json, so
+// a script reads the outcome from the same one object as on success:
+// {"key":...,"outcome":"not_applied"|"indeterminate","error":"..."}.
+std::string MutationErrorJson(std::string_view key, MutationOutcome outcome, const Status& error);
 
 }  // namespace shardkv::cli

@@ -41,7 +41,8 @@ void AddWorkloadFlags(CLI::App* cmd, WorkloadFlags* f) {
       ->check(CLI::Range(limits::kMinConcurrency, limits::kMaxConcurrency));
   cmd->add_option("--seed", f->seed, "Seed of the deterministic values")->capture_default_str();
   cmd->add_option("--max-errors", f->max_errors,
-                  "Stop (exit 3) after this many failed requests; 0 = never stop")
+                  "Stop (exit 3; 4 if a failed put may have been applied) after this many "
+                  "failed requests; 0 = never stop")
       ->capture_default_str()
       ->check(CLI::Range(uint64_t{0}, limits::kMaxMaxErrors));
 }
@@ -120,16 +121,18 @@ RunResult RunBounded(uint64_t count, int concurrency, uint64_t max_errors, Progr
   return result;
 }
 
-// Prints the first errors, then, if the run stopped early, why; returns the exit code.
+// Prints the first errors, then, if the run stopped early, why; returns the exit code
+// (`exit_if_stopped` when it stopped early, else `exit_if_failed`).
 int ReportErrors(const RunResult& r, const WorkloadFlags& f,
-                 const std::vector<std::string>& first_errors, int exit_if_failed) {
+                 const std::vector<std::string>& first_errors, int exit_if_failed,
+                 int exit_if_stopped = kExitUnreachable) {
   for (const auto& e : first_errors) std::fprintf(stderr, "error: %s\n", e.c_str());
   if (r.stopped) {
     return ReportError("stopped after " + std::to_string(r.errors) + " failed requests (" +
                            std::to_string(r.issued) + " of " + std::to_string(f.count) +
                            " sent; --max-errors " + std::to_string(f.max_errors) +
                            ", 0 = never stop): is the cluster up?",
-                       kExitUnreachable);
+                       exit_if_stopped);
   }
   return exit_if_failed;
 }
@@ -140,22 +143,38 @@ int DoLoad(const GlobalOptions& g, const WorkloadFlags& f) {
   if (!client.ok()) return Fail(client.status());
   ProgressBar bar("load", f.count, StderrIsTerminal());
   std::vector<std::string> first_errors;
+  // Failed puts by outcome: a definite "not applied" and "may have been applied" differ for
+  // whoever reruns the load.
+  std::atomic<uint64_t> indeterminate{0};
   const RunResult r = RunBounded(
       f.count, f.concurrency, f.max_errors, &bar,
       [&](uint64_t i, auto finish) {
         std::string key = WorkloadKey(f.prefix, i);
         std::string value = WorkloadValue(f.seed, key, f.value_size);
-        (*client)->PutAsync(std::move(key), std::move(value),
-                            [finish](StatusOr<uint64_t> res) { finish(res.status()); });
+        (*client)->PutAsync(
+            std::move(key), std::move(value), [finish, &indeterminate](StatusOr<uint64_t> res) {
+              if (ClassifyMutation(res.status()) == MutationOutcome::kIndeterminate) {
+                ++indeterminate;
+              }
+              finish(res.status());
+            });
       },
       &first_errors);
   const double secs = bar.ElapsedSeconds();
   const double rate = secs > 0 ? r.issued / secs : 0;
   const uint64_t written = r.issued - r.errors;
+  const uint64_t unknown = indeterminate.load();
+  // The load as a whole: applied when every put was; indeterminate when any put's outcome is
+  // unknown; else not_applied (some puts were refused or never sent, and no other is in doubt).
+  const MutationOutcome outcome = r.errors == 0 && !r.stopped ? MutationOutcome::kApplied
+                                  : unknown > 0               ? MutationOutcome::kIndeterminate
+                                                              : MutationOutcome::kNotApplied;
   if (g.json) {
     JsonWriter w;
     w.Begin().Field("written", written).Field("errors", r.errors).Field("seconds", secs);
-    w.Field("ops_per_s", rate).Field("stopped", r.stopped).End();
+    w.Field("ops_per_s", rate).Field("stopped", r.stopped);
+    w.Field("not_applied", r.errors - unknown).Field("indeterminate", unknown);
+    w.Field("outcome", MutationOutcomeName(outcome)).End();
     std::cout << w.str() << std::endl;
   } else {
     std::printf("loaded %llu keys (%zu-byte values) in %.2f s: %.0f ops/s, %llu errors\n",
@@ -163,7 +182,12 @@ int DoLoad(const GlobalOptions& g, const WorkloadFlags& f) {
                 static_cast<unsigned long long>(r.errors));
     std::fflush(stdout);
   }
-  return ReportErrors(r, f, first_errors, r.errors ? kExitFailed : kExitOk);
+  const int exit_if_unknown = unknown > 0 ? kExitIndeterminate : 0;
+  return ReportErrors(r, f, first_errors,
+                      exit_if_unknown ? exit_if_unknown
+                      : r.errors      ? kExitFailed
+                                      : kExitOk,
+                      exit_if_unknown ? exit_if_unknown : kExitUnreachable);
 }
 
 int DoVerify(const GlobalOptions& g, const WorkloadFlags& f) {
@@ -226,7 +250,9 @@ void RegisterLoadCommands(CLI::App& app, GlobalOptions* g, int* exit_code) {
   auto load_flags = std::make_shared<WorkloadFlags>();
   auto* load = app.add_subcommand("load", "Bulk-write deterministic keys and values");
   AddWorkloadFlags(load, load_flags.get());
-  load->add_flag("--json", g->json, "JSON output");
+  load->add_flag("--json", g->json,
+                 "JSON output: written, errors (split into not_applied and indeterminate), "
+                 "outcome of the whole load");
   load->callback([=] { *exit_code = DoLoad(*g, *load_flags); });
 
   auto verify_flags = std::make_shared<WorkloadFlags>();

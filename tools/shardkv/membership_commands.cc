@@ -140,10 +140,12 @@ int PlanAndBegin(const GlobalOptions& g, const ChangeFlags& f, const ChangeJob& 
     const int code = plan.unreachable || plan.foreign  ? kExitUnreachable
                      : plan.status.IsInvalidArgument() ? kExitUsage
                                                        : kExitFailed;
-    return ReportError(plan.unreachable || plan.foreign
-                           ? plan.status.message()
-                           : "the cluster refused the plan: " + plan.status.message(),
-                       code);
+    const std::string why = plan.unreachable || plan.foreign
+                                ? plan.status.message()
+                                : "the cluster refused the plan: " + plan.status.message();
+    // Planning commits nothing: whatever went wrong, the change was not applied.
+    if (g.json) std::cout << OutcomeErrorJson(MutationOutcome::kNotApplied, why) << std::endl;
+    return ReportError(why, code);
   }
   const PlanContext ctx{c.address, f.weight, plan.address};
   if (!g.json) PrintPlanTable(stdout, plan.report, ctx);
@@ -168,7 +170,10 @@ int PlanAndBegin(const GlobalOptions& g, const ChangeFlags& f, const ChangeJob& 
     std::getline(std::cin, answer);
     if (answer != "y" && answer != "Y" && answer != "yes" && answer != "YES") {
       undo();
-      if (g.json) std::cout << PlanJson(plan.report, ctx, nullptr) << "\n";
+      if (g.json) {
+        std::cout << WithOutcome(PlanJson(plan.report, ctx, nullptr), MutationOutcome::kNotApplied)
+                  << "\n";
+      }
       Progress("aborted: nothing changed");
       return kExitFailed;
     }
@@ -196,26 +201,43 @@ int PlanAndBegin(const GlobalOptions& g, const ChangeFlags& f, const ChangeJob& 
       begun.status = Status::OK();
       begun.report = *effect;
       begun.address = effect->driver_address;
-    } else if (begun.unreachable) {
-      // Undoing could stop a node the cluster now counts on: leave everything as it is.
-      return ReportError("no answer to 'begin' from " + plan.address + " (" +
-                             begun.status.message() +
-                             "): whether the change started is unknown; check with 'shardkv "
-                             "rebalance status'",
-                         kExitUnreachable);
+    } else if (ClassifyMutation(begun.status) == MutationOutcome::kIndeterminate) {
+      // Sent, and neither an answer nor the status says what happened (a timeout, a commit
+      // "outcome unknown"). Undoing could stop a node the cluster now counts on: leave
+      // everything as it is.
+      const std::string why = "no definite answer to 'begin' from " + plan.address + " (" +
+                              begun.status.message() +
+                              "): whether the change started is unknown; check with 'shardkv "
+                              "rebalance status'";
+      if (g.json) {
+        std::cout << WithOutcome(PlanJson(plan.report, ctx, nullptr),
+                                 MutationOutcome::kIndeterminate)
+                  << std::endl;
+      }
+      return ReportError(why, kExitIndeterminate);
     }
   }
   if (!begun.status.ok()) {
+    // Not applied: refused, or the driver could not be reached before anything was sent.
     undo();
-    if (g.json) std::cout << PlanJson(plan.report, ctx, nullptr) << std::endl;
+    if (g.json) {
+      std::cout << WithOutcome(PlanJson(plan.report, ctx, nullptr), MutationOutcome::kNotApplied)
+                << std::endl;
+    }
+    if (begun.unreachable) {
+      return ReportError("no answer to 'begin' from " + plan.address + " (" +
+                             begun.status.message() + "): the change was not started",
+                         kExitUnreachable);
+    }
     return ReportError("the cluster refused the change: " + begun.status.message(),
-                       begun.foreign ? kExitUnreachable : kExitFailed);
+                       begun.foreign || NoMajority(begun.status) ? kExitUnreachable : kExitFailed);
   }
   // The guard stays busy: a signal that arrived meanwhile takes effect once the result is printed
   // (when the guard is destroyed), never as an undo.
   c.on_begun();
   if (g.json) {
-    std::cout << PlanJson(plan.report, ctx, &begun.report) << "\n";
+    std::cout << WithOutcome(PlanJson(plan.report, ctx, &begun.report), MutationOutcome::kApplied)
+              << "\n";
     return kExitOk;
   }
   const ChangeRecord& r = begun.report.record;

@@ -227,7 +227,9 @@ bool TookEffect(const SteerCommand& cmd, const ChangeReport& pre, const ChangeRe
 void PrintSteered(const GlobalOptions& g, const std::string& command, const ChangeReport& r,
                   const std::string& address) {
   if (g.json) {
-    std::cout << StatusJson(r, r.record.client_errors) << "\n";
+    // Printed only once the command took effect.
+    std::cout << WithOutcome(StatusJson(r, r.record.client_errors), MutationOutcome::kApplied)
+              << "\n";
     return;
   }
   std::printf("change %llu (%s): %s", static_cast<unsigned long long>(r.record.change_id),
@@ -252,16 +254,28 @@ int DoSteer(const GlobalOptions& g, const SteerCommand& cmd) {
   AdminClient client = ClientFor(g, dir);
   // Cancel and resume commit a new map; give them the time a commit may take.
   const auto timeout = std::chrono::milliseconds(std::max<uint32_t>(g.timeout_ms, 90000));
+  // Every failure below prints the outcome with --json; the error line goes to stderr.
+  auto fail = [&g](MutationOutcome outcome, const std::string& why, int code) {
+    if (g.json) std::cout << OutcomeErrorJson(outcome, why) << std::endl;
+    return ReportError(why, code);
+  };
   AdminReply pre = client.Status(addresses, "", StatusTimeout(g));
   if (!pre.status.ok()) {
-    return ReportError(pre.status, pre.unreachable || pre.foreign ? kExitUnreachable : kExitFailed);
+    // Nothing was sent yet.
+    return fail(MutationOutcome::kNotApplied, pre.status.message(),
+                pre.unreachable || pre.foreign ? kExitUnreachable : kExitFailed);
   }
   AdminReply reply = client.Steer(pre.address, cmd, timeout);
   if (reply.status.ok()) {
     PrintSteered(g, command, reply.report, reply.address);
     return kExitOk;
   }
-  if (reply.foreign) return ReportError(reply.status, kExitUnreachable);
+  if (reply.foreign) {
+    return fail(MutationOutcome::kNotApplied, reply.status.message(), kExitUnreachable);
+  }
+  const int refused_code = reply.status.IsInvalidArgument() ? kExitUsage
+                           : NoMajority(reply.status)       ? kExitUnreachable
+                                                            : kExitFailed;
   // Only a command that could apply to the change as it was can have taken effect; a refusal of
   // one that could not (nothing to cancel or resume) is final.
   const ChangeState was = pre.report.record.state;
@@ -270,8 +284,8 @@ int DoSteer(const GlobalOptions& g, const SteerCommand& cmd) {
   const bool could =
       command == "resume" ? pre.report.has_change && was == ChangeState::kFailed : open;
   if (!could && !reply.unreachable) {
-    return ReportError(command + " refused: " + reply.status.message(),
-                       reply.status.IsInvalidArgument() ? kExitUsage : kExitFailed);
+    return fail(MutationOutcome::kNotApplied, command + " refused: " + reply.status.message(),
+                refused_code);
   }
   auto effect = AwaitEffect(
       &client, addresses,
@@ -283,14 +297,21 @@ int DoSteer(const GlobalOptions& g, const SteerCommand& cmd) {
     PrintSteered(g, command, *effect, effect->driver_address);
     return kExitOk;
   }
-  if (reply.unreachable) {
-    return ReportError("no answer to '" + command + "' from " + reply.address + " (" +
-                           reply.status.message() + ") and the cluster does not show it: whether " +
-                           "it took effect is unknown; check with 'shardkv rebalance status'",
-                       kExitUnreachable);
+  if (ClassifyMutation(reply.status) == MutationOutcome::kIndeterminate) {
+    return fail(MutationOutcome::kIndeterminate,
+                "no definite answer to '" + command + "' from " + reply.address + " (" +
+                    reply.status.message() + ") and the cluster does not show it: whether " +
+                    "it took effect is unknown; check with 'shardkv rebalance status'",
+                kExitIndeterminate);
   }
-  return ReportError(command + " refused: " + reply.status.message(),
-                     reply.status.IsInvalidArgument() ? kExitUsage : kExitFailed);
+  if (reply.unreachable) {
+    return fail(MutationOutcome::kNotApplied,
+                "no answer to '" + command + "' from " + reply.address + " (" +
+                    reply.status.message() + "): it was not sent",
+                kExitUnreachable);
+  }
+  return fail(MutationOutcome::kNotApplied, command + " refused: " + reply.status.message(),
+              refused_code);
 }
 
 }  // namespace
@@ -306,7 +327,10 @@ void RegisterRebalanceCommands(CLI::App& app, GlobalOptions* g, int* exit_code) 
       "else ~/.shardkv/local); requests follow the node driving the change, and a node of "
       "another cluster is refused. Exit codes: 0 ok (status: also when there never was a "
       "change), 1 failed, cancelled or refused by the cluster (nothing changed), 2 usage or bad "
-      "input, 3 cluster unreachable, a node of another cluster, or the outcome is unknown.");
+      "input, 3 cluster unreachable, no majority, or a node of another cluster (not applied), 4 "
+      "sent but no definite answer: it may or may not have taken effect (check with 'shardkv "
+      "rebalance status'). With --json, cancel, resume and throttle print \"outcome\": "
+      "applied, not_applied or indeterminate, on error too.");
 
   using namespace limits;
   auto interval = std::make_shared<uint32_t>(500);

@@ -8,6 +8,7 @@
 
 #include "cli_common.h"
 #include "json_writer.h"
+#include "kv_commands.h"
 #include "kv_io.h"
 #include "kv_limits.h"
 
@@ -60,16 +61,19 @@ int DoExpire(const GlobalOptions& g, const std::string& key, std::optional<int64
                        kExitUsage);
   }
   auto client = g.Connect();
-  if (!client.ok()) return Fail(client.status());
+  if (!client.ok()) return FailMutation(g, key, client.status(), false);
   auto ts =
       seconds ? (*client)->Expire(key, std::chrono::seconds(*seconds)) : (*client)->Persist(key);
-  if (!ts.ok() && !ts.status().IsNotFound()) return Fail(ts.status());
+  if (!ts.ok() && !ts.status().IsNotFound()) return FailMutation(g, key, ts.status(), true);
   if (g.json) {
     JsonWriter w;
     w.Begin();
     BytesField(w, "key", key);
     w.Field("found", ts.ok());
     if (ts.ok()) w.Field("ts", *ts);
+    // A missing key is a refusal: nothing was written (exit 1).
+    w.Field("outcome", MutationOutcomeName(ts.ok() ? MutationOutcome::kApplied
+                                                   : MutationOutcome::kNotApplied));
     w.End();
     std::cout << w.str() << "\n";
   } else if (ts.ok()) {
@@ -108,14 +112,14 @@ void RegisterTtlCommands(CLI::App& app, GlobalOptions* g, int* exit_code) {
   auto expire_s = std::make_shared<int64_t>(0);
   expire->add_option("KEY", *expire_key, "Key")->required();
   expire->add_option("SECONDS", *expire_s, "Seconds from now")->required();
-  expire->add_flag("--json", g->json, "JSON output: {\"key\",\"found\",\"ts\"}");
+  expire->add_flag("--json", g->json, "JSON output: {\"key\",\"found\",\"ts\",\"outcome\"}");
   expire->callback([=] { *exit_code = DoExpire(*g, *expire_key, *expire_s); });
 
   auto* persist = app.add_subcommand(
       "persist", "Remove KEY's expiry, keeping its value; exit 1 if the key is missing");
   auto persist_key = std::make_shared<std::string>();
   persist->add_option("KEY", *persist_key, "Key")->required();
-  persist->add_flag("--json", g->json, "JSON output: {\"key\",\"found\",\"ts\"}");
+  persist->add_flag("--json", g->json, "JSON output: {\"key\",\"found\",\"ts\",\"outcome\"}");
   persist->callback([=] { *exit_code = DoExpire(*g, *persist_key, std::nullopt); });
 }
 
