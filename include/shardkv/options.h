@@ -62,6 +62,9 @@ struct NodeOptions {
   size_t max_frame_bytes = size_t{64} << 20;
   uint64_t tombstone_grace_ms = uint64_t{10} * 24 * 3600 * 1000;  // Cassandra's gc_grace
   uint64_t max_clock_offset_ms = 500;
+  // Cluster maps are decided by Raft among the voting members (design.md "Consensus"); off: the
+  // compare-and-set commit of earlier releases (no majority rule; kept for comparison tests).
+  bool map_consensus = true;
   size_t block_cache_bytes = size_t{64} << 20;
   // Other nodes to contact at start (host:port), for joining or fetching the newest map.
   std::vector<std::string> seeds;

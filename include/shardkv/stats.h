@@ -39,6 +39,11 @@ namespace shardkv::stats {
   X(stream_tasks_resumed, "stream tasks continued from a checkpoint on this node")              \
   X(stream_entries_pulled, "entries this node pulled as a stream destination")                  \
   X(ranges_dropped, "token ranges dropped after a change moved them away")                      \
+  X(consensus_leader_id, "the map consensus leader this node knows (0: none, or no consensus)") \
+  X(consensus_is_leader, "1 while this node leads the map consensus")                           \
+  X(consensus_voters, "voters in the map consensus configuration this node knows")              \
+  X(consensus_fenced, "1 while this node does not coordinate: no leader heard for the lease")   \
+  X(consensus_applied_epoch, "epoch of the newest map the consensus applied on this node")      \
   X(epoch, "epoch of the node's cluster map (0 while unformed)")                                \
   X(formed, "1 once the node is in a cluster, 0 while unformed (no cluster id, no map)")        \
   X(keys_approx, "estimated keys stored (RocksDB estimate, tombstones included)")               \

@@ -7,6 +7,7 @@
 #include <future>
 #include <random>
 #include <set>
+#include <thread>
 
 #include "clustermap/cluster_map_builder.h"
 
@@ -36,12 +37,13 @@ std::string Ids(const std::vector<uint32_t>& ids) {
 }  // namespace
 
 MapCommitter::MapCommitter(uint32_t self_id, std::chrono::milliseconds rpc_timeout, MapStore* maps,
-                           net::PeerPool* peers, Membership* membership)
+                           net::PeerPool* peers, Membership* membership, MapConsensus* consensus)
     : self_id_(self_id),
       rpc_timeout_(rpc_timeout),
       maps_(maps),
       peers_(peers),
-      membership_(membership) {}
+      membership_(membership),
+      consensus_(consensus) {}
 
 void MapCommitter::Stop() {
   {
@@ -52,6 +54,7 @@ void MapCommitter::Stop() {
 }
 
 Status MapCommitter::Commit(const std::function<StatusOr<ClusterMap>(const ClusterMap&)>& make) {
+  if (consensus_ != nullptr && consensus_->running()) return CommitByConsensus(make);
   common::MutexLock commit_lock(&commit_mu_);
   for (int attempt = 0;; ++attempt) {
     auto current = maps_->Current();
@@ -191,6 +194,179 @@ Status MapCommitter::InstallEverywhere(const ClusterMap& current, const ClusterM
     }
   }
   spdlog::info("committed {} ({} members)", name, targets.size() + (self_in_next ? 1 : 0));
+  return Status::OK();
+}
+
+// ---- Commits by consensus ------------------------------------------------------------------
+
+namespace {
+
+// Sends `bytes` as a committed map to every target in parallel; one status per target.
+std::vector<Status> SendCommitted(net::PeerPool* peers, const ClusterMap& current,
+                                  const std::string& bytes, const std::vector<ClusterNode>& targets,
+                                  std::chrono::milliseconds timeout) {
+  std::vector<std::future<Status>> replies;
+  for (const ClusterNode& n : targets) {
+    auto promise = std::make_shared<std::promise<Status>>();
+    replies.push_back(promise->get_future());
+    net::Request req;
+    req.epoch = current.epoch();
+    // A member new in this map is adopted (it joins the consensus group too).
+    req.body = net::InstallMapRequest{bytes, current.epoch(), current.FindNode(n.id) == nullptr,
+                                      /*committed=*/true};
+    const uint32_t id = n.id;
+    peers->Call(n.address, std::move(req), timeout,
+                [promise, id](StatusOr<net::Response> reply) {
+                  Status s = reply.ok() ? reply->status() : reply.status();
+                  promise->set_value(s.ok() ? s : s.WithContext("node " + std::to_string(id)));
+                });
+  }
+  std::vector<Status> out;
+  for (auto& r : replies) out.push_back(r.get());
+  return out;
+}
+
+}  // namespace
+
+void MapCommitter::CountReachableVoters(size_t* reachable, size_t* voters) const {
+  const std::vector<uint32_t> ids = consensus_->Voters();
+  *voters = ids.size();
+  *reachable = 0;
+  const bool leads = consensus_->IsLeader();
+  for (uint32_t id : ids) {
+    // The leader hears every voter's answers to its heartbeats (ten a second): one silent for an
+    // election timeout is cut off. Elsewhere Raft traffic is sparse (a follower hears only its
+    // leader), so gossip counts too.
+    const bool heard =
+        leads ? consensus_->HeardWithin(id, consensus_->election_timeout())
+              : consensus_->HeardWithin(id, consensus_->lease()) ||
+                    (membership_->Settled() && membership_->IsAlive(id));
+    *reachable += heard ? 1 : 0;
+  }
+}
+
+Status MapCommitter::CheckMajority() const {
+  if (consensus_ == nullptr || !consensus_->running()) return Status::OK();
+  // A follower hears only its leader: one heard from within the lease judges for it.
+  const uint32_t leader = consensus_->LeaderId();
+  if (!consensus_->IsLeader() && leader != 0 &&
+      consensus_->HeardWithin(leader, consensus_->lease())) {
+    return Status::OK();
+  }
+  size_t reachable = 0, voters = 0;
+  CountReachableVoters(&reachable, &voters);
+  if (voters == 0) {
+    return Status::Unavailable("no majority: this node does not know the voters yet");
+  }
+  if (reachable * 2 <= voters) {
+    return Status::Unavailable("no majority: " + std::to_string(reachable) + " of " +
+                               std::to_string(voters) + " voters reachable");
+  }
+  return Status::OK();
+}
+
+Status MapCommitter::CommitByConsensus(
+    const std::function<StatusOr<ClusterMap>(const ClusterMap&)>& make) {
+  common::MutexLock commit_lock(&commit_mu_);
+  for (int attempt = 0;; ++attempt) {
+    SHARDKV_RETURN_IF_ERROR(CheckMajority());
+    // A leader may be being elected, or may not have applied the group's first map yet.
+    const auto wait_end = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+    while (!(consensus_->IsLeader() && consensus_->Applied()) &&
+           std::chrono::steady_clock::now() < wait_end) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    if (!consensus_->IsLeader()) {
+      const uint32_t leader = consensus_->LeaderId();
+      return Status::FailedPrecondition(
+          "not the leader: " + (leader != 0 ? "node " + std::to_string(leader) + " leads"
+                                            : std::string("no leader is elected yet")));
+    }
+    auto applied = consensus_->Applied();
+    if (!applied) return Status::Unavailable("the consensus group has no cluster map yet");
+    auto content = make(*applied);
+    if (!content.ok()) return content.status();
+    uint32_t claimant = self_id_;
+    if (content->FindNode(self_id_) == nullptr && !content->nodes().empty()) {
+      claimant = content->nodes().front().id;
+      for (const ClusterNode& n : content->nodes()) claimant = std::min(claimant, n.id);
+    }
+    const ClusterMap next = clustermap::WithEpoch(*content, applied->epoch() + 1, claimant);
+    const std::string name = "epoch " + std::to_string(next.epoch());
+    Status s = consensus_->Propose(next, rpc_timeout_);
+    if (s.ok()) {
+      ++commits_;
+      return AwaitAcknowledgements(*applied, next);
+    }
+    // Not the leader (any more) when proposing: nothing was appended, nothing took effect.
+    if (s.code() == Status::Code::kFailedPrecondition) return s;
+    if (s.code() == Status::Code::kAborted && s.message().rfind("superseded", 0) == 0 &&
+        attempt < 2) {
+      spdlog::info("{}: {}; deciding again on the newer map", name, s.ToString());
+      continue;
+    }
+    // Appended but not known to be committed: it may still commit under a later leader.
+    return Status::Timeout(name + " outcome unknown: " + s.message() +
+                           "; check `shardkv rebalance status`");
+  }
+}
+
+Status MapCommitter::AwaitAcknowledgements(const ClusterMap& current, const ClusterMap& next) {
+  const std::string bytes = next.Encode();
+  const std::string name = "epoch " + std::to_string(next.epoch());
+  if (next.FindNode(self_id_) != nullptr) {
+    // Here first: installs it if the installer has not yet, then the epoch barrier.
+    net::ResponseBody mine =
+        membership_->InstallNow(net::InstallMapRequest{bytes, 0, false, /*committed=*/true});
+    if (const auto* e = std::get_if<net::ErrorResponse>(&mine)) {
+      spdlog::warn("{}: installing it here: {}", name, e->ToStatus().ToString());
+    }
+  }
+  std::vector<ClusterNode> targets;
+  for (const ClusterNode& n : next.nodes()) {
+    if (n.id != self_id_) targets.push_back(n);
+  }
+  // The stage rule (design.md "Consensus"): the next stage may start only once every member
+  // acknowledged this map after its epoch barrier, or was silent for longer than the lease (it
+  // has fenced itself: it does not coordinate with an older map).
+  const auto silent_after = consensus_->lease() + std::chrono::milliseconds(500);
+  const auto start = std::chrono::steady_clock::now();
+  const auto deadline = start + std::chrono::seconds(60);
+  std::vector<bool> acked(targets.size(), false);
+  std::string waiting;
+  for (;;) {
+    std::vector<ClusterNode> again;
+    std::vector<size_t> where;
+    const bool long_enough = std::chrono::steady_clock::now() - start > silent_after;
+    for (size_t i = 0; i < targets.size(); ++i) {
+      if (acked[i]) continue;
+      if (long_enough && !consensus_->HeardWithin(targets[i].id, silent_after)) continue;
+      again.push_back(targets[i]);
+      where.push_back(i);
+    }
+    if (again.empty()) break;
+    if (std::chrono::steady_clock::now() > deadline) {
+      spdlog::warn("{} committed but not acknowledged yet: {}", name, waiting);
+      return Status::OK();
+    }
+    std::vector<Status> results = SendCommitted(peers_, current, bytes, again, rpc_timeout_);
+    waiting.clear();
+    for (size_t j = 0; j < results.size(); ++j) {
+      if (results[j].ok()) {
+        acked[where[j]] = true;
+      } else {
+        waiting += (waiting.empty() ? "" : "; ") + results[j].ToString();
+      }
+    }
+    if (waiting.empty()) continue;
+    common::MutexLock lock(&mu_);
+    const auto pause_end = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
+    while (!stopping_) {
+      if (!lock.WaitUntil(wake_, pause_end)) break;
+    }
+    if (stopping_) return Status::OK();  // committed; the rest learn it by Raft and gossip
+  }
+  spdlog::info("committed {} by consensus ({} members)", name, next.nodes().size());
   return Status::OK();
 }
 

@@ -19,6 +19,7 @@
 #include <condition_variable>
 #include <functional>
 
+#include "cluster/map_consensus.h"
 #include "cluster/map_store.h"
 #include "cluster/membership.h"
 #include "common/mutex.h"
@@ -30,9 +31,17 @@ namespace shardkv::cluster {
 
 class MapCommitter {
  public:
-  // REQUIRES: the pointers outlive the object.
+  // REQUIRES: the pointers outlive the object. `consensus` null: the compare-and-set protocol
+  // above; else commits go through Raft (CommitByConsensus, design.md "Consensus").
   MapCommitter(uint32_t self_id, std::chrono::milliseconds rpc_timeout, MapStore* maps,
-               net::PeerPool* peers, Membership* membership);
+               net::PeerPool* peers, Membership* membership, MapConsensus* consensus = nullptr);
+
+  MapConsensus* consensus() const { return consensus_; }
+  // How many voters this node heard from within the lease (self included), and how many there
+  // are; used for "no majority: X of N voters reachable".
+  void CountReachableVoters(size_t* reachable, size_t* voters) const;
+  // Unavailable "no majority: X of N voters reachable" when this side cannot decide, else OK.
+  Status CheckMajority() const;
 
   // Runs `make` on the current map and commits its result at the next epoch (see above).
   Status Commit(const std::function<StatusOr<ClusterMap>(const ClusterMap&)>& make);
@@ -45,12 +54,17 @@ class MapCommitter {
   // One proposal; *stale is set when every refusal said our epoch is behind (nothing took
   // effect; pull the newest map and try again).
   Status InstallEverywhere(const ClusterMap& current, const ClusterMap& next, bool* stale);
+  // The leader proposes through Raft, then pushes the committed map to every member and waits
+  // for each one's acknowledgement (or its silence for longer than the lease).
+  Status CommitByConsensus(const std::function<StatusOr<ClusterMap>(const ClusterMap&)>& make);
+  Status AwaitAcknowledgements(const ClusterMap& current, const ClusterMap& next);
 
   const uint32_t self_id_;
   const std::chrono::milliseconds rpc_timeout_;
   MapStore* maps_;
   net::PeerPool* peers_;
   Membership* membership_;
+  MapConsensus* consensus_;
 
   common::Mutex commit_mu_;  // one commit at a time
   common::Mutex mu_;

@@ -170,6 +170,18 @@ net::ResponseBody Membership::Install(const net::InstallMapRequest& request) {
     }
     s = current && current->cluster_id() == offered->cluster_id() ? maps_->Install(*offered)
                                                                   : maps_->Reset(*offered);
+    if (s.ok() && adopt_hook_) s = adopt_hook_(*offered);
+  } else if (request.committed) {
+    // Decided by consensus: install it if it is newer (a node may have missed epochs), then the
+    // barrier and the acknowledgement the leader waits for before the next stage.
+    if (!current) {
+      return Error(Status::FailedPrecondition("node " + std::to_string(options_.self_id) +
+                                              " is unformed (not in a cluster yet)"));
+    }
+    if (current->cluster_id() != offered->cluster_id()) {
+      return Error(Status::FailedPrecondition("map is for another cluster"));
+    }
+    if (current->epoch() < offered->epoch()) s = maps_->Install(*offered);
   } else {
     if (!current) {
       return Error(Status::FailedPrecondition(

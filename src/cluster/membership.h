@@ -52,6 +52,10 @@ class Membership {
              std::shared_ptr<Coordinator> coordinator, HintStore* hints);
   ~Membership();
 
+  // Runs after an adopting install put the map in place, before the barrier (the node's map
+  // consensus joins or founds the cluster's group). An error refuses the install. Before Start.
+  void SetAdoptHook(std::function<Status(const ClusterMap&)> hook) { adopt_hook_ = std::move(hook); }
+
   void Start();
   void Stop();  // joins the threads; idempotent
 
@@ -93,6 +97,7 @@ class Membership {
   };
 
   const MembershipOptions options_;
+  std::function<Status(const ClusterMap&)> adopt_hook_;
   MapStore* maps_;
   net::PeerPool* peers_;
   std::shared_ptr<Coordinator> coordinator_;

@@ -137,6 +137,18 @@ Status RaftLogStore::DeleteWhere(bool (*pred)(uint64_t, uint64_t), uint64_t boun
   }
 }
 
+Status RaftLogStore::Wipe() {
+  for (;;) {
+    auto batch = storage_->ScanAux(AuxColumn::kMeta, "raft/", "", kScanBatch);
+    if (!batch.ok()) return batch.status();
+    for (auto& [key, value] : *batch) {
+      Status s = storage_->DeleteAux(AuxColumn::kMeta, key);
+      if (!s.ok()) return s;
+    }
+    if (batch->size() < kScanBatch) return Status::OK();
+  }
+}
+
 Status RaftLogStore::TruncateFrom(uint64_t from) {
   return DeleteWhere([](uint64_t index, uint64_t bound) { return index >= bound; }, from);
 }

@@ -62,6 +62,8 @@ class RaftLogStore {
   [[nodiscard]] StatusOr<std::optional<StoredSnapshot>> GetSnapshot();
   // True if nothing was ever stored (a pristine server).
   [[nodiscard]] StatusOr<bool> Empty();
+  // Deletes everything under raft/ (a node adopted into another cluster starts over).
+  [[nodiscard]] Status Wipe();
 
  private:
   [[nodiscard]] Status DeleteWhere(bool (*pred)(uint64_t index, uint64_t bound), uint64_t bound);

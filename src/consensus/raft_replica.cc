@@ -351,6 +351,28 @@ void RaftReplica::RemoveServer(uint64_t id, Done done) {
       done);
 }
 
+void RaftReplica::AssignRole(uint64_t id, RaftRole role, Done done) {
+  Impl& m = *impl_;
+  m.Run(
+      [&m, id, role, done]() mutable {
+        if (m.closed) return done(Status::Unavailable("raft replica is stopped"));
+        if (raft_state(&m.r) != RAFT_LEADER) return done(m.NotLeader());
+        auto* req = new ChangeRequest;
+        req->impl = &m;
+        req->id = id;
+        req->role = static_cast<int>(role);
+        req->then_assign = false;
+        req->done = std::move(done);
+        req->req.data = req;
+        const int rv = raft_assign(&m.r, &req->req, id, static_cast<int>(role), ChangeDone);
+        if (rv != 0) {
+          req->done(FromRaft(rv, &m.r, "raft_assign server " + std::to_string(id)));
+          delete req;
+        }
+      },
+      done);
+}
+
 void RaftReplica::TransferLeadership(uint64_t id, Done done) {
   Impl& m = *impl_;
   m.Run(
@@ -452,6 +474,10 @@ Status RaftReplica::AddServerSync(RaftServer server, std::chrono::milliseconds t
 Status RaftReplica::RemoveServerSync(uint64_t id, std::chrono::milliseconds timeout) {
   return SyncCall([&](Done d) { RemoveServer(id, std::move(d)); }, timeout,
                   "removing a raft server");
+}
+Status RaftReplica::AssignRoleSync(uint64_t id, RaftRole role, std::chrono::milliseconds timeout) {
+  return SyncCall([&](Done d) { AssignRole(id, role, std::move(d)); }, timeout,
+                  "assigning a raft role");
 }
 Status RaftReplica::TransferLeadershipSync(uint64_t id, std::chrono::milliseconds timeout) {
   return SyncCall([&](Done d) { TransferLeadership(id, std::move(d)); }, timeout,

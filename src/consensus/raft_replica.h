@@ -97,6 +97,8 @@ class RaftReplica {
   // and then assigns `role` (a voter is promoted once it has caught up).
   void AddServer(RaftServer server, Done done);
   void RemoveServer(uint64_t id, Done done);
+  // Gives a server of the configuration another role (a voter is promoted once caught up).
+  void AssignRole(uint64_t id, RaftRole role, Done done);
   // Leadership to `id` (0: any voter that is up to date).
   void TransferLeadership(uint64_t id, Done done);
 
@@ -105,6 +107,8 @@ class RaftReplica {
   [[nodiscard]] Status ProposeSync(std::string command, std::chrono::milliseconds timeout);
   [[nodiscard]] Status AddServerSync(RaftServer server, std::chrono::milliseconds timeout);
   [[nodiscard]] Status RemoveServerSync(uint64_t id, std::chrono::milliseconds timeout);
+  [[nodiscard]] Status AssignRoleSync(uint64_t id, RaftRole role,
+                                      std::chrono::milliseconds timeout);
   [[nodiscard]] Status TransferLeadershipSync(uint64_t id, std::chrono::milliseconds timeout);
 
   struct Impl;

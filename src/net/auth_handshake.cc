@@ -119,7 +119,8 @@ bool NodeOnly(const RequestBody& body) {
          std::holds_alternative<InstallMapRequest>(body) ||
          std::holds_alternative<StreamScanRequest>(body) ||
          std::holds_alternative<StreamRangeRequest>(body) ||
-         std::holds_alternative<CountRangesRequest>(body);
+         std::holds_alternative<CountRangesRequest>(body) ||
+         std::holds_alternative<RaftMessageRequest>(body);
 }
 
 }  // namespace shardkv::net::auth

@@ -57,6 +57,7 @@ StatusOr<AdminRequest> ReadSpec(wire::ChangeSpec::Reader r) {
 }  // namespace
 
 void FillChangeCommand(const AdminRequest& a, wire::ChangeCommand::Builder b) {
+  b.setForwarded(a.forwarded);
   std::visit(
       Overloaded{
           [&](const PlanChangeCommand& c) { FillSpec(c.change, c.throttle, b.initPlan()); },
@@ -75,7 +76,9 @@ void FillChangeCommand(const AdminRequest& a, wire::ChangeCommand::Builder b) {
       a.command);
 }
 
-StatusOr<AdminRequest> ReadChangeCommand(wire::ChangeCommand::Reader r) {
+namespace {
+
+StatusOr<AdminRequest> ReadCommand(wire::ChangeCommand::Reader r) {
   switch (r.which()) {
     case wire::ChangeCommand::PLAN:
       return ReadSpec<PlanChangeCommand>(r.getPlan());
@@ -99,6 +102,15 @@ StatusOr<AdminRequest> ReadChangeCommand(wire::ChangeCommand::Reader r) {
                               std::to_string(static_cast<int>(r.which())) +
                               " (from a newer shardkv?)");
 }
+
+}  // namespace
+
+StatusOr<AdminRequest> ReadChangeCommand(wire::ChangeCommand::Reader r) {
+  auto read = ReadCommand(r);
+  if (read.ok()) read->forwarded = r.getForwarded();
+  return read;
+}
+
 
 Status RefuseTextAdmin(wire::Admin::Reader r) {
   return Status::NotSupported("'" + ToString(r.getCommand()) +

@@ -95,6 +95,7 @@ void FillRequest(const Request& r, wire::Request::Builder b) {
                    out.setMap(AsData(m.map));
                    out.setExpectedEpoch(m.expected_epoch);
                    out.setAdopt(m.adopt);
+                   out.setCommitted(m.committed);
                  },
                  [&](const StreamScanRequest& s) { FillStreamScan(s, body.initStreamScan()); },
                  [&](const StreamRangeRequest& s) { FillStreamRange(s, body.initStreamRange()); },
@@ -110,6 +111,7 @@ void FillRequest(const Request& r, wire::Request::Builder b) {
                  },
                  [&](const ScanRequest& s) { FillScan(s, body.initScan()); },
                  [&](const ReplicaScanRequest& s) { FillReplicaScan(s, body.initReplicaScan()); },
+                 [&](const RaftMessageRequest& m) { body.setRaftMessage(AsData(m.data)); },
              },
              r.body);
 }
@@ -208,7 +210,8 @@ StatusOr<Request> ReadRequest(wire::Request::Reader root, uint64_t* request_id) 
     }
     case wire::Request::Body::INSTALL_MAP: {
       auto m = body.getInstallMap();
-      r.body = InstallMapRequest{ToString(m.getMap()), m.getExpectedEpoch(), m.getAdopt()};
+      r.body = InstallMapRequest{ToString(m.getMap()), m.getExpectedEpoch(), m.getAdopt(),
+                                 m.getCommitted()};
       break;
     }
     case wire::Request::Body::STREAM_SCAN:
@@ -233,6 +236,9 @@ StatusOr<Request> ReadRequest(wire::Request::Reader root, uint64_t* request_id) 
       break;
     case wire::Request::Body::REPLICA_SCAN:
       r.body = ReadReplicaScan(body.getReplicaScan());
+      break;
+    case wire::Request::Body::RAFT_MESSAGE:
+      r.body = RaftMessageRequest{ToString(body.getRaftMessage())};
       break;
     default:
       return Status::NotSupported("unknown request op " +

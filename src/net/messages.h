@@ -111,6 +111,15 @@ struct InstallMapRequest {
   std::string map;
   uint64_t expected_epoch = 0;
   bool adopt = false;
+  // The map was committed by consensus (design.md "Consensus"): install it if it is newer,
+  // whatever the local epoch, then run the epoch barrier and acknowledge.
+  bool committed = false;
+};
+
+// Node to node: one Raft message (consensus/raft_codec.h bytes, which name the sender); answered
+// with a ping reply. Best effort: Raft resends what is lost.
+struct RaftMessageRequest {
+  std::string data;
 };
 
 struct TokenSpan {
@@ -176,6 +185,7 @@ using ChangeCommand = std::variant<PlanChangeCommand, BeginChangeCommand, Change
                                    CancelChangeCommand, ResumeChangeCommand, ThrottleChangeCommand>;
 struct AdminRequest {
   ChangeCommand command;
+  bool forwarded = false;  // sent on by a node that does not lead; never forwarded again
 };
 // "plan", "begin", "status", "cancel", "resume", "throttle" (for logs and errors).
 std::string_view ChangeCommandName(const ChangeCommand& command);
@@ -203,7 +213,8 @@ using RequestBody =
     std::variant<PingRequest, GetRequest, PutRequest, DeleteRequest, MultiGetRequest,
                  MultiPutRequest, StatsRequest, GetClusterMapRequest, ReplicaWriteRequest,
                  ReplicaReadRequest, InstallMapRequest, StreamScanRequest, StreamRangeRequest,
-                 CountRangesRequest, AdminRequest, ExpireRequest, ScanRequest, ReplicaScanRequest>;
+                 CountRangesRequest, AdminRequest, ExpireRequest, ScanRequest, ReplicaScanRequest,
+                 RaftMessageRequest>;
 
 struct Request {
   uint64_t id = 0;          // set by RpcClient; 0 is reserved for "unknown" in error replies

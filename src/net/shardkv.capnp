@@ -22,6 +22,7 @@
 #   scan          Scan {cursor, count, match} -> {keys :List(Data), cursor}   (a client op)
 #   replicaScan   ReplicaScan {first, last, maxEntries, maxBytes, match}
 #                 -> {entries :List(ScanEntry), next, done, examined}
+#   raftMessage   Data (consensus/raft_codec.h) -> ping
 # The earlier plans for a push-style streamBatch and proposeMap were replaced by the pull-style
 # streamScan and by installMap. The rebalancer's commands share one member whose struct is a
 # union of typed commands; 0.1.0 sent them as text (`admin`), which a node now refuses with a
@@ -108,6 +109,7 @@ struct InstallMap {
   map @0 :Data;
   expectedEpoch @1 :UInt64;
   adopt @2 :Bool;
+  committed @3 :Bool;  # committed by consensus: install if newer, barrier, acknowledge
 }
 
 # A stream's source-side read: one batch of the inclusive token range [first, last], read
@@ -211,6 +213,9 @@ struct ChangeCommand {
     resume @4 :Void;
     throttle @5 :ThrottleSpec;
   }
+  # Sent on by a node that does not lead to the one it believes leads (design.md "Consensus"):
+  # the receiver executes it or refuses, but never forwards it again.
+  forwarded @6 :Bool;
 }
 
 # One batch of an unordered whole-cluster scan (design.md "Scans"): `cursor` is a token (every
@@ -272,6 +277,7 @@ struct Request {
     expire @22 :Expire;  # answered with `put` (the write's timestamp)
     scan @23 :Scan;
     replicaScan @24 :ReplicaScan;
+    raftMessage @25 :Data;  # node to node: one Raft message, answered with `ping`
   }
   # Wall-clock ms (Unix epoch) after which the sender no longer waits for this request (0 =
   # none). A node drops a client request that reaches it later, e.g. one queued in its socket

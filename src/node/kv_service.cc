@@ -17,12 +17,12 @@ namespace shardkv::node {
 namespace {
 
 // Stats names per net::RequestBody alternative, in its order.
-constexpr std::array<std::string_view, 18> kOpNames = {
+constexpr std::array<std::string_view, 19> kOpNames = {
     "ping",          "get",          "put",         "delete",
     "multi_get",     "multi_put",    "stats",       "get_cluster_map",
     "replica_write", "replica_read", "install_map", "stream_scan",
     "stream_range",  "count_ranges", "admin",       "expire",
-    "scan",          "replica_scan"};
+    "scan",          "replica_scan", "raft_message"};
 static_assert(std::variant_size_v<net::RequestBody> == kOpNames.size(),
               "name every request op for stats");
 
@@ -138,9 +138,11 @@ void KvService::Handle(net::Request request, std::function<void(net::Response)> 
     done(std::move(response));
   };
 
+  // Raft messages too: consensus runs whatever the map's epoch (it is how maps are decided).
   const bool info_op = std::holds_alternative<net::PingRequest>(request.body) ||
                        std::holds_alternative<net::GetClusterMapRequest>(request.body) ||
-                       std::holds_alternative<net::StatsRequest>(request.body);
+                       std::holds_alternative<net::StatsRequest>(request.body) ||
+                       std::holds_alternative<net::RaftMessageRequest>(request.body);
   const bool adopt = std::holds_alternative<net::InstallMapRequest>(request.body) &&
                      std::get<net::InstallMapRequest>(request.body).adopt;
   if (!map) return HandleWithoutMap(request, std::move(reply));
@@ -156,6 +158,10 @@ void KvService::Handle(net::Request request, std::function<void(net::Response)> 
   if (client_op) {
     if (std::optional<Status> late = LateDrop(request.deadline_ms, d_.self_id)) {
       return reply(Error(*late));
+    }
+    // A node cut off from the cluster's leader may hold an old map: it does not coordinate.
+    if (d_.fence) {
+      if (Status fenced = d_.fence(); !fenced.ok()) return reply(Error(fenced));
     }
   }
   if (request.client_ts != 0) {
@@ -276,6 +282,10 @@ void KvService::Dispatch(const std::shared_ptr<const ClusterMap>& map, net::Requ
           Scan(map, c, std::move(op), std::move(reply));
         } else if constexpr (std::is_same_v<T, net::ReplicaScanRequest>) {
           reply(ReplicaScan(*map, request.epoch, op));
+        } else if constexpr (std::is_same_v<T, net::RaftMessageRequest>) {
+          if (!d_.raft_message) return reply(Error(Status::NotSupported("no consensus")));
+          d_.raft_message(std::move(op.data));
+          reply(net::PingResponse{});
         } else {
           reply(Error(Status::NotSupported("operation not supported by this node")));
         }

@@ -69,6 +69,11 @@ struct KvServiceDeps {
   std::function<std::string()> redis_address;
   // host:port of the metrics listener (stats info `metrics_address`); may be empty.
   std::function<std::string()> metrics_address;
+  // A Raft message for the map consensus (may be empty: the node runs without it).
+  std::function<void(std::string)> raft_message;
+  // Why this node must not coordinate client operations now (design.md "Consensus": the lease
+  // fence), or OK. May be empty.
+  std::function<Status()> fence;
 };
 
 // What an unformed node (no cluster id, no map: design.md "Unformed nodes") answers every

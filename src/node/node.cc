@@ -13,9 +13,11 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <thread>
 
 #include "cluster/coordinator.h"
 #include "cluster/hint_store.h"
+#include "cluster/map_consensus.h"
 #include "cluster/map_store.h"
 #include "cluster/membership.h"
 #include "cluster/scan_coordinator.h"
@@ -78,6 +80,7 @@ class Node::Impl {
   Status NoDatabaseError() const;
   Status LoadMap();
   Status Rebuild();
+  Status StartConsensus();
 
   NodeOptions options_;
   std::string auth_secret_;    // the bytes of options_.auth_secret_file (empty: none)
@@ -93,6 +96,7 @@ class Node::Impl {
   std::shared_ptr<cluster::Coordinator> coordinator_;
   std::shared_ptr<cluster::ScanCoordinator> scans_;
   std::unique_ptr<cluster::Membership> membership_;
+  std::unique_ptr<cluster::MapConsensus> consensus_;  // null with map_consensus off
   std::unique_ptr<rebalance::Reconciler> reconciler_;
   std::unique_ptr<rebalance::StreamSource> stream_source_;
   std::unique_ptr<rebalance::StreamSink> stream_sink_;
@@ -195,6 +199,14 @@ Status Node::Impl::Start() {
   mo.cluster_id = options_.cluster_id;
   membership_ = std::make_unique<cluster::Membership>(mo, maps_.get(), peers_.get(), coordinator_,
                                                       hints_.get());
+  if (options_.map_consensus) {
+    cluster::MapConsensusOptions mco;
+    mco.self_id = options_.id;
+    consensus_ = std::make_unique<cluster::MapConsensus>(mco, storage_.get(), maps_.get(),
+                                                         peers_.get());
+    membership_->SetAdoptHook(
+        [this](const ClusterMap& map) { return consensus_->Adopt(map); });
+  }
 
   reconciler_ = std::make_unique<rebalance::Reconciler>(options_.id, storage_.get());
   reconciler_->Attach(maps_.get());
@@ -207,6 +219,7 @@ Status Node::Impl::Start() {
                                                          peers_.get(), stream_source_.get());
   rebalance::RebalancerOptions rebalancer_options;
   rebalancer_options.self_id = options_.id;
+  rebalancer_options.consensus = consensus_.get();
   rebalancer_ = std::make_unique<rebalance::Rebalancer>(rebalancer_options, maps_.get(),
                                                         peers_.get(), membership_.get());
   net::ServerOptions server_options;
@@ -229,6 +242,10 @@ Status Node::Impl::Start() {
   deps.server_stats = [this] { return server_->stats(); };
   deps.stream_source = stream_source_.get();
   deps.stream_sink = stream_sink_.get();
+  if (consensus_) {
+    deps.raft_message = [this](std::string m) { consensus_->Receive(std::move(m)); };
+    deps.fence = [this] { return consensus_->Fence(); };
+  }
   deps.admin = [this](net::AdminRequest request, std::function<void(net::ResponseBody)> done) {
     rebalancer_->HandleAdmin(std::move(request), std::move(done));
   };
@@ -255,6 +272,16 @@ Status Node::Impl::Start() {
         static_cast<int64_t>(stream_sink_->entries_pulled());
     (*counters)[std::string(stats::ranges_dropped)] =
         static_cast<int64_t>(reconciler_->ranges_dropped());
+    auto applied = consensus_ ? consensus_->Applied() : nullptr;
+    (*counters)[std::string(stats::consensus_leader_id)] = consensus_ ? consensus_->LeaderId() : 0;
+    (*counters)[std::string(stats::consensus_is_leader)] =
+        consensus_ && consensus_->IsLeader() ? 1 : 0;
+    (*counters)[std::string(stats::consensus_voters)] =
+        consensus_ ? static_cast<int64_t>(consensus_->Voters().size()) : 0;
+    (*counters)[std::string(stats::consensus_fenced)] =
+        consensus_ && !consensus_->Fence().ok() ? 1 : 0;
+    (*counters)[std::string(stats::consensus_applied_epoch)] =
+        applied ? static_cast<int64_t>(applied->epoch()) : 0;
   };
   service_ = std::make_unique<node::KvService>(
       std::move(deps), node::KvServiceLimits{options_.max_key_bytes, options_.max_value_bytes});
@@ -271,6 +298,7 @@ Status Node::Impl::Start() {
   // A restarted member first learns the newest map from its peers, then serves (design.md
   // "Propagation"); the server already answers ping and getClusterMap meanwhile.
   membership_->FetchNewestMap(std::chrono::milliseconds(1000));
+  SHARDKV_RETURN_IF_ERROR(StartConsensus());
   membership_->Start();
   stream_sink_->Start();
   rebalancer_->Start();
@@ -382,7 +410,8 @@ Status Node::Impl::LoadMap() {
     const ClusterNode* self = map->FindNode(options_.id);
     // A one-node cluster's node restarted on another address (port, or --advertise) keeps
     // serving under its new one.
-    if (map->nodes().size() == 1 && self != nullptr && self->address != address()) {
+    if (!options_.map_consensus && map->nodes().size() == 1 && self != nullptr &&
+        self->address != address()) {
       auto moved = clustermap::WithNodeUpdated(*map, options_.id, NodeState::kUp, address());
       if (!moved.ok()) return moved.status();
       return maps_->Reset(clustermap::WithEpoch(*moved, map->epoch() + 1, options_.id));
@@ -395,6 +424,34 @@ Status Node::Impl::LoadMap() {
   // cluster id of its own, and every node started on several hosts would have a different one.
   // Nothing is persisted for it, so a restarted unformed node is unformed again.
   return Status::OK();
+}
+
+Status Node::Impl::StartConsensus() {
+  if (!consensus_) return Status::OK();
+  // A rebuilt node is known to the group already: it is caught up by the leader, never founds it.
+  SHARDKV_RETURN_IF_ERROR(consensus_->Start(/*may_bootstrap=*/!options_.rebuild));
+  auto map = maps_->Current();
+  const ClusterNode* self = map ? map->FindNode(options_.id) : nullptr;
+  if (map == nullptr || map->nodes().size() != 1 || self == nullptr || self->address == address()) {
+    return Status::OK();
+  }
+  // A one-node cluster's node restarted on another address (port, or --advertise): it commits its
+  // new address as the next epoch (it is the group's only voter, so it leads at once).
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!(consensus_->IsLeader() && consensus_->Applied()) &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  auto applied = consensus_->Applied();
+  if (!consensus_->IsLeader() || !applied) {
+    return Status::Unavailable("node " + std::to_string(options_.id) +
+                               " could not commit its new address: it does not lead its group");
+  }
+  auto moved = clustermap::WithNodeUpdated(*applied, options_.id, NodeState::kUp, address());
+  if (!moved.ok()) return moved.status();
+  const ClusterMap next = clustermap::WithEpoch(*moved, applied->epoch() + 1, options_.id);
+  SHARDKV_RETURN_IF_ERROR(consensus_->Propose(next, std::chrono::seconds(5)));
+  return maps_->Install(next);
 }
 
 Status Node::Impl::Rebuild() {
@@ -505,6 +562,7 @@ void Node::Impl::Stop() {
   if (rebalancer_) rebalancer_->Stop();
   if (stream_sink_) stream_sink_->Stop();
   if (membership_) membership_->Stop();
+  if (consensus_) consensus_->Stop();
   if (peers_) peers_->Close();
   if (stream_source_) stream_source_->Close();
   if (reconciler_) reconciler_->Stop();

@@ -99,6 +99,10 @@ void ChangeDriver::AddProgress(ChangeReport* report) const {
 }
 
 bool ChangeDriver::IsDriver(const ClusterMap& map) const {
+  if (options_.consensus != nullptr && options_.consensus->running()) {
+    // The Raft leader drives; a new leader takes the change over (claimant is not itself).
+    return options_.consensus->IsLeader() && map.FindNode(options_.self_id) != nullptr;
+  }
   if (map.claimant() == options_.self_id) return true;
   if (!membership_->Settled() || membership_->IsAlive(map.claimant())) return false;
   for (const ClusterNode& n : map.nodes()) {

@@ -34,6 +34,9 @@ struct RebalancerOptions {
   // A task failing this long without progress fails the change (state failed).
   std::chrono::milliseconds task_failure_timeout{30000};
   uint32_t slice_ms = 500;
+  // The map consensus (null: the compare-and-set commits; the claimant drives). With it, the
+  // Raft leader drives changes and follower nodes forward commands to it.
+  cluster::MapConsensus* consensus = nullptr;
 };
 
 class ChangeDriver {

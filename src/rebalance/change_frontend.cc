@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <thread>
 
 #include "clustermap/cluster_map_builder.h"
 #include "rebalance/change_text.h"
@@ -16,10 +17,12 @@ net::ResponseBody Error(const Status& s) { return net::ErrorResponse{s.code(), s
 }  // namespace
 
 ChangeFrontend::ChangeFrontend(RebalancerOptions options, cluster::MapStore* maps,
-                               cluster::Membership* membership, cluster::MapCommitter* committer,
-                               ChangePlanner* planner, ChangeDriver* driver)
+                               net::PeerPool* peers, cluster::Membership* membership,
+                               cluster::MapCommitter* committer, ChangePlanner* planner,
+                               ChangeDriver* driver)
     : options_(options),
       maps_(maps),
+      peers_(peers),
       membership_(membership),
       committer_(committer),
       planner_(planner),
@@ -68,7 +71,104 @@ void ChangeFrontend::Loop() {
   }
 }
 
+bool ChangeFrontend::RemovesSelf(const net::AdminRequest& request) const {
+  const auto* begin = std::get_if<net::BeginChangeCommand>(&request.command);
+  return begin != nullptr && begin->change.kind == ChangeKind::kRemove &&
+         begin->change.node_id == options_.self_id;
+}
+
+std::optional<net::ResponseBody> ChangeFrontend::ForwardToLeader(
+    const net::AdminRequest& request) {
+  cluster::MapConsensus* consensus = options_.consensus;
+  if (consensus == nullptr || !consensus->running()) return std::nullopt;
+  const bool status = std::holds_alternative<net::ChangeStatusCommand>(request.command);
+  // Plans too: the leader keeps the plan, and a begin of the same change reuses it.
+  const bool plan = std::holds_alternative<net::PlanChangeCommand>(request.command);
+  const auto wait_end = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+  // Just after formation or a start the first election may still be due: wait for it.
+  while (consensus->Young() && consensus->LeaderId() == 0 &&
+         std::chrono::steady_clock::now() < wait_end + std::chrono::seconds(2)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  // A side without a majority cannot change the map: say so at once, before planning.
+  if (!status && !plan) {
+    if (Status s = committer_->CheckMajority(); !s.ok()) return Error(s);
+  }
+  auto wait_for_leader = [&](bool other) {
+    while (std::chrono::steady_clock::now() < wait_end) {
+      const uint32_t leader = consensus->LeaderId();
+      if (leader != 0 && (!other || leader != options_.self_id)) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  };
+  wait_for_leader(false);
+  if (request.forwarded) {
+    // Sent here as to the leader: it may have been elected a moment ago (the cached role is
+    // refreshed every tick).
+    while (!consensus->IsLeader() && std::chrono::steady_clock::now() < wait_end) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+  if (consensus->IsLeader()) {
+    // The last voter removing itself: the planner refuses it (or a standby remains to lead).
+    if (!RemovesSelf(request) || consensus->Voters().size() <= 1) return std::nullopt;
+    // A leaving node never drives its own removal: hand leadership on, then forward.
+    Status moved = consensus->TransferLeadership(std::chrono::seconds(3));
+    if (!moved.ok()) {
+      return Error(Status::Unavailable("node " + std::to_string(options_.self_id) +
+                                       " leads and is the node to remove; handing leadership "
+                                       "on failed: " +
+                                       moved.ToString()));
+    }
+    wait_for_leader(true);
+  }
+  const uint32_t leader = consensus->LeaderId();
+  const std::string address = consensus->LeaderAddress();
+  if (leader == options_.self_id) return std::nullopt;
+  if (request.forwarded || leader == 0 || address.empty()) {
+    if (status || plan) return std::nullopt;  // answered from this node's map
+    return Error(Status::Unavailable(
+        request.forwarded
+            ? "node " + std::to_string(options_.self_id) +
+                  " does not lead (a leader change is in progress); try again"
+            : std::string("no leader is elected yet; try again")));
+  }
+  auto map = maps_->Current();
+  net::AdminRequest forwarded = request;
+  forwarded.forwarded = true;
+  auto send = [&](const std::string& to) {
+    net::Request req;
+    if (map) req.cluster_id = map->cluster_id();
+    req.body = forwarded;
+    // A begin plans, which counts every key: allow it the time a client allows a plan.
+    return peers_->CallSync(to, std::move(req), std::chrono::seconds(120));
+  };
+  auto reply = send(address);
+  // Our view of the leader was a moment behind (it lost office since): ask the new one, for a
+  // few seconds at most. Nothing was done by a node that answered "does not lead".
+  for (int retry = 0; retry < 30 && reply.ok(); ++retry) {
+    const auto* e = std::get_if<net::ErrorResponse>(&reply->body);
+    if (e == nullptr || e->message.find("does not lead") == std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    const uint32_t now_leader = consensus->LeaderId();
+    if (now_leader == 0 || now_leader == options_.self_id) continue;
+    const std::string now_address = consensus->LeaderAddress();
+    if (!now_address.empty()) reply = send(now_address);
+  }
+  const std::string who = "the leader, node " + std::to_string(leader) + " (" + address + ")";
+  if (!reply.ok()) {
+    if (status || plan) return std::nullopt;
+    if (reply.status().code() == Status::Code::kTimeout) {
+      return Error(Status::Timeout("forwarded to " + who + ", which did not answer in time: " +
+                                   reply.status().message() + "; outcome unknown"));
+    }
+    return Error(Status::Unavailable(who + " is unreachable: " + reply.status().ToString()));
+  }
+  return std::move(reply->body);
+}
+
 net::ResponseBody ChangeFrontend::Execute(const net::AdminRequest& request) {
+  if (auto forwarded = ForwardToLeader(request)) return std::move(*forwarded);
   const bool status = std::holds_alternative<net::ChangeStatusCommand>(request.command);
   // Never plan or commit from a stale map: a proposal from behind is refused by everyone.
   if (!status) membership_->FetchNewestMap(options_.rpc_timeout);

@@ -15,6 +15,7 @@
 #include <condition_variable>
 #include <deque>
 #include <functional>
+#include <optional>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -24,6 +25,7 @@
 #include "cluster/membership.h"
 #include "common/mutex.h"
 #include "net/messages.h"
+#include "net/peer_pool.h"
 #include "rebalance/change_driver.h"
 #include "rebalance/change_planner.h"
 
@@ -34,7 +36,7 @@ class ChangeFrontend {
   using Reply = std::function<void(net::ResponseBody)>;
 
   // REQUIRES: the pointers outlive the object (Stop() first).
-  ChangeFrontend(RebalancerOptions options, cluster::MapStore* maps,
+  ChangeFrontend(RebalancerOptions options, cluster::MapStore* maps, net::PeerPool* peers,
                  cluster::Membership* membership, cluster::MapCommitter* committer,
                  ChangePlanner* planner, ChangeDriver* driver);
   ~ChangeFrontend();
@@ -46,6 +48,12 @@ class ChangeFrontend {
 
  private:
   net::ResponseBody Execute(const net::AdminRequest& request);
+  // With consensus, on a node that does not lead: the leader's answer, or why there is none
+  // ("no majority: ..."). nullopt: this node leads and executes the command itself.
+  std::optional<net::ResponseBody> ForwardToLeader(const net::AdminRequest& request);
+  // A change that removes this node, begun on the leader: leadership moves first, so a leaving
+  // node never drives its own removal.
+  bool RemovesSelf(const net::AdminRequest& request) const;
   net::ResponseBody PlanOrBegin(const ClusterMap& map, const ChangeRequest& change,
                                 const ChangeThrottle& throttle, bool begin);
   // cancel, resume, throttle: one commit on the running change's record.
@@ -55,6 +63,7 @@ class ChangeFrontend {
 
   const RebalancerOptions options_;
   cluster::MapStore* maps_;
+  net::PeerPool* peers_;
   cluster::Membership* membership_;
   cluster::MapCommitter* committer_;
   ChangePlanner* planner_;

@@ -96,7 +96,7 @@ StatusOr<ChangePlan> ChangePlanner::Count(const ClusterMap& cur, const ChangeReq
     if (map->nodes().size() == 1) {
       return Status::InvalidArgument("cannot remove the last node");
     }
-    if (rec.node_id == self_id_) {
+    if (rec.node_id == self_id_ && !allow_self_removal_) {
       return Status::InvalidArgument("ask another node to remove node " +
                                      std::to_string(rec.node_id) +
                                      " (the driving node must stay in the cluster)");

@@ -55,6 +55,10 @@ class ChangePlanner {
   // Sum of the client_errors counter over the live members.
   int64_t SumClientErrors(const ClusterMap& map);
 
+  // With the map consensus the leader may plan its own removal: a begin hands leadership on
+  // before it commits (ChangeFrontend). Call before use.
+  void AllowSelfRemoval() { allow_self_removal_ = true; }
+
  private:
   struct Cached {
     uint64_t cluster_id = 0;
@@ -72,6 +76,7 @@ class ChangePlanner {
                                                      const std::vector<MovingRange>& ranges);
 
   const uint32_t self_id_;
+  bool allow_self_removal_ = false;
   const std::chrono::milliseconds rpc_timeout_;
   net::PeerPool* peers_;
   cluster::Membership* membership_;

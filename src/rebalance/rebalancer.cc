@@ -4,10 +4,12 @@ namespace shardkv::rebalance {
 
 Rebalancer::Rebalancer(RebalancerOptions options, cluster::MapStore* maps, net::PeerPool* peers,
                        cluster::Membership* membership)
-    : committer_(options.self_id, options.rpc_timeout, maps, peers, membership),
+    : committer_(options.self_id, options.rpc_timeout, maps, peers, membership, options.consensus),
       planner_(options.self_id, options.rpc_timeout, peers, membership),
       driver_(options, maps, peers, membership, &committer_, &planner_),
-      frontend_(options, maps, membership, &committer_, &planner_, &driver_) {}
+      frontend_(options, maps, peers, membership, &committer_, &planner_, &driver_) {
+  if (options.consensus != nullptr) planner_.AllowSelfRemoval();
+}
 
 Rebalancer::~Rebalancer() { Stop(); }
 

@@ -357,12 +357,12 @@ TEST_CASE("admin: Begin while a change runs is refused, SetThrottle and Cancel",
   const AdminReply now = admin->ChangeStatus();
   RequireOk(now);
   REQUIRE(now.report.record.state == ChangeState::kStreaming);
+  // The driver's view (the leader's), whichever node relayed it.
   CHECK(now.report.from_driver);
-  CHECK(now.address == now.report.driver_address);
+  CHECK_FALSE(now.report.driver_address.empty());
 
   const AdminReply cancelled = admin->Cancel();
   RequireOk(cancelled);
-  CHECK(cancelled.address == now.report.driver_address);
   const ChangeReport end = WaitFor(*admin, ChangeState::kCancelled);
   CHECK(end.record.node_id == 4);
   auto map = admin->NewestMap();

@@ -165,11 +165,11 @@ TEST_CASE("rebalance: scale-out 3->4 and scale-in 4->3 under the history checker
       auto added = c.AddStandaloneNode();
       REQUIRE(added.ok());
       auto admin = AdminFor(c);
-      // Driven by node 2 (Begin asks it), with the default throttle.
+      // Begun at node 2, with the default throttle, and driven by the consensus leader.
       const AdminReply begun = admin->Begin(AddOf(c, 4), ChangeThrottle{}, c.Address(2));
       INFO(begun.status.ToString());
       REQUIRE(begun.status.ok());
-      CHECK(begun.report.driver == 2);
+      CHECK(begun.report.driver != 0);
       const ChangeReport out = WaitForDone(*admin);
       // Only the checker's 100 keys change while streaming; the 2000 loaded ones are exact.
       CHECK(out.record.moved_copies + out.record.moved_tombstones <=
