@@ -71,6 +71,7 @@ Status MapConsensus::Start(bool may_bootstrap) {
   leader_loop_ = std::thread([this] { LeaderLoop(); });
   auto map = maps_->Current();
   if (!map) return Status::OK();  // unformed: Adopt starts the replica
+  if (running()) return Status::OK();  // adopted while the node was starting
   consensus::RaftLogStore store(storage_);
   auto empty = store.Empty();
   if (!empty.ok()) return empty.status();

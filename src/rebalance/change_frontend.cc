@@ -109,6 +109,7 @@ std::optional<net::ResponseBody> ChangeFrontend::ForwardToLeader(
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
   }
+  bool handed_on = false;  // this node just handed leadership on: it forwards even a forwarded
   if (consensus->IsLeader()) {
     // The last voter removing itself: the planner refuses it (or a standby remains to lead).
     if (!RemovesSelf(request) || consensus->Voters().size() <= 1) return std::nullopt;
@@ -121,11 +122,12 @@ std::optional<net::ResponseBody> ChangeFrontend::ForwardToLeader(
                                        moved.ToString()));
     }
     wait_for_leader(true);
+    handed_on = true;
   }
   const uint32_t leader = consensus->LeaderId();
   const std::string address = consensus->LeaderAddress();
   if (leader == options_.self_id) return std::nullopt;
-  if (request.forwarded || leader == 0 || address.empty()) {
+  if ((request.forwarded && !handed_on) || leader == 0 || address.empty()) {
     if (status || plan) return std::nullopt;  // answered from this node's map
     return Error(Status::Unavailable(
         request.forwarded
@@ -151,6 +153,7 @@ std::optional<net::ResponseBody> ChangeFrontend::ForwardToLeader(
     if (e == nullptr || e->message.find("does not lead") == std::string::npos) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     const uint32_t now_leader = consensus->LeaderId();
+    if (now_leader == options_.self_id && consensus->IsLeader()) return std::nullopt;
     if (now_leader == 0 || now_leader == options_.self_id) continue;
     const std::string now_address = consensus->LeaderAddress();
     if (!now_address.empty()) reply = send(now_address);

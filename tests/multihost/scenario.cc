@@ -82,7 +82,7 @@ Status Scenario::StartNodes(int n, const std::vector<int>& skews_ms) {
   return Status::OK();
 }
 
-Status Scenario::Form(int n, int replicas) {
+Status Scenario::Form(int n, int replicas, const std::string& mode) {
   std::vector<int> hosts;
   for (int h = 1; h <= n; ++h) hosts.push_back(h);
   std::string list;
@@ -92,9 +92,10 @@ Status Scenario::Form(int n, int replicas) {
   Command c;
   if (help.out.find("\n  init ") != std::string::npos) {
     std::printf("%s: forming with `shardkv cluster init`\n", name_.c_str());
-    c = RunCommand({bed_->cli_path(), "cluster", "init", list, "--replicas",
-                    std::to_string(replicas), "--yes"},
-                   60s);
+    std::vector<std::string> args = {bed_->cli_path(), "cluster", "init", list, "--replicas",
+                                     std::to_string(replicas), "--yes"};
+    if (!mode.empty()) args.insert(args.end(), {"--mode", mode});
+    c = RunCommand(args, 60s);
   } else {
     std::printf(
         "%s: forming with the workload's `form` (Admin::FormCluster): this CLI has no "

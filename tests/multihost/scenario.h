@@ -49,7 +49,7 @@ class Scenario {
   Status StartNodes(int n, const std::vector<int>& skews_ms = {});
   // Forms nodes 1..n into a cluster: `shardkv cluster init` when the CLI has it, else the
   // workload's `form` (Admin::FormCluster). Prints which.
-  Status Form(int n, int replicas = 3);
+  Status Form(int n, int replicas = 3, const std::string& mode = "");
   // `shardkv --cluster <hosts' nodes> <args> --yes` from `from` (0: root namespace).
   Command Cli(int from, const std::vector<int>& seed_hosts, std::vector<std::string> args);
   // Writes `count` keys of `bytes` each, so that a change has data to stream.

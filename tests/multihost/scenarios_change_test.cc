@@ -1,7 +1,7 @@
 // Multi-host scenarios with a membership change in flight (design.md "Multi-host test bed"):
 // join while a node is partitioned, partition of the driver and of the destination
 // mid-stream, a 2|2 split with a remove-node started on each side, SIGSTOP of the driver
-// mid-change. Expected failures as in scenarios_test.cc ([!mayfail] + "EXPECTED FAILURE").
+// mid-change, and a 3|2 split with the driver on the minority side.
 #include <catch2/catch.hpp>
 
 #include "multihost/scenario_macros.h"
@@ -69,7 +69,7 @@ TEST_CASE("join while a node is partitioned", "[multihost]") {
   FinishAndCheck(s, "");
 }
 
-TEST_CASE("partition of the driver mid-stream", "[multihost][!mayfail]") {
+TEST_CASE("partition of the driver mid-stream", "[multihost]") {
   MULTIHOST_SCENARIO(s, "driver-partitioned", 4);
   // Longer than the 30 s after which the isolated driver's failed streams make it commit a
   // "failed" epoch by itself: a shorter window holds and shows nothing (seen: 10 s held).
@@ -78,12 +78,10 @@ TEST_CASE("partition of the driver mid-stream", "[multihost][!mayfail]") {
   REQUIRE(s.nemesis().Isolate(static_cast<int>(driver)).ok());
   std::this_thread::sleep_for(fault);  // the fault's window
   REQUIRE(s.nemesis().Heal().ok());
-  FinishAndCheck(s,
-                 "an isolated driver and its successor commit different maps under one "
-                 "epoch (findings A3, c2)");
+  FinishAndCheck(s, "");
 }
 
-TEST_CASE("partition of the destination mid-stream", "[multihost][!mayfail]") {
+TEST_CASE("partition of the destination mid-stream", "[multihost]") {
   MULTIHOST_SCENARIO(s, "destination-partitioned", 4);
   // As for the driver: the isolated destination takes the change over and commits alone only
   // after its streams failed for 30 s.
@@ -92,9 +90,7 @@ TEST_CASE("partition of the destination mid-stream", "[multihost][!mayfail]") {
   REQUIRE(s.nemesis().Isolate(4).ok());
   std::this_thread::sleep_for(fault);  // the fault's window
   REQUIRE(s.nemesis().Heal().ok());
-  FinishAndCheck(s,
-                 "the isolated joining node takes the change over and commits an epoch "
-                 "alone (findings A3, c3)");
+  FinishAndCheck(s, "");
 }
 
 // Found two maps under one epoch before the map was decided by consensus (findings A3, d2): each
@@ -144,6 +140,51 @@ TEST_CASE("2|2 split with a remove-node started on each side", "[multihost]") {
     CHECK(status.out.find("{\"id\":" + std::to_string(id) + ",") != std::string::npos);
   }
   FinishAndCheck(s, "");
+}
+
+// Issue 12, scenario 2: with the driver on the minority side of a 3|2 split mid-stream, the
+// majority elects a new leader that takes the change over and finishes it; the minority (the old
+// driver and one more voter) neither commits nor serves stale reads meanwhile.
+void MinorityDriverScenario(const std::string& name, const std::string& mode) {
+  MULTIHOST_SCENARIO(s, name, 6);
+  REQUIRE(s.StartNodes(5).ok());
+  REQUIRE(s.Form(5, 3, mode).ok());
+  REQUIRE(s.Load(2500, 8000).ok());
+  REQUIRE(s.bed().StartNode(6).ok());
+  const auto fault = Scale(15s);
+  s.StartSamplers(fault + 90s);
+  s.StartWorkload({.prefix = "M", .seed_hosts = {1, 2, 3, 4, 5}, .duration = fault + 10s});
+  REQUIRE(s.WaitForOps(100, 20s));
+  Command join =
+      s.Cli(0, {1, 2, 3, 4, 5}, {"cluster", "join", s.bed().Address(6), "--rate", "1"});
+  INFO(join.out);
+  REQUIRE(join.exit_code == 0);
+  std::string state;
+  const uint32_t driver = s.Driver(&state);
+  std::printf("driver: node %u, change %s\n", driver, state.c_str());
+  REQUIRE(driver != 0);
+  REQUIRE(driver != 6);
+  REQUIRE(state == "streaming");
+  const int other = driver == 1 ? 2 : 1;
+  std::vector<int> majority;
+  for (int h = 1; h <= 6; ++h) {
+    if (h != static_cast<int>(driver) && h != other) majority.push_back(h);
+  }
+  REQUIRE(s.nemesis().Partition({{static_cast<int>(driver), other}, majority}).ok());
+  std::this_thread::sleep_for(fault);  // the fault's window
+  // (Whoever answers from the root namespace says who it thinks drives: for the record only.)
+  const uint32_t during = s.Driver(&state);
+  std::printf("during the split: driver node %u, change %s\n", during, state.c_str());
+  REQUIRE(s.nemesis().Heal().ok());
+  FinishAndCheck(s, "");
+}
+
+TEST_CASE("3|2 split with the driver on the minority side mid-stream, ring", "[multihost]") {
+  MinorityDriverScenario("split-3-2-driver-ring", "ring");
+}
+
+TEST_CASE("3|2 split with the driver on the minority side mid-stream, jump", "[multihost]") {
+  MinorityDriverScenario("split-3-2-driver-jump", "jump");
 }
 
 TEST_CASE("SIGSTOP of the driver mid-change", "[multihost]") {
