@@ -133,7 +133,7 @@ TEST_CASE("2|2 split with a remove-node started on each side", "[multihost]") {
   INFO(settled.ToString());
   CHECK(settled.ok());
   // Nobody was removed.
-  Command status = s.Cli(0, {1, 2, 3, 4}, {"cluster", "status", "--json"});
+  Command status = s.bed().Cli(0, s.bed().Addresses({1, 2, 3, 4}), {"cluster", "status", "--json"});
   INFO(status.out);
   CHECK(status.exit_code == 0);
   for (int id = 1; id <= 4; ++id) {
