@@ -3,10 +3,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <future>
 #include <iostream>
 #include <map>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "cli_common.h"
 #include "json_writer.h"
@@ -43,6 +46,11 @@ struct NodeRow {
   std::optional<int64_t> clock_offset_ms, clock_offset_error_ms;
   std::optional<std::string> version;
   std::optional<int64_t> uptime_s;
+  // Needs repair (design.md "Needs repair"): by its own report, or by a mark another answering
+  // node holds and the node has not been rebuilt since.
+  bool needs_repair = false;
+  std::string needs_repair_reason;
+  std::vector<uint32_t> marked_by;
 };
 
 // What one address answered.
@@ -58,7 +66,32 @@ struct Probe {
   std::optional<int64_t> uptime_s;
   std::optional<std::string> version, advertised, redis;
   std::optional<std::string> metrics;
+  std::optional<std::string> needs_repair_reason;  // stats info needs_repair_reason
+  std::map<uint32_t, uint64_t> repair_marks;       // stats info repair_marks: node -> write ms
+  int64_t rebuilt_at_ms = 0;                       // stats counter rebuilt_at_ms
 };
+
+// A `repair_marks` value: "3:1733150000000,5:..." (node id, newest expired write in Unix ms).
+std::map<uint32_t, uint64_t> ParseRepairMarks(const std::string& text) {
+  std::map<uint32_t, uint64_t> out;
+  size_t at = 0;
+  while (at < text.size()) {
+    size_t comma = text.find(',', at);
+    if (comma == std::string::npos) comma = text.size();
+    const std::string item = text.substr(at, comma - at);
+    const size_t colon = item.find(':');
+    if (colon != std::string::npos) {
+      char* end = nullptr;
+      const unsigned long long id = std::strtoull(item.c_str(), &end, 10);
+      const unsigned long long ms = std::strtoull(item.c_str() + colon + 1, nullptr, 10);
+      if (end == item.c_str() + colon && id > 0 && id <= UINT32_MAX) {
+        out[static_cast<uint32_t>(id)] = ms;
+      }
+    }
+    at = comma + 1;
+  }
+  return out;
+}
 
 // The map's ClusterMap::ContentHash, as 16 hex digits.
 std::string Digest(const ClusterMap& map) {
@@ -94,6 +127,18 @@ Probe ProbeNode(NodeProber* prober, const std::string& address) {
     if (auto it = np.stats->info.find(std::string(stats::metrics_address));
         it != np.stats->info.end() && !it->second.empty()) {
       p.metrics = it->second;
+    }
+    if (auto it = np.stats->info.find(std::string(stats::needs_repair_reason));
+        it != np.stats->info.end() && !it->second.empty()) {
+      p.needs_repair_reason = it->second;
+    }
+    if (auto it = np.stats->info.find(std::string(stats::repair_marks));
+        it != np.stats->info.end()) {
+      p.repair_marks = ParseRepairMarks(it->second);
+    }
+    if (auto it = np.stats->counters.find(std::string(stats::rebuilt_at_ms));
+        it != np.stats->counters.end()) {
+      p.rebuilt_at_ms = it->second;
     }
     const auto& counters = np.stats->counters;
     if (auto it = counters.find(std::string(stats::keys_approx)); it != counters.end())
@@ -195,6 +240,48 @@ std::string ApproxCount(int64_t n) {
 }
 
 using Rebalance = std::optional<ChangeReport>;
+
+// Needs repair: what a node says of itself, and the marks the other answering nodes of this
+// cluster hold of it that its last rebuild did not retire (a node marked while it was away
+// learns it at its next poll of its peers, or was down: status shows it either way).
+void MarkNeedsRepair(const std::map<std::string, Probe>& probes, uint64_t expected,
+                     std::vector<NodeRow>* rows) {
+  std::map<uint32_t, const Probe*> own;  // the row's own probe, when it answered as itself
+  for (const NodeRow& r : *rows) {
+    if (auto it = probes.find(r.address); r.up && it != probes.end()) own[r.id] = &it->second;
+  }
+  for (NodeRow& r : *rows) {
+    const Probe* self = own.count(r.id) != 0 ? own[r.id] : nullptr;
+    const uint64_t rebuilt = self != nullptr ? static_cast<uint64_t>(self->rebuilt_at_ms) : 0;
+    for (const auto& [address, p] : probes) {
+      if (!p.up || !p.map || p.map->cluster_id() != expected || !p.node_id) continue;
+      auto mark = p.repair_marks.find(r.id);
+      if (mark == p.repair_marks.end() || mark->second <= rebuilt) continue;
+      const auto marker = static_cast<uint32_t>(*p.node_id);
+      if (std::find(r.marked_by.begin(), r.marked_by.end(), marker) == r.marked_by.end()) {
+        r.marked_by.push_back(marker);
+      }
+    }
+    std::sort(r.marked_by.begin(), r.marked_by.end());
+    if (self != nullptr && self->needs_repair_reason) {
+      r.needs_repair_reason = *self->needs_repair_reason;
+    } else if (!r.marked_by.empty()) {
+      r.needs_repair_reason = "node " + std::to_string(r.marked_by.front()) +
+                              " dropped hinted writes for it that outlived the tombstone grace";
+    }
+    r.needs_repair = !r.needs_repair_reason.empty();
+    if (!r.needs_repair) continue;
+    const std::string fix = r.needs_repair_reason +
+                            "; rebuild it with 'shardkv cluster start-node " +
+                            std::to_string(r.id) + " --rebuild'";
+    if (r.state == "up") {
+      r.state = "needs-repair";
+      r.problem = fix;
+    } else {
+      r.problem = (r.problem.empty() ? "" : r.problem + "; ") + "needs repair: " + fix;
+    }
+  }
+}
 
 // The fields a node reports about itself. The clock offset is against `answering` (the node
 // whose map is shown), from two NTP-style measurements: its error is the sum of both bounds.
@@ -308,6 +395,11 @@ void PrintJson(const std::optional<ClusterMap>& map, const std::string& map_from
             r.clock_offset_error_ms.has_value());
     null_or("version", r.version.value_or(""), r.version.has_value());
     null_or("uptime_s", r.uptime_s.value_or(0), r.uptime_s.has_value());
+    w.Field("needs_repair", r.needs_repair);
+    w.Field("needs_repair_reason", r.needs_repair_reason);
+    w.Key("needs_repair_marked_by").BeginArray();
+    for (uint32_t id : r.marked_by) w.Value(id);
+    w.EndArray();
     w.End();
   }
   w.EndArray();
@@ -331,7 +423,7 @@ void PrintTable(const std::string& dir, const std::optional<ClusterMap>& map, ui
     std::printf("cluster in %s: no node answered\n", dir.c_str());
   }
   std::printf("rebalance: %s\n\n", RebalanceLine(rebalance).c_str());
-  std::printf("%4s  %-21s  %-9s  %-7s  %-13s  %10s  %7s\n", "ID", "ADDRESS", "STATE", "MAP", "PID",
+  std::printf("%4s  %-21s  %-12s  %-7s  %-13s  %10s  %7s\n", "ID", "ADDRESS", "STATE", "MAP", "PID",
               "KEYS", "SHARE");
   for (const NodeRow& r : rows) {
     std::string pid = "-";
@@ -339,7 +431,7 @@ void PrintTable(const std::string& dir, const std::optional<ClusterMap>& map, ui
     const std::string keys = r.keys ? ApproxCount(*r.keys) : "-";
     char share[16] = "-";
     if (r.share_pct) std::snprintf(share, sizeof(share), "%.1f%%", *r.share_pct);
-    std::printf("%4u  %-21s  %-9s  %-7s  %-13s  %10s  %7s\n", r.id,
+    std::printf("%4u  %-21s  %-12s  %-7s  %-13s  %10s  %7s\n", r.id,
                 r.address.empty() ? "-" : r.address.c_str(), r.state.c_str(),
                 r.map_state.value_or("-").c_str(), pid.c_str(), keys.c_str(), share);
   }
@@ -482,6 +574,7 @@ int PrintClusterStatus(const GlobalOptions& g, const std::string& dir, NodeProbe
     any_up = any_up || r.up;
     out.push_back(std::move(r));
   }
+  MarkNeedsRepair(probes, expected, &out);
   if (g.json) {
     PrintJson(map, map_from, expected, out, rebalance, outcome);
   } else {
