@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <future>
 #include <iostream>
 #include <map>
@@ -14,6 +13,7 @@
 #include "cli_common.h"
 #include "json_writer.h"
 #include "rebalance_client.h"
+#include "repair_status.h"
 #include "shardkv/cluster_map.h"
 #include "shardkv/hash_ring.h"
 #include "shardkv/shard_map.h"
@@ -50,7 +50,6 @@ struct NodeRow {
   // node holds and the node has not been rebuilt since.
   bool needs_repair = false;
   std::string needs_repair_reason;
-  std::vector<uint32_t> marked_by;
 };
 
 // What one address answered.
@@ -66,32 +65,8 @@ struct Probe {
   std::optional<int64_t> uptime_s;
   std::optional<std::string> version, advertised, redis;
   std::optional<std::string> metrics;
-  std::optional<std::string> needs_repair_reason;  // stats info needs_repair_reason
-  std::map<uint32_t, uint64_t> repair_marks;       // stats info repair_marks: node -> write ms
-  int64_t rebuilt_at_ms = 0;                       // stats counter rebuilt_at_ms
+  RepairReport repair;  // needs repair (repair_status.h)
 };
-
-// A `repair_marks` value: "3:1733150000000,5:..." (node id, newest expired write in Unix ms).
-std::map<uint32_t, uint64_t> ParseRepairMarks(const std::string& text) {
-  std::map<uint32_t, uint64_t> out;
-  size_t at = 0;
-  while (at < text.size()) {
-    size_t comma = text.find(',', at);
-    if (comma == std::string::npos) comma = text.size();
-    const std::string item = text.substr(at, comma - at);
-    const size_t colon = item.find(':');
-    if (colon != std::string::npos) {
-      char* end = nullptr;
-      const unsigned long long id = std::strtoull(item.c_str(), &end, 10);
-      const unsigned long long ms = std::strtoull(item.c_str() + colon + 1, nullptr, 10);
-      if (end == item.c_str() + colon && id > 0 && id <= UINT32_MAX) {
-        out[static_cast<uint32_t>(id)] = ms;
-      }
-    }
-    at = comma + 1;
-  }
-  return out;
-}
 
 // The map's ClusterMap::ContentHash, as 16 hex digits.
 std::string Digest(const ClusterMap& map) {
@@ -128,18 +103,7 @@ Probe ProbeNode(NodeProber* prober, const std::string& address) {
         it != np.stats->info.end() && !it->second.empty()) {
       p.metrics = it->second;
     }
-    if (auto it = np.stats->info.find(std::string(stats::needs_repair_reason));
-        it != np.stats->info.end() && !it->second.empty()) {
-      p.needs_repair_reason = it->second;
-    }
-    if (auto it = np.stats->info.find(std::string(stats::repair_marks));
-        it != np.stats->info.end()) {
-      p.repair_marks = ParseRepairMarks(it->second);
-    }
-    if (auto it = np.stats->counters.find(std::string(stats::rebuilt_at_ms));
-        it != np.stats->counters.end()) {
-      p.rebuilt_at_ms = it->second;
-    }
+    p.repair = ReadRepairReport(*np.stats);
     const auto& counters = np.stats->counters;
     if (auto it = counters.find(std::string(stats::keys_approx)); it != counters.end())
       p.keys = it->second;
@@ -242,34 +206,21 @@ std::string ApproxCount(int64_t n) {
 using Rebalance = std::optional<ChangeReport>;
 
 // Needs repair: what a node says of itself, and the marks the other answering nodes of this
-// cluster hold of it that its last rebuild did not retire (a node marked while it was away
-// learns it at its next poll of its peers, or was down: status shows it either way).
+// cluster hold of it (a node marked while it was away is shown before it learned it, or down).
 void MarkNeedsRepair(const std::map<std::string, Probe>& probes, uint64_t expected,
                      std::vector<NodeRow>* rows) {
-  std::map<uint32_t, const Probe*> own;  // the row's own probe, when it answered as itself
-  for (const NodeRow& r : *rows) {
-    if (auto it = probes.find(r.address); r.up && it != probes.end()) own[r.id] = &it->second;
+  std::map<uint32_t, RepairReport> reports;  // by the reporting node's id
+  for (const auto& [address, p] : probes) {
+    if (p.up && p.map && p.map->cluster_id() == expected && p.node_id && *p.node_id > 0) {
+      reports[static_cast<uint32_t>(*p.node_id)] = p.repair;
+    }
   }
   for (NodeRow& r : *rows) {
-    const Probe* self = own.count(r.id) != 0 ? own[r.id] : nullptr;
-    const uint64_t rebuilt = self != nullptr ? static_cast<uint64_t>(self->rebuilt_at_ms) : 0;
-    for (const auto& [address, p] : probes) {
-      if (!p.up || !p.map || p.map->cluster_id() != expected || !p.node_id) continue;
-      auto mark = p.repair_marks.find(r.id);
-      if (mark == p.repair_marks.end() || mark->second <= rebuilt) continue;
-      const auto marker = static_cast<uint32_t>(*p.node_id);
-      if (std::find(r.marked_by.begin(), r.marked_by.end(), marker) == r.marked_by.end()) {
-        r.marked_by.push_back(marker);
-      }
-    }
-    std::sort(r.marked_by.begin(), r.marked_by.end());
-    if (self != nullptr && self->needs_repair_reason) {
-      r.needs_repair_reason = *self->needs_repair_reason;
-    } else if (!r.marked_by.empty()) {
-      r.needs_repair_reason = "node " + std::to_string(r.marked_by.front()) +
-                              " dropped hinted writes for it that outlived the tombstone grace";
-    }
-    r.needs_repair = !r.needs_repair_reason.empty();
+    auto it = probes.find(r.address);
+    const RepairReport* own = r.up && it != probes.end() ? &it->second.repair : nullptr;
+    const RepairVerdict v = JudgeRepair(r.id, own, reports);
+    r.needs_repair = v.needs_repair;
+    r.needs_repair_reason = v.reason;
     if (!r.needs_repair) continue;
     const std::string fix = r.needs_repair_reason +
                             "; rebuild it with 'shardkv cluster start-node " +
@@ -397,9 +348,6 @@ void PrintJson(const std::optional<ClusterMap>& map, const std::string& map_from
     null_or("uptime_s", r.uptime_s.value_or(0), r.uptime_s.has_value());
     w.Field("needs_repair", r.needs_repair);
     w.Field("needs_repair_reason", r.needs_repair_reason);
-    w.Key("needs_repair_marked_by").BeginArray();
-    for (uint32_t id : r.marked_by) w.Value(id);
-    w.EndArray();
     w.End();
   }
   w.EndArray();

@@ -75,8 +75,7 @@ add-node/remove-node.
     uptime_s       seconds since it started
     needs_repair   true if it says it needs repair, or an answering node holds a needs-repair
                    mark of it that its last rebuild did not retire
-    needs_repair_reason  why ("" if it does not)
-    needs_repair_marked_by  ids of the answering nodes that hold such a mark of it
+    needs_repair_reason  why ("" if it does not): its own words, else the nodes that marked it
   rebalance        null (no change ever, or no answer) or {change_id (string), kind ("add"|
                    "remove"), node_id, state, moved_copies, planned_copies, live, error}
 Exit codes: 0 if a node of this cluster answered, 3 if none did.
