@@ -1,7 +1,10 @@
 // Multi-host scenario for the needs-repair serving rules (design.md "Needs repair"): the fault
 // bed's run g2 (findings 2026-12-01, A4), in which a node partitioned for longer than a shortened
 // tombstone grace, and restarted before the heal, brought 17 of 40 deleted keys back through
-// reads and a join's streams.
+// reads and a join's streams. This compressed form (3 nodes, a 5 s grace) has not reproduced the
+// resurrection on a build without the serving rules either (0 back there too, in 3-node and
+// 5-node runs), so it guards the outcome, not the mechanism; tests/cluster/repair_test.cc does
+// that deterministically.
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdio>
@@ -65,6 +68,23 @@ bool StatusShowsNeedsRepair(Scenario& s, int id, std::chrono::milliseconds limit
   return false;
 }
 
+// Polls `shardkv stats` of each of `hosts` until it reports no pending hint.
+bool HintsDrained(Scenario& s, const std::vector<int>& hosts, std::chrono::milliseconds limit) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  for (int host : hosts) {
+    for (;;) {
+      Command stats = s.bed().Cli(0, s.bed().Addresses({host}), {"stats", "--json"});
+      if (stats.out.find("\"hints_pending\":0") != std::string::npos) break;
+      if (std::chrono::steady_clock::now() > deadline) {
+        std::printf("node %d still has hints pending: %s\n", host, stats.out.c_str());
+        return false;
+      }
+      std::this_thread::sleep_for(250ms);  // a poll interval, not synchronisation
+    }
+  }
+  return true;
+}
+
 TEST_CASE("a partition longer than the tombstone grace and a restart of the partitioned node",
           "[multihost]") {
   // A 5 s grace, so that the hints for node 3 expire within the partition's window.
@@ -83,7 +103,7 @@ TEST_CASE("a partition longer than the tombstone grace and a restart of the part
   for (int i = 0; i < kKeys; ++i) {
     Command del = s.bed().Cli(0, s.bed().Addresses({1, 2}), {"del", Key(i)});
     INFO(del.out);
-    REQUIRE(del.exit_code == 0);  // acknowledged by nodes 1 and 2; hinted for node 3
+    REQUIRE(del.exit_code == 0);  // acknowledged by two replicas; hinted for node 3
   }
   // The fault's window: past the grace (so the hints for node 3 expire) while node 3 is away,
   // and a restart of node 3 before the heal (it drops what its peers had in flight to it).
@@ -93,9 +113,10 @@ TEST_CASE("a partition longer than the tombstone grace and a restart of the part
   REQUIRE(s.nemesis().Heal().ok());
 
   CHECK(StatusShowsNeedsRepair(s, 3, 30s));
-  const Reads quorum = ReadDeleted(s, {1, 2, 3}, "quorum");
-  CHECK(quorum.back == 0);
-  CHECK(quorum.unreadable == 0);
+  // No read before the join: a quorum read would merge the tombstones the others still hold and
+  // repair node 3 with them, hiding what the join does. Once the others have dropped their
+  // expired hints for node 3, nothing keeps their tombstones from the GC.
+  CHECK(HintsDrained(s, {1, 2}, 30s));
 
   // A join: node 3 is no stream source, and the change's cleanup compaction on the old replicas
   // purges the tombstones older than the grace (what made the keys come back in g2).
@@ -107,14 +128,14 @@ TEST_CASE("a partition longer than the tombstone grace and a restart of the part
   REQUIRE(state.ok());
   CHECK(*state == "done");
   REQUIRE(s.Settle(30s).ok());
-  const Reads after = ReadDeleted(s, {1, 2, 3, 4}, "quorum");
-  CHECK(after.back == 0);
-  CHECK(after.unreadable == 0);
+  const Reads quorum = ReadDeleted(s, {1, 2, 3, 4}, "quorum");
+  CHECK(quorum.back == 0);
+  CHECK(quorum.unreadable == 0);
   const Reads one = ReadDeleted(s, {1, 2, 4}, "one");
   CHECK(one.back == 0);
   CHECK(StatusShowsNeedsRepair(s, 3, 5s));
-  std::printf("grace-partition-restart: %d deleted keys back (quorum, after the join, one)\n",
-              quorum.back + after.back + one.back);
+  std::printf("grace-partition-restart: %d deleted keys back at quorum, %d at one\n", quorum.back,
+              one.back);
   CHECK(s.Teardown().empty());
 }
 
