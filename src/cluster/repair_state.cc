@@ -37,6 +37,14 @@ std::string UtcTime(uint64_t ms) {
   return buf;
 }
 
+// With one replica there are no other replicas whose tombstones could be gone: the hinted writes
+// the node missed were never acknowledged (hints never count), and its data is the only copy, so
+// refusing it (or rebuilding it from nowhere) would only lose data.
+bool SingleReplica(const MapStore& maps) {
+  auto map = maps.Current();
+  return map != nullptr && map->EffectiveReplicas() <= 1;
+}
+
 std::string ReasonFor(uint32_t marker, uint64_t mark_ms) {
   std::string when = mark_ms > 1 ? " (the newest written at " + UtcTime(mark_ms) + ")" : "";
   return "node " + std::to_string(marker) +
@@ -172,9 +180,10 @@ void RepairState::NoteReport(uint32_t peer, const net::StatsResponse& reported) 
         "cleared",
         peer);
   }
+  const bool single = SingleReplica(*maps_);
   common::MutexLock lock(&mu_);
   if (auto it = report.marks.find(options_.self_id);
-      it != report.marks.end() && it->second > rebuilt_at_ms_) {
+      !single && it != report.marks.end() && it->second > rebuilt_at_ms_) {
     MarkSelf(peer, it->second);
   }
   reports_[peer] = std::move(report);
@@ -199,6 +208,7 @@ std::string RepairState::SelfReason() const {
 }
 
 Status RepairState::Refusal(std::string_view what) const {
+  if (SingleReplica(*maps_)) return Status::OK();
   common::MutexLock lock(&mu_);
   if (self_reason_.empty()) return Status::OK();
   const std::string id = std::to_string(options_.self_id);
@@ -223,6 +233,7 @@ uint32_t RepairState::MarkerOf(uint32_t id) const {
 
 Status RepairState::ReadRefusal(uint32_t id) const {
   if (id == options_.self_id) return Refusal("replica reads");
+  if (SingleReplica(*maps_)) return Status::OK();
   common::MutexLock lock(&mu_);
   const uint32_t marker = MarkerOf(id);
   if (marker == 0) return Status::OK();

@@ -200,3 +200,36 @@ TEST_CASE("needs repair: a rebuild clears the mark, on the node and on the nodes
   CHECK(CounterOf(*client, cluster, 3, "needs_repair") == 0);
   CHECK(client->Get(gone[1], Consistency::kAll).status().IsNotFound());
 }
+
+TEST_CASE("needs repair: with one replica nothing is refused", "[replication][repair]") {
+  // The writes a single replica missed were never acknowledged, and its data is the only copy.
+  ClusterParams params = shardkv::testing::ThreeReplicas();
+  params.replication_factor = 1;
+  params.write_quorum = 1;
+  params.read_quorum = 1;
+  InProcessCluster cluster(2, params, kGraceMs);
+  REQUIRE(cluster.Start().ok());
+  auto client = shardkv::testing::MustConnect(cluster);
+  std::string key;
+  for (int i = 0; key.empty(); ++i) {
+    const std::string k = "solo" + std::to_string(i);
+    if (cluster.map().Replicas(cluster.map().TokenOf(k)) == std::vector<uint32_t>{2}) key = k;
+  }
+  REQUIRE(client->Put(key, "v").ok());
+  cluster.StopNode(2);
+  // Coordinated by node 1, which holds no replica: the write fails, and node 1 keeps a hint.
+  net::Request put;
+  put.body = net::PutRequest{cluster.map().TokenOf(key), key, "w"};
+  auto refused = cluster.Call(1, std::move(put));
+  REQUIRE(refused.ok());
+  CHECK_FALSE(refused->ok());
+  REQUIRE(Eventually([&] { return Marks(*client, cluster, 1, 2); },
+                     std::chrono::milliseconds(kGraceMs) + std::chrono::seconds(15)));
+  REQUIRE(cluster.RestartNode(2).ok());
+  CHECK(CounterOf(*client, cluster, 2, "needs_repair") == 0);
+  auto local = cluster.LocalRead(2, key);
+  INFO(local.status().ToString());
+  REQUIRE(local.ok());
+  CHECK(local->value == "v");
+  CHECK(*client->Get(key) == "v");
+}

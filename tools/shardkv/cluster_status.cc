@@ -522,7 +522,8 @@ int PrintClusterStatus(const GlobalOptions& g, const std::string& dir, NodeProbe
     any_up = any_up || r.up;
     out.push_back(std::move(r));
   }
-  MarkNeedsRepair(probes, expected, &out);
+  // With one replica nothing needs repair (design.md "Needs repair"): no replica refuses.
+  if (map && map->EffectiveReplicas() > 1) MarkNeedsRepair(probes, expected, &out);
   if (g.json) {
     PrintJson(map, map_from, expected, out, rebalance, outcome);
   } else {
