@@ -48,7 +48,9 @@ namespace shardkv::stats {
   X(formed, "1 once the node is in a cluster, 0 while unformed (no cluster id, no map)")        \
   X(keys_approx, "estimated keys stored (RocksDB estimate, tombstones included)")               \
   X(bytes_approx, "estimated bytes stored")                                                     \
-  X(storage_io_errors, "storage writes that failed with an I/O error")
+  X(storage_io_errors, "storage writes that failed with an I/O error")                          \
+  X(needs_repair, "1 while the node needs repair (refuses replica reads and streams), else 0")  \
+  X(rebuilt_at_ms, "when the node's last completed rebuild started (Unix ms), 0 if never")
 
 // Gauges.
 #define SHARDKV_NODE_GAUGES(X)                                       \
@@ -62,7 +64,9 @@ namespace shardkv::stats {
   X(version, "the shardkv release the node runs (CMake project VERSION)")                    \
   X(address, "the address the node advertises to peers and clients (host:port)")             \
   X(redis_address, "host:port of the node's Redis listener (reported only when it has one)") \
-  X(metrics_address, "host:port of the node's metrics listener (absent without one)")
+  X(metrics_address, "host:port of the node's metrics listener (absent without one)")        \
+  X(needs_repair_reason, "why the node needs repair (reported only while it does)")          \
+  X(repair_marks, "nodes this node marked as needing repair, as id:ms,... (absent if none)")
 
 #define SHARDKV_STAT_NAME_(name, help) inline constexpr std::string_view name = #name;
 SHARDKV_NODE_COUNTERS(SHARDKV_STAT_NAME_)

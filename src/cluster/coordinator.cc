@@ -418,6 +418,14 @@ void Coordinator::StartRead(const std::shared_ptr<ReadOp>& op) {
   BeginOp(op->map->epoch());
   for (uint32_t id : replicas) {
     const ClusterNode node = *op->map->FindNode(id);
+    if (options_.read_refusal) {
+      // A replica that needs repair may hold values whose deletes were purged elsewhere: its
+      // answer must neither count nor be merged (design.md "Needs repair").
+      if (Status refused = options_.read_refusal(id); !refused.ok()) {
+        FinishReplicaRead(op, node, refused, op->map->epoch());
+        continue;
+      }
+    }
     if (id == options_.self_id) {
       auto local = storage_->GetEnvelope(op->token, op->key);
       const uint64_t epoch = op->map->epoch();

@@ -43,6 +43,10 @@ namespace shardkv::cluster {
 struct CoordinatorOptions {
   uint32_t self_id = 0;
   std::chrono::milliseconds replica_timeout{1000};
+  // Non-OK for a replica that must not serve reads (it needs repair: RepairState::ReadRefusal).
+  // Such a replica is not asked: it counts as a failed replica with that reason, so it never
+  // counts toward Q and is never read-repaired. Empty: every replica is asked.
+  std::function<Status(uint32_t node_id)> read_refusal;
 };
 
 // A client write before the coordinator stamps it.

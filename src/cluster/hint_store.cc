@@ -1,5 +1,7 @@
 #include "cluster/hint_store.h"
 
+#include <spdlog/spdlog.h>
+
 #include <map>
 
 #include "common/hlc.h"
@@ -9,6 +11,17 @@ namespace shardkv::cluster {
 namespace {
 
 constexpr std::string_view kNeedsRepairPrefix = "cluster/needs_repair/";
+
+bool ParseDecimal(std::string_view text, uint64_t* out) {
+  if (text.empty() || text.size() > 20) return false;
+  uint64_t v = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return false;
+    v = v * 10 + static_cast<uint64_t>(c - '0');
+  }
+  *out = v;
+  return true;
+}
 
 std::string EncodeHintValue(std::string_view key, const storage::Envelope& env) {
   std::string out;
@@ -32,6 +45,12 @@ Status DecodeHintValue(std::string_view value, std::string* key, storage::Envelo
   return Status::OK();
 }
 
+// When a hinted write was made: its newest register's physical time (an expiry-only hint has no
+// value version).
+uint64_t WrittenMs(const storage::Envelope& env) {
+  return common::HlcClock::PhysicalMs(env.newest_version().timestamp);
+}
+
 }  // namespace
 
 HintStore::HintStore(storage::Storage* storage, uint64_t grace_ms, std::function<uint64_t()> now_ms)
@@ -51,6 +70,12 @@ Status HintStore::Load() {
       ++per_target_[target];
       ++pending_;
       max_seq = std::max(max_seq, seq);
+      // Unreadable values count as old: MarkOverdue's scan judges them exactly.
+      std::string key;
+      storage::Envelope env;
+      const uint64_t written = DecodeHintValue(v, &key, &env).ok() ? WrittenMs(env) : uint64_t{0};
+      auto [it, fresh] = oldest_.emplace(target, written);
+      if (!fresh) it->second = std::min(it->second, written);
     }
     if (batch->size() < 4096) break;
     after = batch->back().first;
@@ -59,7 +84,11 @@ Status HintStore::Load() {
   auto repair = storage_->ScanAux(storage::AuxColumn::kMeta, kNeedsRepairPrefix, "", 1024);
   if (repair.ok()) {
     for (const auto& [k, v] : *repair) {
-      needs_repair_.insert(static_cast<uint32_t>(std::stoul(k.substr(kNeedsRepairPrefix.size()))));
+      uint64_t target = 0, mark_ms = 0;
+      if (!ParseDecimal(k.substr(kNeedsRepairPrefix.size()), &target)) continue;
+      // Before marks carried a time the value was "1": the oldest possible mark.
+      if (!ParseDecimal(v, &mark_ms) || mark_ms == 0) mark_ms = 1;
+      needs_repair_[static_cast<uint32_t>(target)] = mark_ms;
     }
   }
   UpdateProtection();
@@ -93,6 +122,8 @@ Status HintStore::Add(uint32_t target, uint64_t token, std::string_view key,
     return s;
   }
   ++per_target_[target];
+  auto [it, fresh] = oldest_.emplace(target, WrittenMs(envelope));
+  if (!fresh) it->second = std::min(it->second, WrittenMs(envelope));
   return Status::OK();
 }
 
@@ -110,17 +141,19 @@ StatusOr<size_t> HintStore::Replay(uint32_t target, size_t max, const Sender& se
     uint64_t token = 0, seq = 0;
     if (!storage::DecodeHintKey(k, &t, &token, &seq)) decoded = Status::Corruption("bad hint key");
     bool drop = !decoded.ok();
-    // The newest register: an expiry-only hint has no value version.
-    const uint64_t written_ms = common::HlcClock::PhysicalMs(env.newest_version().timestamp);
+    const uint64_t written_ms = WrittenMs(env);
     if (!drop && now_ms > written_ms && now_ms - written_ms > grace_ms_) {
       // Too old to replay safely: tombstones it should be compared against may be gone.
       drop = true;
       ++expired_;
       common::MutexLock lock(&mu_);
-      if (needs_repair_.insert(target).second) {
+      uint64_t& mark = needs_repair_[target];
+      if (written_ms > mark) {
+        mark = written_ms;
         Status s = storage_->PutAux(storage::AuxColumn::kMeta,
-                                    std::string(kNeedsRepairPrefix) + std::to_string(target), "1");
-        static_cast<void>(s);
+                                    std::string(kNeedsRepairPrefix) + std::to_string(target),
+                                    std::to_string(written_ms));
+        if (!s.ok()) spdlog::warn("recording that node {} needs repair: {}", target, s.ToString());
       }
     }
     if (!drop) {
@@ -131,7 +164,10 @@ StatusOr<size_t> HintStore::Replay(uint32_t target, size_t max, const Sender& se
     }
     SHARDKV_RETURN_IF_ERROR(storage_->DeleteAux(storage::AuxColumn::kHints, k));
     common::MutexLock lock(&mu_);
-    if (--per_target_[target] == 0) per_target_.erase(target);
+    if (--per_target_[target] == 0) {
+      per_target_.erase(target);
+      oldest_.erase(target);
+    }
     --pending_;
     UpdateProtection();
   }
@@ -150,13 +186,73 @@ StatusOr<size_t> HintStore::Discard(uint32_t target) {
       ++deleted;
       ++discarded_;
       common::MutexLock lock(&mu_);
-      if (per_target_.count(target) != 0 && --per_target_[target] == 0) per_target_.erase(target);
+      if (per_target_.count(target) != 0 && --per_target_[target] == 0) {
+        per_target_.erase(target);
+        oldest_.erase(target);
+      }
       --pending_;
       UpdateProtection();
     }
     if (batch->size() < 4096) break;
   }
   return deleted;
+}
+
+size_t HintStore::MarkOverdue() {
+  const uint64_t now_ms = now_ms_();
+  std::vector<uint32_t> suspects;
+  {
+    common::MutexLock lock(&mu_);
+    for (const auto& [target, oldest] : oldest_) {
+      // oldest_ is a lower bound (replayed hints do not raise it), so it only says when to look.
+      auto mark = needs_repair_.find(target);
+      if (now_ms > oldest && now_ms - oldest > grace_ms_ &&
+          (mark == needs_repair_.end() || mark->second < oldest)) {
+        suspects.push_back(target);
+      }
+    }
+  }
+  size_t marked = 0;
+  for (uint32_t target : suspects) {
+    // The exact oldest pending hint, and the newest of those past the grace.
+    std::optional<uint64_t> exact;
+    uint64_t newest_overdue = 0;
+    std::string after;
+    for (;;) {
+      auto batch = storage_->ScanAux(storage::AuxColumn::kHints, storage::HintTargetPrefix(target),
+                                     after, 4096);
+      if (!batch.ok()) break;
+      for (const auto& [k, v] : *batch) {
+        std::string key;
+        storage::Envelope env;
+        if (!DecodeHintValue(v, &key, &env).ok()) continue;  // Replay drops it
+        const uint64_t written = WrittenMs(env);
+        exact = std::min(exact.value_or(written), written);
+        if (now_ms > written && now_ms - written > grace_ms_) {
+          newest_overdue = std::max(newest_overdue, written);
+        }
+      }
+      if (batch->size() < 4096) break;
+      after = batch->back().first;
+    }
+    common::MutexLock lock(&mu_);
+    if (auto it = oldest_.find(target); it != oldest_.end()) {
+      it->second = std::max(it->second, exact.value_or(now_ms));
+    }
+    uint64_t& mark = needs_repair_[target];
+    if (newest_overdue > mark) {
+      mark = newest_overdue;
+      Status s = storage_->PutAux(storage::AuxColumn::kMeta,
+                                  std::string(kNeedsRepairPrefix) + std::to_string(target),
+                                  std::to_string(newest_overdue));
+      if (!s.ok()) spdlog::warn("recording that node {} needs repair: {}", target, s.ToString());
+      spdlog::warn("node {} needs repair: hints for it are older than the tombstone grace", target);
+      ++marked;
+    } else if (mark == 0) {
+      needs_repair_.erase(target);  // the lookup above inserted it
+    }
+  }
+  return marked;
 }
 
 std::vector<uint32_t> HintStore::Targets() const {
@@ -168,7 +264,24 @@ std::vector<uint32_t> HintStore::Targets() const {
 
 std::vector<uint32_t> HintStore::NeedsRepair() const {
   common::MutexLock lock(&mu_);
-  return {needs_repair_.begin(), needs_repair_.end()};
+  std::vector<uint32_t> out;
+  for (const auto& [target, mark] : needs_repair_) out.push_back(target);
+  return out;
+}
+
+std::map<uint32_t, uint64_t> HintStore::RepairMarks() const {
+  common::MutexLock lock(&mu_);
+  return needs_repair_;
+}
+
+StatusOr<bool> HintStore::ClearMark(uint32_t target, uint64_t rebuilt_at_ms) {
+  common::MutexLock lock(&mu_);
+  auto it = needs_repair_.find(target);
+  if (it == needs_repair_.end() || it->second > rebuilt_at_ms) return false;
+  SHARDKV_RETURN_IF_ERROR(storage_->DeleteAux(
+      storage::AuxColumn::kMeta, std::string(kNeedsRepairPrefix) + std::to_string(target)));
+  needs_repair_.erase(it);
+  return true;
 }
 
 }  // namespace shardkv::cluster

@@ -10,7 +10,11 @@
 // has not seen, so collecting the tombstones it would be compared with could resurrect data).
 //
 // A hint whose write is older than tombstone_grace is dropped instead of replayed, and its
-// target is recorded as needing repair (its replica can no longer be made whole by hints).
+// target is recorded as needing repair (its replica can no longer be made whole by hints): meta
+// key `cluster/needs_repair/<target>`, whose value is the newest such write's physical time (Unix
+// ms). The time lets a rebuild that started later retire the mark (ClearMark): the rebuilt node
+// pulled every acknowledged write older than its rebuild from the other replicas. RepairState
+// (repair_state.h) publishes the marks and tells the target.
 //
 // Thread-safety: all methods are thread-safe; Replay() of one target is not run concurrently
 // with itself (the caller's replay loop is single-threaded).
@@ -21,7 +25,6 @@
 #include <functional>
 #include <map>
 #include <optional>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -59,6 +62,17 @@ class HintStore {
   uint64_t discarded() const { return discarded_.load(); }
   // Targets that lost hints to the grace period: they need a rebuild before rejoining.
   std::vector<uint32_t> NeedsRepair() const;
+  // The same, with the newest expired write's physical time (Unix ms; 1 for a mark written
+  // before marks carried a time).
+  std::map<uint32_t, uint64_t> RepairMarks() const;
+  // Marks every target with a pending hint older than the grace (Replay marks only targets that
+  // answer, so a node still away is marked here, before it comes back). Scans a target's hints
+  // only when the oldest one known may be overdue and is not covered by its mark yet. Returns
+  // the targets newly marked.
+  size_t MarkOverdue();
+  // Forgets the mark of `target` if no expired write in it is newer than `rebuilt_at_ms` (the
+  // start of the target's last rebuild). Returns whether a mark was removed.
+  StatusOr<bool> ClearMark(uint32_t target, uint64_t rebuilt_at_ms);
 
  private:
   void UpdateProtection() REQUIRES(mu_);
@@ -74,7 +88,9 @@ class HintStore {
 
   mutable common::Mutex mu_;
   std::map<uint32_t, uint64_t> per_target_ GUARDED_BY(mu_);  // pending hints per target
-  std::set<uint32_t> needs_repair_ GUARDED_BY(mu_);
+  std::map<uint32_t, uint64_t> needs_repair_ GUARDED_BY(mu_);
+  // Per target with pending hints: at most the write time of its oldest one (a lower bound).
+  std::map<uint32_t, uint64_t> oldest_ GUARDED_BY(mu_);  // target -> newest expired write
   std::optional<uint64_t> protection_id_ GUARDED_BY(mu_);
 };
 

@@ -213,6 +213,11 @@ void ScanCoordinator::AskReplica(const std::shared_ptr<PieceRead>& read, uint32_
   net::ReplicaScanRequest req{read->piece.first, read->piece.last,
                               static_cast<uint32_t>(op->count - op->examined),
                               kMaxScanBatchBytes - op->bytes, op->request.match};
+  if (options_.read_refusal) {
+    if (Status refused = options_.read_refusal(id); !refused.ok()) {
+      return FinishReplica(read, id, refused);
+    }
+  }
   if (id == options_.self_id) return FinishReplica(read, id, ReadReplicaRange(storage_, req));
   const ClusterNode* node = op->map->FindNode(id);
   if (node == nullptr) return FinishReplica(read, id, Status::Internal("replica not in the map"));

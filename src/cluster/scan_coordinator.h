@@ -58,6 +58,9 @@ StatusOr<net::ReplicaScanResponse> ReadReplicaRange(storage::Storage* storage,
 struct ScanCoordinatorOptions {
   uint32_t self_id = 0;
   std::chrono::milliseconds replica_timeout{1000};
+  // As CoordinatorOptions::read_refusal: a replica that needs repair is not asked, and the piece
+  // fails over to the next one.
+  std::function<Status(uint32_t node_id)> read_refusal;
 };
 
 class ScanCoordinator : public std::enable_shared_from_this<ScanCoordinator> {

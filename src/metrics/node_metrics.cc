@@ -71,14 +71,18 @@ constexpr std::array kStatExports = {
                "Storage operations that failed with an I/O error."},
     StatExport{"disk_full", "shardkv_disk_full", kGauge,
                "1 while writes fail for lack of space, else 0."},
+    StatExport{"needs_repair", "shardkv_needs_repair", kGauge,
+               "1 while the node needs repair (refuses replica reads and streams), else 0."},
 };
 
 // Stats that have no metric, and why:
 // - wall_clock_ms: Prometheus stamps every scrape itself; clock offsets are `cluster status`'s;
 // - latency_p50_us, latency_p99_us, latency_p999_us: percentiles cannot be aggregated across
-//   nodes; shardkv_request_duration_seconds (a histogram) can, with histogram_quantile().
-constexpr std::array<std::string_view, 4> kSkipped = {"wall_clock_ms", "latency_p50_us",
-                                                      "latency_p99_us", "latency_p999_us"};
+//   nodes; shardkv_request_duration_seconds (a histogram) can, with histogram_quantile();
+// - rebuilt_at_ms: a moment, not a measure (an alert wants shardkv_needs_repair); `cluster
+//   status` and `stats` show it.
+constexpr std::array<std::string_view, 5> kSkipped = {
+    "wall_clock_ms", "latency_p50_us", "latency_p99_us", "latency_p999_us", "rebuilt_at_ms"};
 
 struct RocksInt {
   std::string_view property;

@@ -414,6 +414,10 @@ net::ResponseBody KvService::ReplicaWrite(const ClusterMap& map, uint64_t sender
 net::ResponseBody KvService::ReplicaRead(const ClusterMap& map, uint64_t sender_epoch,
                                          const net::ReplicaReadRequest& r) {
   if (Status s = CheckFence(map, sender_epoch, r.token); !s.ok()) return Error(s);
+  // Its answer could carry a value whose delete the other replicas already purged.
+  if (d_.repair != nullptr) {
+    if (Status s = d_.repair->Refusal("replica reads"); !s.ok()) return Error(s);
+  }
   auto env = d_.storage->GetEnvelope(r.token, r.key);
   if (env.ok()) {
     net::ExpiryRegister expiry = cluster::ExpiryToWire(*env);
@@ -450,6 +454,9 @@ net::ResponseBody KvService::ReplicaScan(const ClusterMap& map, uint64_t sender_
   }
   if (r.match.size() > limits_.max_key_bytes) {
     return Error(Status::InvalidArgument("scan pattern too long"));
+  }
+  if (d_.repair != nullptr) {
+    if (Status s = d_.repair->Refusal("replica reads"); !s.ok()) return Error(s);
   }
   auto out = cluster::ReadReplicaRange(d_.storage, r);
   if (!out.ok()) return Error(out.status());
@@ -503,6 +510,12 @@ net::ResponseBody KvService::Stats() {
   out.counters[std::string(stats::redriven)] = static_cast<int64_t>(cs.redriven);
   out.counters[std::string(stats::writes_restamped)] = static_cast<int64_t>(cs.restamped);
   if (d_.extra_counters) d_.extra_counters(&out.counters);
+  if (d_.repair != nullptr) {
+    d_.repair->AddStats(&out);
+  } else {
+    out.counters[std::string(stats::needs_repair)] = 0;
+    out.counters[std::string(stats::rebuilt_at_ms)] = 0;
+  }
   // `formed` is the contract with `cluster init`: 0 on an unformed node, which has epoch 0.
   auto current = d_.maps->Current();
   out.counters[std::string(stats::formed)] = current ? 1 : 0;

@@ -30,6 +30,7 @@
 #include "cluster/hint_store.h"
 #include "cluster/map_store.h"
 #include "cluster/membership.h"
+#include "cluster/repair_state.h"
 #include "cluster/scan_coordinator.h"
 #include "net/server.h"
 #include "node/node_stats.h"
@@ -56,6 +57,9 @@ struct KvServiceDeps {
   std::shared_ptr<cluster::ScanCoordinator> scans;  // may be null: scans NotSupported
   cluster::Membership* membership = nullptr;
   cluster::HintStore* hints = nullptr;
+  // Needs-repair marks (may be null: never refuses). While this node needs repair it refuses
+  // replicaRead and replicaScan, and its stats say why.
+  cluster::RepairState* repair = nullptr;
   std::function<net::Server::Stats()> server_stats;  // may be empty
   rebalance::StreamSource* stream_source = nullptr;
   rebalance::StreamSink* stream_sink = nullptr;

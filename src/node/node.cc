@@ -20,6 +20,7 @@
 #include "cluster/map_consensus.h"
 #include "cluster/map_store.h"
 #include "cluster/membership.h"
+#include "cluster/repair_state.h"
 #include "cluster/scan_coordinator.h"
 #include "clustermap/cluster_map_builder.h"
 #include "common/mutex.h"
@@ -93,6 +94,7 @@ class Node::Impl {
   std::unique_ptr<cluster::MapStore> maps_;
   std::unique_ptr<cluster::HintStore> hints_;
   std::unique_ptr<net::PeerPool> peers_;
+  std::unique_ptr<cluster::RepairState> repair_;
   std::shared_ptr<cluster::Coordinator> coordinator_;
   std::shared_ptr<cluster::ScanCoordinator> scans_;
   std::unique_ptr<cluster::Membership> membership_;
@@ -187,13 +189,19 @@ Status Node::Impl::Start() {
   SHARDKV_RETURN_IF_ERROR(hints_->Load());
   // Nodes use the cluster secret, and the node's own certificate as their client certificate.
   peers_ = std::make_unique<net::PeerPool>(1, auth_secret_, tls_);
+  cluster::RepairStateOptions ro;
+  ro.self_id = options_.id;
+  repair_ = std::make_unique<cluster::RepairState>(ro, storage_.get(), maps_.get(), peers_.get(),
+                                                   hints_.get());
+  SHARDKV_RETURN_IF_ERROR(repair_->Load());
   cluster::CoordinatorOptions co;
   co.self_id = options_.id;
+  co.read_refusal = [repair = repair_.get()](uint32_t id) { return repair->ReadRefusal(id); };
   coordinator_ = std::make_shared<cluster::Coordinator>(co, storage_.get(), maps_.get(),
                                                         peers_.get(), hints_.get());
   scans_ = std::make_shared<cluster::ScanCoordinator>(
-      cluster::ScanCoordinatorOptions{options_.id, co.replica_timeout}, storage_.get(), maps_.get(),
-      peers_.get());
+      cluster::ScanCoordinatorOptions{options_.id, co.replica_timeout, co.read_refusal},
+      storage_.get(), maps_.get(), peers_.get());
   cluster::MembershipOptions mo;
   mo.self_id = options_.id;
   mo.cluster_id = options_.cluster_id;
@@ -211,8 +219,9 @@ Status Node::Impl::Start() {
   reconciler_ = std::make_unique<rebalance::Reconciler>(options_.id, storage_.get());
   reconciler_->Attach(maps_.get());
   reconciler_->Start();
-  stream_source_ =
-      std::make_unique<rebalance::StreamSource>(options_.id, storage_.get(), maps_.get());
+  stream_source_ = std::make_unique<rebalance::StreamSource>(
+      options_.id, storage_.get(), maps_.get(),
+      [repair = repair_.get()] { return repair->Refusal("to be a stream source"); });
   rebalance::StreamSinkOptions sink_options;
   sink_options.self_id = options_.id;
   stream_sink_ = std::make_unique<rebalance::StreamSink>(sink_options, storage_.get(), maps_.get(),
@@ -239,6 +248,7 @@ Status Node::Impl::Start() {
   deps.scans = scans_;
   deps.membership = membership_.get();
   deps.hints = hints_.get();
+  deps.repair = repair_.get();
   deps.server_stats = [this] { return server_->stats(); };
   deps.stream_source = stream_source_.get();
   deps.stream_sink = stream_sink_.get();
@@ -299,6 +309,9 @@ Status Node::Impl::Start() {
   // "Propagation"); the server already answers ping and getClusterMap meanwhile.
   membership_->FetchNewestMap(std::chrono::milliseconds(1000));
   SHARDKV_RETURN_IF_ERROR(StartConsensus());
+  // Before serving: a peer may have marked this node as needing repair while it was away.
+  repair_->PollPeers(std::chrono::milliseconds(1000));
+  repair_->Start();
   membership_->Start();
   stream_sink_->Start();
   rebalancer_->Start();
@@ -455,6 +468,8 @@ Status Node::Impl::StartConsensus() {
 }
 
 Status Node::Impl::Rebuild() {
+  // Marks of writes older than this are retired once the rebuild completes: it pulls them.
+  const uint64_t started_ms = storage_->WallClockMs();
   // Whatever is left locally is older than the tombstone grace: keeping it could resurrect
   // deletes whose tombstones the others already collected.
   SHARDKV_RETURN_IF_ERROR(storage_->DeleteRange(TokenRange{0, UINT64_MAX}));
@@ -496,7 +511,7 @@ Status Node::Impl::Rebuild() {
   auto pulled = stream_sink_->Rebuild(*newest);
   if (!pulled.ok()) return pulled.status();
   spdlog::info("node {} rebuilt: {} entries from its replicas", options_.id, *pulled);
-  return Status::OK();
+  return repair_->RecordRebuild(started_ms);
 }
 
 Status Node::Impl::StartMetrics() {
@@ -563,6 +578,7 @@ void Node::Impl::Stop() {
   if (stream_sink_) stream_sink_->Stop();
   if (membership_) membership_->Stop();
   if (consensus_) consensus_->Stop();
+  if (repair_) repair_->Stop();
   if (peers_) peers_->Close();
   if (stream_source_) stream_source_->Close();
   if (reconciler_) reconciler_->Stop();

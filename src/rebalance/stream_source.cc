@@ -24,6 +24,9 @@ void StreamSource::Close() {
 }
 
 net::ResponseBody StreamSource::Scan(const net::StreamScanRequest& r) {
+  if (refusal_) {
+    if (Status refused = refusal_(); !refused.ok()) return Error(refused);
+  }
   std::vector<net::TokenSpan> ranges = r.ranges;
   if (ranges.empty()) ranges.push_back({r.first, r.last});
   if (r.range_index >= ranges.size()) {

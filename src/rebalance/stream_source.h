@@ -11,11 +11,16 @@
 // Fencing: the source must hold the range (current or pending) under its own map; otherwise
 // STALE_EPOCH, so a destination never copies a range from a node that already dropped it.
 //
+// A node that needs repair (cluster/repair_state.h) is no source: `refusal` answers every scan
+// with its FailedPrecondition, so the destination merges from the other old replicas instead of
+// copying values whose deletes may be purged elsewhere.
+//
 // Thread-safety: Scan() may run concurrently on every I/O thread.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 
@@ -28,8 +33,10 @@ namespace shardkv::rebalance {
 
 class StreamSource {
  public:
-  StreamSource(uint32_t self_id, storage::Storage* storage, cluster::MapStore* maps)
-      : self_id_(self_id), storage_(storage), maps_(maps) {}
+  // `refusal` (may be empty): non-OK while this node must not be a stream source.
+  StreamSource(uint32_t self_id, storage::Storage* storage, cluster::MapStore* maps,
+               std::function<Status()> refusal = {})
+      : self_id_(self_id), storage_(storage), maps_(maps), refusal_(std::move(refusal)) {}
   ~StreamSource();
 
   net::ResponseBody Scan(const net::StreamScanRequest& request);
@@ -48,6 +55,7 @@ class StreamSource {
   const uint32_t self_id_;
   storage::Storage* storage_;
   cluster::MapStore* maps_;
+  const std::function<Status()> refusal_;
   common::Mutex mu_;
   std::map<uint64_t, Open> open_ GUARDED_BY(mu_);  // by stream id
 };

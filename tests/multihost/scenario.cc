@@ -24,10 +24,12 @@ std::chrono::milliseconds Scale(std::chrono::milliseconds short_length) {
   return long_runs != nullptr && std::string(long_runs) == "1" ? short_length * 4 : short_length;
 }
 
-StatusOr<std::unique_ptr<Scenario>> Scenario::Create(const std::string& name, int hosts) {
+StatusOr<std::unique_ptr<Scenario>> Scenario::Create(const std::string& name, int hosts,
+                                                     const std::vector<std::string>& node_args) {
   auto dir = std::make_unique<testing::TempDir>();
   BedOptions options;
   options.hosts = hosts;
+  options.node_args = node_args;
   options.dir = dir->path();
   options.node_path = SHARDKV_NODE_PATH;
   options.cli_path = SHARDKV_CLI_PATH;

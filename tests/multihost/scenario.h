@@ -39,7 +39,9 @@ struct WorkloadSpec {
 class Scenario {
  public:
   // Makes the bed; Unavailable (with the reason) when namespaces cannot be made here.
-  static StatusOr<std::unique_ptr<Scenario>> Create(const std::string& name, int hosts);
+  // `node_args`: extra flags of every node, restarts included (say, a short --tombstone-grace).
+  static StatusOr<std::unique_ptr<Scenario>> Create(const std::string& name, int hosts,
+                                                    const std::vector<std::string>& node_args = {});
   ~Scenario();
 
   Bed& bed() { return *bed_; }

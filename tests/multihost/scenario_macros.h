@@ -8,12 +8,13 @@
 
 #include "multihost/scenario.h"
 
-#define MULTIHOST_SCENARIO(var, name, hosts)                                        \
-  auto var##_made = ::shardkv::multihost::Scenario::Create(name, hosts);            \
-  if (!var##_made.ok()) {                                                           \
-    std::printf("MULTIHOST SKIPPED: %s\n", var##_made.status().ToString().c_str()); \
-    std::fflush(stdout);                                                            \
-    WARN("MULTIHOST SKIPPED: " << var##_made.status().ToString());                  \
-    return;                                                                         \
-  }                                                                                 \
+#define MULTIHOST_SCENARIO(var, name, hosts, ...)                                     \
+  auto var##_made =                                                                   \
+      ::shardkv::multihost::Scenario::Create(name, hosts __VA_OPT__(, ) __VA_ARGS__); \
+  if (!var##_made.ok()) {                                                             \
+    std::printf("MULTIHOST SKIPPED: %s\n", var##_made.status().ToString().c_str());   \
+    std::fflush(stdout);                                                              \
+    WARN("MULTIHOST SKIPPED: " << var##_made.status().ToString());                    \
+    return;                                                                           \
+  }                                                                                   \
   ::shardkv::multihost::Scenario& var = **var##_made

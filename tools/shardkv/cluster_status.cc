@@ -7,10 +7,13 @@
 #include <iostream>
 #include <map>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "cli_common.h"
 #include "json_writer.h"
 #include "rebalance_client.h"
+#include "repair_status.h"
 #include "shardkv/cluster_map.h"
 #include "shardkv/hash_ring.h"
 #include "shardkv/shard_map.h"
@@ -43,6 +46,10 @@ struct NodeRow {
   std::optional<int64_t> clock_offset_ms, clock_offset_error_ms;
   std::optional<std::string> version;
   std::optional<int64_t> uptime_s;
+  // Needs repair (design.md "Needs repair"): by its own report, or by a mark another answering
+  // node holds and the node has not been rebuilt since.
+  bool needs_repair = false;
+  std::string needs_repair_reason;
 };
 
 // What one address answered.
@@ -58,6 +65,7 @@ struct Probe {
   std::optional<int64_t> uptime_s;
   std::optional<std::string> version, advertised, redis;
   std::optional<std::string> metrics;
+  RepairReport repair;  // needs repair (repair_status.h)
 };
 
 // The map's ClusterMap::ContentHash, as 16 hex digits.
@@ -95,6 +103,7 @@ Probe ProbeNode(NodeProber* prober, const std::string& address) {
         it != np.stats->info.end() && !it->second.empty()) {
       p.metrics = it->second;
     }
+    p.repair = ReadRepairReport(*np.stats);
     const auto& counters = np.stats->counters;
     if (auto it = counters.find(std::string(stats::keys_approx)); it != counters.end())
       p.keys = it->second;
@@ -195,6 +204,35 @@ std::string ApproxCount(int64_t n) {
 }
 
 using Rebalance = std::optional<ChangeReport>;
+
+// Needs repair: what a node says of itself, and the marks the other answering nodes of this
+// cluster hold of it (a node marked while it was away is shown before it learned it, or down).
+void MarkNeedsRepair(const std::map<std::string, Probe>& probes, uint64_t expected,
+                     std::vector<NodeRow>* rows) {
+  std::map<uint32_t, RepairReport> reports;  // by the reporting node's id
+  for (const auto& [address, p] : probes) {
+    if (p.up && p.map && p.map->cluster_id() == expected && p.node_id && *p.node_id > 0) {
+      reports[static_cast<uint32_t>(*p.node_id)] = p.repair;
+    }
+  }
+  for (NodeRow& r : *rows) {
+    auto it = probes.find(r.address);
+    const RepairReport* own = r.up && it != probes.end() ? &it->second.repair : nullptr;
+    const RepairVerdict v = JudgeRepair(r.id, own, reports);
+    r.needs_repair = v.needs_repair;
+    r.needs_repair_reason = v.reason;
+    if (!r.needs_repair) continue;
+    const std::string fix = r.needs_repair_reason +
+                            "; rebuild it with 'shardkv cluster start-node " +
+                            std::to_string(r.id) + " --rebuild'";
+    if (r.state == "up") {
+      r.state = "needs-repair";
+      r.problem = fix;
+    } else {
+      r.problem = (r.problem.empty() ? "" : r.problem + "; ") + "needs repair: " + fix;
+    }
+  }
+}
 
 // The fields a node reports about itself. The clock offset is against `answering` (the node
 // whose map is shown), from two NTP-style measurements: its error is the sum of both bounds.
@@ -308,6 +346,8 @@ void PrintJson(const std::optional<ClusterMap>& map, const std::string& map_from
             r.clock_offset_error_ms.has_value());
     null_or("version", r.version.value_or(""), r.version.has_value());
     null_or("uptime_s", r.uptime_s.value_or(0), r.uptime_s.has_value());
+    w.Field("needs_repair", r.needs_repair);
+    w.Field("needs_repair_reason", r.needs_repair_reason);
     w.End();
   }
   w.EndArray();
@@ -331,7 +371,7 @@ void PrintTable(const std::string& dir, const std::optional<ClusterMap>& map, ui
     std::printf("cluster in %s: no node answered\n", dir.c_str());
   }
   std::printf("rebalance: %s\n\n", RebalanceLine(rebalance).c_str());
-  std::printf("%4s  %-21s  %-9s  %-7s  %-13s  %10s  %7s\n", "ID", "ADDRESS", "STATE", "MAP", "PID",
+  std::printf("%4s  %-21s  %-12s  %-7s  %-13s  %10s  %7s\n", "ID", "ADDRESS", "STATE", "MAP", "PID",
               "KEYS", "SHARE");
   for (const NodeRow& r : rows) {
     std::string pid = "-";
@@ -339,7 +379,7 @@ void PrintTable(const std::string& dir, const std::optional<ClusterMap>& map, ui
     const std::string keys = r.keys ? ApproxCount(*r.keys) : "-";
     char share[16] = "-";
     if (r.share_pct) std::snprintf(share, sizeof(share), "%.1f%%", *r.share_pct);
-    std::printf("%4u  %-21s  %-9s  %-7s  %-13s  %10s  %7s\n", r.id,
+    std::printf("%4u  %-21s  %-12s  %-7s  %-13s  %10s  %7s\n", r.id,
                 r.address.empty() ? "-" : r.address.c_str(), r.state.c_str(),
                 r.map_state.value_or("-").c_str(), pid.c_str(), keys.c_str(), share);
   }
@@ -482,6 +522,8 @@ int PrintClusterStatus(const GlobalOptions& g, const std::string& dir, NodeProbe
     any_up = any_up || r.up;
     out.push_back(std::move(r));
   }
+  // With one replica nothing needs repair (design.md "Needs repair"): no replica refuses.
+  if (map && map->EffectiveReplicas() > 1) MarkNeedsRepair(probes, expected, &out);
   if (g.json) {
     PrintJson(map, map_from, expected, out, rebalance, outcome);
   } else {

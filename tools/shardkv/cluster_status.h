@@ -30,6 +30,10 @@ inline constexpr const char* kStatusHelp = R"(STATE of a node:
              this cluster, or another node id. Its requests fail; a node that lost its data
              comes back with 'shardkv cluster start-node ID --rebuild'
   disk-full  answers, but its writes fail: no space left on its disk
+  needs-repair  answers, but refuses replica reads and streams: hints for it expired on another
+             node (it was away longer than the tombstone grace), so it may hold values whose
+             deletes are purged elsewhere. Rebuild it with 'shardkv cluster start-node ID
+             --rebuild'. A down node that needs repair stays "down", with the reason in problem
   unformed   answers, but belongs to no cluster yet (form one with 'cluster init', or 'cluster
              join' it)
 KEYS is RocksDB's estimate of the copies the node stores (shown as ~12.3k), not an exact count.
@@ -44,8 +48,8 @@ add-node/remove-node.
   map_from         address of the node whose map is shown (the answering node); null if none
   nodes[]          ascending id:
     id, address    the map's address, else the directory's
-    state          "up"|"down"|"mismatch"|"disk-full"|"unformed" (above)
-    problem        why it is mismatch or disk-full; "" otherwise
+    state          "up"|"down"|"mismatch"|"disk-full"|"needs-repair"|"unformed" (above)
+    problem        why it is mismatch, disk-full or needs repair; "" otherwise
     node_cluster_id  string: the cluster id the node answered with; null if down
     map_state      "up"|"joining"|"leaving"|"down" in the map; null if not in it
     pid            from DIR/node-ID/pid; null if none
@@ -69,6 +73,9 @@ add-node/remove-node.
     clock_offset_error_ms  bound of that error: half the sum of both round trips, plus 1 ms
     version        the shardkv release it runs
     uptime_s       seconds since it started
+    needs_repair   true if it says it needs repair, or an answering node holds a needs-repair
+                   mark of it that its last rebuild did not retire
+    needs_repair_reason  why ("" if it does not): its own words, else the nodes that marked it
   rebalance        null (no change ever, or no answer) or {change_id (string), kind ("add"|
                    "remove"), node_id, state, moved_copies, planned_copies, live, error}
 Exit codes: 0 if a node of this cluster answered, 3 if none did.
