@@ -179,11 +179,11 @@ void MinorityDriverScenario(const std::string& name, const std::string& mode) {
   FinishAndCheck(s, "");
 }
 
-TEST_CASE("3|2 split with the driver on the minority side mid-stream, ring", "[multihost]") {
+TEST_CASE("3|2 split with the driver on the minority side mid-stream (ring)", "[multihost]") {
   MinorityDriverScenario("split-3-2-driver-ring", "ring");
 }
 
-TEST_CASE("3|2 split with the driver on the minority side mid-stream, jump", "[multihost]") {
+TEST_CASE("3|2 split with the driver on the minority side mid-stream (jump)", "[multihost]") {
   MinorityDriverScenario("split-3-2-driver-jump", "jump");
 }
 
