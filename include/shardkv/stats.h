@@ -26,6 +26,7 @@ namespace shardkv::stats {
   X(quorum_failures, "coordinated operations that missed their quorum")                         \
   X(read_repairs, "stale replicas repaired by a read")                                          \
   X(hints_written, "hinted-handoff writes stored for unreachable replicas")                     \
+  X(hints_not_written, "replica misses of writes that were not acknowledged: never hinted")     \
   X(hints_pending, "hints not yet delivered")                                                   \
   X(hints_replayed, "hints delivered")                                                          \
   X(hints_expired, "hints dropped after the tombstone grace")                                   \

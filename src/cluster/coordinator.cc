@@ -43,6 +43,10 @@ struct Coordinator::WriteOp {
   size_t replies GUARDED_BY(mu) = 0;
   bool answered GUARDED_BY(mu) = false;
   bool stale GUARDED_BY(mu) = false;  // a replica answered at a newer epoch
+  // Hints wait for the outcome: only an acknowledged write is handed off (a write reported as
+  // failed must never later win over an acknowledged one: issue 12, scenario 3).
+  bool acked GUARDED_BY(mu) = false;
+  std::vector<ClusterNode> pending_hints GUARDED_BY(mu);
   std::string failures GUARDED_BY(mu);
 };
 
@@ -274,6 +278,8 @@ void Coordinator::FinishReplicaWrite(const std::shared_ptr<WriteOp>& op, const C
   std::optional<StatusOr<uint64_t>> answer;
   std::shared_ptr<const ClusterMap> redrive;
   std::optional<uint64_t> restamp_above;
+  std::vector<ClusterNode> hint_now;  // replicas to hint for, once this write is acknowledged
+  size_t hints_dropped = 0;
   bool last = false;
   const Status& result = reply.status;
   const uint64_t reply_epoch = reply.epoch;
@@ -305,6 +311,15 @@ void Coordinator::FinishReplicaWrite(const std::shared_ptr<WriteOp>& op, const C
       if (!op->failures.empty()) op->failures += ", ";
       op->failures += Describe(node, result);
     }
+    if (!result.ok() && !fenced && node.id != options_.self_id) {
+      if (!op->answered) {
+        op->pending_hints.push_back(node);
+      } else if (op->acked) {
+        hint_now.push_back(node);
+      } else {
+        ++hints_dropped;
+      }
+    }
     last = op->replies == op->total;
     if (!op->answered && op->superseded > 0 &&
         common::HlcClock::WallClockMs() <= op->restamp_until_ms) {
@@ -313,6 +328,7 @@ void Coordinator::FinishReplicaWrite(const std::shared_ptr<WriteOp>& op, const C
     } else if (!op->answered && op->acks_old >= op->required_old &&
                op->acks_new >= op->required_new) {
       op->answered = true;
+      op->acked = true;
       answer = op->envelope.newest_version().timestamp;
     } else if (!op->answered && last) {
       op->answered = true;
@@ -330,12 +346,29 @@ void Coordinator::FinishReplicaWrite(const std::shared_ptr<WriteOp>& op, const C
       }
     }
   }
+  {
+    common::MutexLock lock(&op->mu);
+    if (op->answered && !op->pending_hints.empty()) {
+      // Decided: an acknowledged write hands its misses off; a failed, superseded or re-driven
+      // attempt's are dropped (the re-stamped or re-driven attempt hints its own).
+      if (op->acked) {
+        hint_now.insert(hint_now.end(), op->pending_hints.begin(), op->pending_hints.end());
+      } else {
+        hints_dropped += op->pending_hints.size();
+      }
+      op->pending_hints.clear();
+    }
+  }
   if (restamp_above) Restamp(op, *restamp_above);
-  if (!result.ok() && !fenced && node.id != options_.self_id) {
-    // The replica missed this write: keep it for hinted handoff (repair only, never an ack).
-    Status s = hints_->Add(node.id, op->token, op->key, op->envelope);
+  for (const ClusterNode& missed : hint_now) {
+    // The replica missed an acknowledged write: keep it for hinted handoff (repair only).
+    Status s = hints_->Add(missed.id, op->token, op->key, op->envelope);
     common::MutexLock lock(&mu_);
     if (s.ok()) ++stats_.hints_written;
+  }
+  if (hints_dropped > 0) {
+    common::MutexLock lock(&mu_);
+    stats_.hints_not_written += hints_dropped;
   }
   if (answer) {
     if (!answer->ok()) {

@@ -70,6 +70,7 @@ struct CoordinatorStats {
   uint64_t quorum_failures = 0;
   uint64_t read_repairs = 0;
   uint64_t hints_written = 0;
+  uint64_t hints_not_written = 0;  // misses of writes that were not acknowledged: never hinted
   uint64_t stale_epoch_replies = 0;
   uint64_t redriven = 0;   // ops re-run under a newer map after a replica answered at a newer epoch
   uint64_t restamped = 0;  // writes re-stamped after a replica held a newer version

@@ -215,11 +215,10 @@ std::vector<Status> SendCommitted(net::PeerPool* peers, const ClusterMap& curren
     req.body = net::InstallMapRequest{bytes, current.epoch(), current.FindNode(n.id) == nullptr,
                                       /*committed=*/true};
     const uint32_t id = n.id;
-    peers->Call(n.address, std::move(req), timeout,
-                [promise, id](StatusOr<net::Response> reply) {
-                  Status s = reply.ok() ? reply->status() : reply.status();
-                  promise->set_value(s.ok() ? s : s.WithContext("node " + std::to_string(id)));
-                });
+    peers->Call(n.address, std::move(req), timeout, [promise, id](StatusOr<net::Response> reply) {
+      Status s = reply.ok() ? reply->status() : reply.status();
+      promise->set_value(s.ok() ? s : s.WithContext("node " + std::to_string(id)));
+    });
   }
   std::vector<Status> out;
   for (auto& r : replies) out.push_back(r.get());
@@ -237,10 +236,9 @@ void MapCommitter::CountReachableVoters(size_t* reachable, size_t* voters) const
     // The leader hears every voter's answers to its heartbeats (ten a second): one silent for an
     // election timeout is cut off. Elsewhere Raft traffic is sparse (a follower hears only its
     // leader), so gossip counts too.
-    const bool heard =
-        leads ? consensus_->HeardWithin(id, consensus_->election_timeout())
-              : consensus_->HeardWithin(id, consensus_->lease()) ||
-                    (membership_->Settled() && membership_->IsAlive(id));
+    const bool heard = leads ? consensus_->HeardWithin(id, consensus_->election_timeout())
+                             : consensus_->HeardWithin(id, consensus_->lease()) ||
+                                   (membership_->Settled() && membership_->IsAlive(id));
     *reachable += heard ? 1 : 0;
   }
 }
@@ -278,9 +276,9 @@ Status MapCommitter::CommitByConsensus(
     }
     if (!consensus_->IsLeader()) {
       const uint32_t leader = consensus_->LeaderId();
-      return Status::FailedPrecondition(
-          "not the leader: " + (leader != 0 ? "node " + std::to_string(leader) + " leads"
-                                            : std::string("no leader is elected yet")));
+      return Status::FailedPrecondition("not the leader: " +
+                                        (leader != 0 ? "node " + std::to_string(leader) + " leads"
+                                                     : std::string("no leader is elected yet")));
     }
     auto applied = consensus_->Applied();
     if (!applied) return Status::Unavailable("the consensus group has no cluster map yet");

@@ -47,8 +47,8 @@ std::vector<consensus::RaftServer> DesiredConfiguration(const ClusterMap& map, s
   for (const ClusterNode& n : nodes) {
     const bool vote = n.state == NodeState::kUp && voters < max_voters;
     voters += vote ? 1 : 0;
-    out.push_back({n.id, n.address, vote ? consensus::RaftRole::kVoter
-                                         : consensus::RaftRole::kStandby});
+    out.push_back(
+        {n.id, n.address, vote ? consensus::RaftRole::kVoter : consensus::RaftRole::kStandby});
   }
   return out;
 }
@@ -70,7 +70,7 @@ Status MapConsensus::Start(bool may_bootstrap) {
   installer_ = std::thread([this] { InstallLoop(); });
   leader_loop_ = std::thread([this] { LeaderLoop(); });
   auto map = maps_->Current();
-  if (!map) return Status::OK();  // unformed: Adopt starts the replica
+  if (!map) return Status::OK();       // unformed: Adopt starts the replica
   if (running()) return Status::OK();  // adopted while the node was starting
   consensus::RaftLogStore store(storage_);
   auto empty = store.Empty();
@@ -87,9 +87,10 @@ Status MapConsensus::Start(bool may_bootstrap) {
   if (!group.ok() && *empty && may_bootstrap) {
     // A data directory from before consensus: its persisted map founds the group (every member
     // does the same after pulling the newest map, so they agree on the configuration).
-    spdlog::info("consensus: bootstrapping the map group from epoch {} (first start with "
-                 "consensus)",
-                 map->epoch());
+    spdlog::info(
+        "consensus: bootstrapping the map group from epoch {} (first start with "
+        "consensus)",
+        map->epoch());
     SHARDKV_RETURN_IF_ERROR(storage_->PutAux(storage::AuxColumn::kMeta, kGroupKey, cluster));
     return StartReplica(map.get());
   }
@@ -174,7 +175,10 @@ void MapConsensus::Receive(std::string message) {
   const uint64_t sender = SenderOf(message);
   {
     common::MutexLock lock(&mu_);
-    if (sender != 0 && sender <= UINT32_MAX) heard_[static_cast<uint32_t>(sender)] = Clock::now();
+    if (sender != 0 && sender <= UINT32_MAX) {
+      heard_[static_cast<uint32_t>(sender)] = Clock::now();
+      if (sender == leader_id_) leader_contact_ = Clock::now();
+    }
   }
   if (auto r = Replica()) r->Receive(std::move(message));
 }
@@ -217,8 +221,9 @@ bool MapConsensus::HeardWithin(uint32_t id, std::chrono::milliseconds within) co
 
 Status MapConsensus::Propose(const ClusterMap& next, std::chrono::milliseconds timeout) {
   auto r = Replica();
-  if (!r) return Status::Unavailable("node " + std::to_string(options_.self_id) +
-                                     " has no consensus replica");
+  if (!r)
+    return Status::Unavailable("node " + std::to_string(options_.self_id) +
+                               " has no consensus replica");
   Status s = r->ProposeSync(next.Encode(), timeout);
   if (!s.ok()) return s;
   auto applied = Applied();
@@ -261,14 +266,10 @@ Status MapConsensus::ComputeFence() const {
   // A replica that just started has had no time to hear a leader: an election takes one to two
   // election timeouts.
   if (now - started_ < options_.lease + 2 * options_.election) return Status::OK();
-  if (leader_id_ != 0) {
-    auto it = heard_.find(leader_id_);
-    if (it != heard_.end() && now - it->second < options_.lease) return Status::OK();
-  }
+  if (now - leader_contact_ < options_.lease) return Status::OK();
   // The others could not form a majority without this node (two voters or fewer): fencing it
   // would only stop the cluster, and no map can change meanwhile anyway.
-  const bool voter =
-      std::find(voters_.begin(), voters_.end(), options_.self_id) != voters_.end();
+  const bool voter = std::find(voters_.begin(), voters_.end(), options_.self_id) != voters_.end();
   const size_t n = voters_.size();
   if (voter && n - 1 < n / 2 + 1) return Status::OK();
   return Status::Unavailable("fenced: node " + std::to_string(options_.self_id) +
@@ -299,8 +300,8 @@ void MapConsensus::Apply(uint64_t index, std::string_view command) {
   common::MutexLock lock(&mu_);
   // Deterministic on every replica: the first map anchors the group, then only the next epoch
   // of the same cluster counts. A proposal made from a stale map is a no-op.
-  if (applied_ && (map->cluster_id() != applied_->cluster_id() ||
-                   map->epoch() != applied_->epoch() + 1)) {
+  if (applied_ &&
+      (map->cluster_id() != applied_->cluster_id() || map->epoch() != applied_->epoch() + 1)) {
     return;
   }
   Accept(std::make_shared<const ClusterMap>(std::move(*map)));
@@ -326,8 +327,8 @@ Status MapConsensus::Restore(std::string_view snapshot) {
 void MapConsensus::Send(uint64_t to, const std::string& address, std::string message) {
   // The map's address, not the configuration's: a node may have moved since it was added.
   auto map = maps_->Current();
-  const ClusterNode* n = map && to <= UINT32_MAX ? map->FindNode(static_cast<uint32_t>(to))
-                                                 : nullptr;
+  const ClusterNode* n =
+      map && to <= UINT32_MAX ? map->FindNode(static_cast<uint32_t>(to)) : nullptr;
   const std::string target = n != nullptr ? n->address : address;
   if (target.empty()) return;
   net::Request req;
@@ -348,8 +349,7 @@ void MapConsensus::InstallLoop() {
       to_install_.pop_front();
     }
     auto current = maps_->Current();
-    if (current && current->cluster_id() == map->cluster_id() &&
-        current->epoch() >= map->epoch()) {
+    if (current && current->cluster_id() == map->cluster_id() && current->epoch() >= map->epoch()) {
       continue;  // already there (a replay after a restart, or installed by a push)
     }
     if (map->FindNode(options_.self_id) == nullptr) {
@@ -382,12 +382,18 @@ void MapConsensus::LeaderLoop() {
       common::MutexLock lock(&mu_);
       if (leads != leader_ || leader_id_ != st.leader_id) {
         spdlog::info("consensus: {} (term {})",
-                     leads ? std::string("this node leads")
-                           : st.leader_id == 0 ? std::string("no leader")
-                                               : "node " + std::to_string(st.leader_id) + " leads",
+                     leads               ? std::string("this node leads")
+                     : st.leader_id == 0 ? std::string("no leader")
+                                         : "node " + std::to_string(st.leader_id) + " leads",
                      st.term);
       }
       leader_ = leads;
+      if (leads) leader_contact_ = Clock::now();
+      if (leader_id_ != st.leader_id && st.leader_id != 0 && !leads) {
+        // A leader newly known: count from its last message, if any arrived.
+        auto it = heard_.find(static_cast<uint32_t>(st.leader_id));
+        if (it != heard_.end()) leader_contact_ = std::max(leader_contact_, it->second);
+      }
       leader_id_ = static_cast<uint32_t>(st.leader_id);
       if (!st.configuration.empty()) {
         voters_.clear();

@@ -130,6 +130,8 @@ class MapConsensus final : public consensus::StateMachine, public consensus::Raf
   std::deque<std::shared_ptr<const ClusterMap>> to_install_ GUARDED_BY(mu_);
   std::map<uint32_t, std::chrono::steady_clock::time_point> heard_ GUARDED_BY(mu_);
   std::chrono::steady_clock::time_point started_ GUARDED_BY(mu_);
+  // The last time this node led, or heard from the leader it knows.
+  std::chrono::steady_clock::time_point leader_contact_ GUARDED_BY(mu_);
   // The last status the leader loop saw (refreshed every tick).
   uint32_t leader_id_ GUARDED_BY(mu_) = 0;
   bool leader_ GUARDED_BY(mu_) = false;

@@ -54,7 +54,9 @@ class Membership {
 
   // Runs after an adopting install put the map in place, before the barrier (the node's map
   // consensus joins or founds the cluster's group). An error refuses the install. Before Start.
-  void SetAdoptHook(std::function<Status(const ClusterMap&)> hook) { adopt_hook_ = std::move(hook); }
+  void SetAdoptHook(std::function<Status(const ClusterMap&)> hook) {
+    adopt_hook_ = std::move(hook);
+  }
 
   void Start();
   void Stop();  // joins the threads; idempotent

@@ -26,6 +26,8 @@ constexpr std::array kStatExports = {
                "Stale replicas repaired by a read."},
     StatExport{"hints_written", "shardkv_hints_written_total", kCounter,
                "Hinted-handoff writes stored for unreachable replicas."},
+    StatExport{"hints_not_written", "shardkv_hints_not_written_total", kCounter,
+               "Replica misses of writes that were not acknowledged, never hinted."},
     StatExport{"hints_pending", "shardkv_hints_pending", kGauge, "Hints not yet delivered."},
     StatExport{"hints_replayed", "shardkv_hints_replayed_total", kCounter, "Hints delivered."},
     StatExport{"hints_expired", "shardkv_hints_expired_total", kCounter,

@@ -111,7 +111,6 @@ StatusOr<AdminRequest> ReadChangeCommand(wire::ChangeCommand::Reader r) {
   return read;
 }
 
-
 Status RefuseTextAdmin(wire::Admin::Reader r) {
   return Status::NotSupported("'" + ToString(r.getCommand()) +
                               "' came in the text admin protocol of shardkv 0.1.0; this node "

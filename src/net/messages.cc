@@ -4,10 +4,10 @@ namespace shardkv::net {
 
 std::string_view OpName(const RequestBody& body) {
   static constexpr std::string_view kNames[] = {
-      "ping",        "get",           "put",          "delete",      "multiGet",   "multiPut",
-      "stats",       "getClusterMap", "replicaWrite", "replicaRead", "installMap", "streamScan",
-      "streamRange", "countRanges",   "admin",        "expire",      "scan",       "replicaScan",
-      "raftMessage"};
+      "ping",       "get",        "put",           "delete",       "multiGet",
+      "multiPut",   "stats",      "getClusterMap", "replicaWrite", "replicaRead",
+      "installMap", "streamScan", "streamRange",   "countRanges",  "admin",
+      "expire",     "scan",       "replicaScan",   "raftMessage"};
   static_assert(std::size(kNames) == std::variant_size_v<RequestBody>);
   return body.valueless_by_exception() ? "invalid" : kNames[body.index()];
 }

@@ -501,6 +501,7 @@ net::ResponseBody KvService::Stats() {
   out.counters[std::string(stats::quorum_failures)] = static_cast<int64_t>(cs.quorum_failures);
   out.counters[std::string(stats::read_repairs)] = static_cast<int64_t>(cs.read_repairs);
   out.counters[std::string(stats::hints_written)] = static_cast<int64_t>(cs.hints_written);
+  out.counters[std::string(stats::hints_not_written)] = static_cast<int64_t>(cs.hints_not_written);
   out.counters[std::string(stats::hints_pending)] = static_cast<int64_t>(d_.hints->pending());
   out.counters[std::string(stats::hints_replayed)] = static_cast<int64_t>(d_.hints->replayed());
   out.counters[std::string(stats::hints_expired)] = static_cast<int64_t>(d_.hints->expired());

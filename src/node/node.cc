@@ -210,10 +210,9 @@ Status Node::Impl::Start() {
   if (options_.map_consensus) {
     cluster::MapConsensusOptions mco;
     mco.self_id = options_.id;
-    consensus_ = std::make_unique<cluster::MapConsensus>(mco, storage_.get(), maps_.get(),
-                                                         peers_.get());
-    membership_->SetAdoptHook(
-        [this](const ClusterMap& map) { return consensus_->Adopt(map); });
+    consensus_ =
+        std::make_unique<cluster::MapConsensus>(mco, storage_.get(), maps_.get(), peers_.get());
+    membership_->SetAdoptHook([this](const ClusterMap& map) { return consensus_->Adopt(map); });
   }
 
   reconciler_ = std::make_unique<rebalance::Reconciler>(options_.id, storage_.get());

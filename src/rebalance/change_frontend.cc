@@ -77,8 +77,7 @@ bool ChangeFrontend::RemovesSelf(const net::AdminRequest& request) const {
          begin->change.node_id == options_.self_id;
 }
 
-std::optional<net::ResponseBody> ChangeFrontend::ForwardToLeader(
-    const net::AdminRequest& request) {
+std::optional<net::ResponseBody> ChangeFrontend::ForwardToLeader(const net::AdminRequest& request) {
   cluster::MapConsensus* consensus = options_.consensus;
   if (consensus == nullptr || !consensus->running()) return std::nullopt;
   const bool status = std::holds_alternative<net::ChangeStatusCommand>(request.command);
@@ -130,10 +129,9 @@ std::optional<net::ResponseBody> ChangeFrontend::ForwardToLeader(
   if ((request.forwarded && !handed_on) || leader == 0 || address.empty()) {
     if (status || plan) return std::nullopt;  // answered from this node's map
     return Error(Status::Unavailable(
-        request.forwarded
-            ? "node " + std::to_string(options_.self_id) +
-                  " does not lead (a leader change is in progress); try again"
-            : std::string("no leader is elected yet; try again")));
+        request.forwarded ? "node " + std::to_string(options_.self_id) +
+                                " does not lead (a leader change is in progress); try again"
+                          : std::string("no leader is elected yet; try again")));
   }
   auto map = maps_->Current();
   net::AdminRequest forwarded = request;

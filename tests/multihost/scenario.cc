@@ -94,8 +94,8 @@ Status Scenario::Form(int n, int replicas, const std::string& mode) {
   Command c;
   if (help.out.find("\n  init ") != std::string::npos) {
     std::printf("%s: forming with `shardkv cluster init`\n", name_.c_str());
-    std::vector<std::string> args = {bed_->cli_path(), "cluster", "init", list, "--replicas",
-                                     std::to_string(replicas), "--yes"};
+    std::vector<std::string> args = {
+        bed_->cli_path(), "cluster", "init", list, "--replicas", std::to_string(replicas), "--yes"};
     if (!mode.empty()) args.insert(args.end(), {"--mode", mode});
     c = RunCommand(args, 60s);
   } else {

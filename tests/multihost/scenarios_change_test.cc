@@ -155,8 +155,7 @@ void MinorityDriverScenario(const std::string& name, const std::string& mode) {
   s.StartSamplers(fault + 90s);
   s.StartWorkload({.prefix = "M", .seed_hosts = {1, 2, 3, 4, 5}, .duration = fault + 10s});
   REQUIRE(s.WaitForOps(100, 20s));
-  Command join =
-      s.Cli(0, {1, 2, 3, 4, 5}, {"cluster", "join", s.bed().Address(6), "--rate", "1"});
+  Command join = s.Cli(0, {1, 2, 3, 4, 5}, {"cluster", "join", s.bed().Address(6), "--rate", "1"});
   INFO(join.out);
   REQUIRE(join.exit_code == 0);
   std::string state;

@@ -55,8 +55,7 @@ uint64_t EpochOf(const InProcessCluster& c, uint32_t id) {
   return map ? map->epoch() : 0;
 }
 
-TEST_CASE("consensus: the desired configuration has at most five voters, all up",
-          "[consensus]") {
+TEST_CASE("consensus: the desired configuration has at most five voters, all up", "[consensus]") {
   std::vector<ClusterNode> nodes;
   for (uint32_t id = 7; id >= 1; --id) nodes.push_back({id, "h:" + std::to_string(id), 1.0});
   auto map = ClusterMap::Create(1, ClusterParams{}, nodes, 1);
@@ -91,13 +90,15 @@ TEST_CASE("consensus: a change begun on a follower is driven by the leader", "[c
   REQUIRE(done.ok());
   CHECK(done->driver == leader);
   // Every member installed the final map, and the joining node follows the group.
-  CHECK(PollUntil([&] {
-    const uint64_t e = EpochOf(c, 1);
-    for (uint32_t id = 2; id <= 4; ++id) {
-      if (EpochOf(c, id) != e) return false;
-    }
-    return Counter(c, 4, "consensus_applied_epoch") == static_cast<int64_t>(e);
-  }, std::chrono::seconds(10)));
+  CHECK(PollUntil(
+      [&] {
+        const uint64_t e = EpochOf(c, 1);
+        for (uint32_t id = 2; id <= 4; ++id) {
+          if (EpochOf(c, id) != e) return false;
+        }
+        return Counter(c, 4, "consensus_applied_epoch") == static_cast<int64_t>(e);
+      },
+      std::chrono::seconds(10)));
   auto client = c.Connect();
   REQUIRE(client.ok());
   for (int i = 0; i < 2000; i += 97) {
@@ -117,18 +118,23 @@ TEST_CASE("consensus: a side without a majority cannot change the map", "[consen
   auto admin = testing::AdminFor(c);
   // The leader steps down once it misses a majority; then neither side node leads. (A command
   // sent before that is appended to the old leader's log and may commit later: outcome unknown.)
-  REQUIRE(PollUntil([&] {
-    return Counter(c, 1, "consensus_leader_id") == 0 && Counter(c, 2, "consensus_leader_id") == 0;
-  }, std::chrono::seconds(15)));
+  REQUIRE(PollUntil(
+      [&] {
+        return Counter(c, 1, "consensus_leader_id") == 0 &&
+               Counter(c, 2, "consensus_leader_id") == 0;
+      },
+      std::chrono::seconds(15)));
   // Until the others are missed for the lease too, a node without a leader says "no leader is
   // elected yet"; either way nothing is proposed.
   AdminReply refused;
-  CHECK(PollUntil([&] {
-    refused = admin->Begin(RemoveOf(4), RateMb(0), c.Address(1));
-    REQUIRE_FALSE(refused.status.ok());
-    return refused.status.message().find("no majority: 2 of 4 voters reachable") !=
-           std::string::npos;
-  }, std::chrono::seconds(15), std::chrono::milliseconds(200)));
+  CHECK(PollUntil(
+      [&] {
+        refused = admin->Begin(RemoveOf(4), RateMb(0), c.Address(1));
+        REQUIRE_FALSE(refused.status.ok());
+        return refused.status.message().find("no majority: 2 of 4 voters reachable") !=
+               std::string::npos;
+      },
+      std::chrono::seconds(15), std::chrono::milliseconds(200)));
   INFO(refused.status.ToString());
   CHECK(refused.status.code() == Status::Code::kUnavailable);
   const auto start = std::chrono::steady_clock::now();
@@ -143,10 +149,12 @@ TEST_CASE("consensus: a side without a majority cannot change the map", "[consen
   REQUIRE(c.RestartNode(4).ok());
   REQUIRE(AgreedLeader(c) != 0);
   AdminReply begun;
-  CHECK(PollUntil([&] {
-    begun = admin->Begin(RemoveOf(4), RateMb(0), c.Address(1));
-    return begun.status.ok();
-  }, std::chrono::seconds(15), std::chrono::milliseconds(500)));
+  CHECK(PollUntil(
+      [&] {
+        begun = admin->Begin(RemoveOf(4), RateMb(0), c.Address(1));
+        return begun.status.ok();
+      },
+      std::chrono::seconds(15), std::chrono::milliseconds(500)));
   INFO(begun.status.ToString());
   auto done = testing::WaitChange(*admin, ChangeState::kDone, std::chrono::seconds(60));
   INFO(done.status().ToString());
@@ -165,16 +173,18 @@ TEST_CASE("consensus: a node cut off from the leader for the lease stops coordin
   auto client = c.Connect(options);
   REQUIRE(client.ok());
   Status last;
-  CHECK(PollUntil([&] {
-    last = (*client)->Put("fenced-key", "v").status();
-    return last.message().find("fenced") != std::string::npos;
-  }, std::chrono::seconds(15), std::chrono::milliseconds(200)));
+  CHECK(PollUntil(
+      [&] {
+        last = (*client)->Put("fenced-key", "v").status();
+        return last.message().find("fenced") != std::string::npos;
+      },
+      std::chrono::seconds(15), std::chrono::milliseconds(200)));
   INFO(last.ToString());
   CHECK(Counter(c, 1, "consensus_fenced") == 1);
   // It comes back by itself once a leader is elected again.
   REQUIRE(c.RestartNode(2).ok());
-  CHECK(PollUntil([&] { return (*client)->Put("fenced-key", "v2").ok(); },
-                  std::chrono::seconds(15), std::chrono::milliseconds(200)));
+  CHECK(PollUntil([&] { return (*client)->Put("fenced-key", "v2").ok(); }, std::chrono::seconds(15),
+                  std::chrono::milliseconds(200)));
   CHECK(Counter(c, 1, "consensus_fenced") == 0);
 }
 
