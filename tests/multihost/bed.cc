@@ -340,6 +340,21 @@ void Bed::KillNode(int host) {
   slot.reset();
 }
 
+int Bed::StopNode(int host, std::chrono::milliseconds limit) {
+  auto& slot = nodes_.at(host - 1);
+  if (!slot) return -1;
+  slot->process->Signal(SIGTERM);
+  // The node bounds its own shutdown (5 s, then it exits 1); `limit` only guards the bed.
+  int code = slot->process->Wait(limit);
+  if (slot->process->running()) {
+    slot->process->Signal(SIGKILL);
+    slot->process->Wait(10s);
+    code = -1;
+  }
+  slot.reset();
+  return code;
+}
+
 void Bed::PauseNode(int host) {
   if (NodeRunning(host)) nodes_[host - 1]->process->Signal(SIGSTOP);
 }

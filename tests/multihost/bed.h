@@ -70,7 +70,11 @@ class Bed {
   // Starts node `host` (id = host) in its namespace, its wall clock `skew_ms` off (libfaketime,
   // monotonic clock untouched), and waits until it answers a ping. Data survives restarts.
   Status StartNode(int host, int skew_ms = 0, const std::vector<std::string>& extra = {});
-  void KillNode(int host);                        // SIGKILL and reap
+  void KillNode(int host);  // SIGKILL and reap
+  // SIGTERM (a graceful stop: the node finishes in-flight requests, flushes and exits 0) and
+  // reap; SIGKILL if it has not exited after `limit`. Returns the exit status (-1: killed, or it
+  // never ran).
+  int StopNode(int host, std::chrono::milliseconds limit = std::chrono::seconds(10));
   void PauseNode(int host);                       // SIGSTOP
   void ResumeNode(int host);                      // SIGCONT
   Status RestartNode(int host, int skew_ms = 0);  // KillNode + StartNode, same data

@@ -80,11 +80,13 @@ std::string Figures::Line() const {
       << " indeterminate=" << indeterminate << " lost=" << lost << " stale=" << stale
       << " resurrected=" << resurrected << " divergent_epochs=" << divergent_epochs;
   if (unchecked != 0) out << " unchecked_keys=" << unchecked;
+  if (required_failed != 0) out << " required_failed=" << required_failed;
   return out.str();
 }
 
-StatusOr<std::map<std::string, KeyHistory>> LoadHistories(const std::vector<std::string>& paths,
-                                                          Figures* figures) {
+StatusOr<std::map<std::string, KeyHistory>> LoadHistories(
+    const std::vector<std::string>& paths, Figures* figures,
+    const std::function<bool(const std::string& key)>& keep) {
   std::map<std::string, KeyHistory> histories;
   for (const std::string& path : paths) {
     std::ifstream in(path);
@@ -93,6 +95,7 @@ StatusOr<std::map<std::string, KeyHistory>> LoadHistories(const std::vector<std:
       std::istringstream fields(line);
       std::string type, key, outcome;
       fields >> type >> key;
+      if (keep && !keep(key)) continue;
       if (type == "W") {
         testing::WriteRecord w;
         std::string kind;

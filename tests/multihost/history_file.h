@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -49,15 +50,22 @@ class HistoryWriter {
 struct Figures {
   uint64_t ops = 0, ok = 0, notfound = 0, failed = 0, indeterminate = 0;
   uint64_t lost = 0, stale = 0, resurrected = 0, divergent_epochs = 0;
-  uint64_t unchecked = 0;               // keys whose final read kept failing
+  uint64_t unchecked = 0;  // keys whose final read kept failing
+  // Operations a scenario promises to succeed that did not (say, those on keys no faulty node
+  // holds); the scenario counts them.
+  uint64_t required_failed = 0;
   std::vector<std::string> violations;  // readable, the first ones
   std::string Line() const;
-  bool Clean() const { return lost == 0 && stale == 0 && resurrected == 0 && unchecked == 0; }
+  bool Clean() const {
+    return lost == 0 && stale == 0 && resurrected == 0 && unchecked == 0 && required_failed == 0;
+  }
 };
 
-// Merges history files into one KeyHistory per key and counts the outcomes into `figures`.
+// Merges history files into one KeyHistory per key and counts the outcomes into `figures`. With
+// `keep`, only the operations on keys it accepts.
 StatusOr<std::map<std::string, testing::KeyHistory>> LoadHistories(
-    const std::vector<std::string>& paths, Figures* figures);
+    const std::vector<std::string>& paths, Figures* figures,
+    const std::function<bool(const std::string& key)>& keep = {});
 
 // Reads every key with a new client (consistency all, falling back to quorum), up to `attempts`
 // tries per key. nullopt in the result: absent; missing from the result: unreadable.

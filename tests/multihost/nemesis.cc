@@ -130,6 +130,17 @@ void Nemesis::Kill(int host) {
   bed_->KillNode(host);
 }
 
+int Nemesis::Stop(int host, std::chrono::milliseconds limit) {
+  Log("SIGTERM node " + std::to_string(host));
+  const auto t0 = std::chrono::steady_clock::now();
+  const int code = bed_->StopNode(host, limit);
+  char took[64];
+  std::snprintf(took, sizeof(took), " exited %d after %.1f s", code,
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  Log("node " + std::to_string(host) + took);
+  return code;
+}
+
 Status Nemesis::Restart(int host, int skew_ms) {
   Log("restart node " + std::to_string(host));
   return bed_->RestartNode(host, skew_ms);

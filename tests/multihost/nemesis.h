@@ -45,6 +45,8 @@ class Nemesis {
   void Pause(int host);
   void Resume(int host);
   void Kill(int host);
+  // SIGTERM (graceful), SIGKILL after `limit`; returns the node's exit status (Bed::StopNode).
+  int Stop(int host, std::chrono::milliseconds limit = std::chrono::seconds(10));
   Status Restart(int host, int skew_ms = 0);
 
   const std::vector<std::string>& Events() const { return events_; }

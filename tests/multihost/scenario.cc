@@ -158,7 +158,8 @@ void Scenario::StartWorkload(const WorkloadSpec& spec) {
   if (!reads.empty()) argv.insert(argv.end(), {"--read-prefixes", reads});
   if (spec.fresh_clients) argv.push_back("--fresh-clients");
   argv.insert(argv.end(),
-              {"--keys", std::to_string(spec.keys), "--auth-secret-file", secret_file_});
+              {"--keys", std::to_string(spec.keys), "--timeout-ms",
+               std::to_string(spec.timeout.count()), "--auth-secret-file", secret_file_});
   processes_.push_back(std::make_unique<testing::BackgroundProcess>(
       bed_->InNamespace(spec.host, argv), history + ".log"));
   histories_.push_back(history);
@@ -306,6 +307,55 @@ uint32_t Scenario::Driver(std::string* state) {
   if (!r.status.ok() || !r.report.has_change) return 0;
   if (state != nullptr) *state = std::string(ChangeStateName(r.report.record.state));
   return r.report.driver;
+}
+
+std::unique_ptr<Admin> Scenario::MakeAdmin(uint32_t timeout_ms) {
+  AdminOptions options;
+  options.seeds = bed_->Addresses(Members());
+  options.timeout_ms = timeout_ms;
+  options.auth_secret_file = secret_file_;
+  auto admin = Admin::Create(options);
+  return admin.ok() ? std::move(*admin) : nullptr;  // only bad seeds fail, and these are not
+}
+
+Status Scenario::WaitServing(int host, std::chrono::milliseconds limit) {
+  const auto t0 = Clock::now();
+  const auto deadline = t0 + limit;
+  std::unique_ptr<Admin> admin = MakeAdmin();
+  if (admin == nullptr) return Status::InvalidArgument("no admin");
+  std::string last;
+  while (Clock::now() < deadline) {
+    StatusOr<ClusterMap> own = admin->MapOf(bed_->Address(host));
+    if (!own.ok()) {
+      last = own.status().ToString();
+    } else if (own->FindNodeByAddress(bed_->Address(host)) == nullptr) {
+      last = "its map (epoch " + std::to_string(own->epoch()) + ") does not list it";
+    } else {
+      uint64_t newest = 0;
+      for (int h : Members()) {
+        if (h == host) continue;
+        if (StatusOr<ClusterMap> m = admin->MapOf(bed_->Address(h)); m.ok()) {
+          newest = std::max(newest, m->epoch());
+        }
+      }
+      if (own->epoch() >= newest) {
+        std::printf("%s: node %d serves at epoch %llu %.1f s after its start\n", name_.c_str(),
+                    host, static_cast<unsigned long long>(own->epoch()),
+                    std::chrono::duration<double>(Clock::now() - t0).count());
+        return Status::OK();
+      }
+      last = "epoch " + std::to_string(own->epoch()) + ", others at " + std::to_string(newest);
+    }
+    std::this_thread::sleep_for(100ms);  // polling interval, bounded by the deadline
+  }
+  return Status::Timeout("node " + std::to_string(host) + " did not serve within " +
+                         std::to_string(limit.count()) + " ms: " + last);
+}
+
+Figures Scenario::Outcomes(const std::function<bool(const std::string& key)>& keep) {
+  Figures figures;
+  (void)LoadHistories(histories_, &figures, keep);
+  return figures;
 }
 
 std::vector<std::string> Scenario::Teardown() {

@@ -17,6 +17,7 @@
 #include "multihost/bed.h"
 #include "multihost/history_file.h"
 #include "multihost/nemesis.h"
+#include "shardkv/admin.h"
 #include "testing/temp_dir.h"
 
 namespace shardkv::multihost {
@@ -34,6 +35,7 @@ struct WorkloadSpec {
   std::chrono::milliseconds duration{5000};
   uint64_t seed = 1;
   bool fresh_clients = false;  // a new Client per write (like one CLI process per write)
+  std::chrono::milliseconds timeout{2000};  // per operation (ClientOptions::timeout_ms)
 };
 
 class Scenario {
@@ -73,9 +75,16 @@ class Scenario {
   StatusOr<std::string> FinishChange(std::chrono::milliseconds limit, int resumes = 2);
   // The node driving the current change (0 if none answered), and its state's name ("streaming").
   uint32_t Driver(std::string* state = nullptr);
+  // An Admin with the running members as seeds and this run's secret.
+  std::unique_ptr<Admin> MakeAdmin(uint32_t timeout_ms = 2000);
+  // Polls until node `host` serves again after a (re)start: it answers with a map that lists it
+  // at the newest epoch any other running member holds (it caught up).
+  Status WaitServing(int host, std::chrono::milliseconds limit);
 
   // Final reads from the root namespace, then every check. Prints the one-line figures.
   Figures Check();
+  // The outcome counts (ops, ok, failed, ...) of the operations on the keys `keep` accepts.
+  Figures Outcomes(const std::function<bool(const std::string& key)>& keep);
 
   // Prints "<name>: EXPECTED FAILURE (issue 12): <why>" or "<name>: passed" with the figures
   // and time; returns whether the scenario held every promise. A run that did not hold keeps

@@ -1,8 +1,11 @@
 // Multi-host scenarios with a membership change in flight (design.md "Multi-host test bed"):
 // join while a node is partitioned, partition of the driver and of the destination
 // mid-stream, a 2|2 split with a remove-node started on each side, SIGSTOP of the driver
-// mid-change, and a 3|2 split with the driver on the minority side.
+// mid-change, a 3|2 split with the driver on the minority side, and a rolling restart of every
+// node during a join.
+#include <algorithm>
 #include <catch2/catch.hpp>
+#include <optional>
 
 #include "multihost/scenario_macros.h"
 
@@ -194,6 +197,104 @@ TEST_CASE("SIGSTOP of the driver mid-change", "[multihost]") {
   std::this_thread::sleep_for(pause);  // the fault's window
   s.nemesis().Resume(static_cast<int>(driver));
   FinishAndCheck(s, "");
+}
+
+// Issue 12 section 4: a rolling restart of every node during a scale-out. A join of node 4
+// streams (slowed so that it outlasts the restarts) while each member in turn gets SIGTERM, is
+// restarted with its data and serves again before the next one goes: always the current driver
+// (the consensus leader) among those not yet restarted, so that most restarts hit the driver and
+// the change is taken over; then node 4, the destination. A workload runs throughout.
+// A change that a second takeover failed is resumed before the next restart, as an operator
+// would. Promised: the change ends done, the cluster settles, nothing lost, stale or
+// resurrected, no divergent epoch.
+TEST_CASE("rolling restart of every node during a join", "[multihost]") {
+  MULTIHOST_SCENARIO(s, "rolling-restart-join", 4);
+  const auto between = Scale(2s);  // the whole cluster serves between two restarts
+  const auto workload = Scale(30s);
+  StartJoinMidStream(s, workload);
+  const auto t0 = std::chrono::steady_clock::now();
+  std::unique_ptr<Admin> admin = s.MakeAdmin();
+  REQUIRE(admin != nullptr);
+  // Slower than the join's 1 MB/s, so that its streams (about 14 MB planned) still run when the
+  // restarts (about 10 s) end.
+  const AdminReply slowed = admin->SetThrottle(uint64_t{256} << 10, std::nullopt);
+  INFO(slowed.status.ToString());
+  REQUIRE(slowed.status.ok());
+  auto progress = [&](const std::string& when) {
+    const AdminReply r = admin->ChangeStatus();
+    if (!r.status.ok() || !r.report.has_change) {
+      std::printf("%s: no change status: %s\n", when.c_str(), r.status.ToString().c_str());
+      return;
+    }
+    const ChangeRecord& c = r.report.record;
+    std::printf(
+        "%s: change %s, driver node %u, %llu of %llu planned bytes, rate %llu B/s, takeovers "
+        "%u\n",
+        when.c_str(), std::string(ChangeStateName(c.state)).c_str(), r.report.driver,
+        static_cast<unsigned long long>(r.report.bytes_done),
+        static_cast<unsigned long long>(c.planned_bytes),
+        static_cast<unsigned long long>(c.rate_bytes_per_s), c.takeovers);
+  };
+  std::vector<int> left = {1, 2, 3};
+  int driver_restarts = 0, resumes = 0;
+  for (;;) {
+    // A second takeover fails the change (ChangeRecord::takeovers); the operator resumes it, so
+    // that every restart meets a streaming change.
+    std::string change;
+    s.Driver(&change);
+    if (change == "failed") {
+      const AdminReply resumed = admin->Resume();
+      std::printf("the change failed; resume: %s\n", resumed.status.ToString().c_str());
+      const auto deadline = std::chrono::steady_clock::now() + 20s;
+      while (change == "failed" && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(200ms);  // polling interval, bounded by the deadline
+        s.Driver(&change);
+      }
+      ++resumes;
+    }
+    int next = 4;  // the destination last
+    if (!left.empty()) {
+      const uint32_t driver = s.Driver();
+      auto it = std::find(left.begin(), left.end(), static_cast<int>(driver));
+      if (it == left.end()) it = left.begin();
+      next = *it;
+      left.erase(it);
+      if (static_cast<uint32_t>(next) == driver) ++driver_restarts;
+    }
+    progress("before node " + std::to_string(next) + "'s restart");
+    const int code = s.nemesis().Stop(next);
+    CHECK(code == 0);  // a graceful stop, within the node's own 5 s bound
+    REQUIRE(s.nemesis().Restart(next).ok());
+    const Status serving = s.WaitServing(next, 30s);
+    INFO(serving.ToString());
+    REQUIRE(serving.ok());
+    std::this_thread::sleep_for(between);  // the fault's window: the cluster whole again
+    if (next == 4) break;
+  }
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::printf(
+      "rolling restart: 4 nodes in %.1f s, %d of them the driver at the time, %d resumes between\n",
+      took, driver_restarts, resumes);
+  progress("after the restarts");
+  // Unthrottled again, so that the rest streams quickly. A change that failed meanwhile may refuse
+  // this; FinishChange resumes it at the slow rate then, which its 120 s allow for (14 MB at
+  // 256 KB/s: 55 s).
+  const AdminReply fast = admin->SetThrottle(0, std::nullopt);
+  std::printf("unthrottle: %s\n", fast.status.ToString().c_str());
+  // Finished (and resumed) while the workload still runs, so that it sees the rest too.
+  auto state = s.FinishChange(120s);
+  std::printf("change ended: %s\n",
+              state.ok() ? state->c_str() : state.status().ToString().c_str());
+  progress("at the end");
+  s.WaitAll(90s);
+  const Status settled = s.Settle(60s);
+  if (!settled.ok()) std::printf("not settled: %s\n", settled.ToString().c_str());
+  const Figures f = s.Check();
+  const bool held = s.Report(f, "");
+  CHECK((state.ok() && *state == "done"));
+  CHECK(settled.ok());
+  CHECK(held);
+  CHECK(s.Teardown().empty());
 }
 
 }  // namespace

@@ -7,7 +7,9 @@
 // break is tagged [!mayfail] and prints "EXPECTED FAILURE (issue 12): ..." when its checks fail:
 // they are not deterministic (a run may hold), so CTest's WILL_FAIL, which fails a passing run,
 // does not fit. Catch still reports each failed CHECK, so the failure stays visible in the log.
+#include <algorithm>
 #include <catch2/catch.hpp>
+#include <cstdlib>
 
 #include "multihost/scenario_macros.h"
 
@@ -131,50 +133,120 @@ TEST_CASE("latency, loss and a bridge", "[multihost]") {
   CHECK(s.Teardown().empty());
 }
 
-// Node 3's wall clock `skew_ms` off (libfaketime, monotonic untouched), then three rounds of
-// SIGKILL and restart of node 3, as in the findings' e4 (lost writes with a clock 1 s fast, A2):
-// writers without a session (a new client per write) on few keys, so that a key is written
-// again within a second, while node 3 is down, of a write node 3 stamped in its future.
-void SkewScenario(const std::string& name, int skew_ms) {
-  MULTIHOST_SCENARIO(s, name, 3);
-  REQUIRE(s.StartNodes(3, {0, 0, skew_ms}).ok());
+// Issue 12 section 4, clock skew: node 3's wall clock `skew_ms` off (libfaketime, monotonic
+// untouched). Node 3 coordinates writes and is SIGKILLed at once, three times, while the same
+// keys are written through the others, and restarted 300 ms later, as in the findings' e4 (lost
+// writes with a clock 1 s fast, A2): writers without a session (a new client per write) on few
+// keys, so that a key is written again within a second, while node 3 is down, of a write node 3
+// stamped in its future (or past). Promised: nothing lost, stale or resurrected, and the
+// operations on keys node 3 does not hold keep succeeding. Four nodes at RF 3, so that such keys
+// exist (a quarter of them) and the others keep a write quorum while node 3 is down.
+void SkewScenario(const std::string& name, int skew_ms, const std::string& expected_failure) {
+  MULTIHOST_SCENARIO(s, name, 4);
+  REQUIRE(s.StartNodes(4, {0, 0, skew_ms, 0}).ok());
   // The nemesis works: node 3's log is stamped skew_ms off (polling and logging cost < 300 ms).
   const StatusOr<int64_t> observed = s.bed().ObservedSkewMs(3);
   REQUIRE(observed.ok());
   std::printf("%s: node 3's clock observed %+lld ms off\n", name.c_str(),
               static_cast<long long>(*observed));
   CHECK(std::abs(*observed - skew_ms) < 300);
-  REQUIRE(s.Form(3).ok());
-  const auto window = Scale(9s);
-  s.StartSamplers(window + 20s);
-  s.StartWorkload({.prefix = "S", .read_prefixes = {"F"}, .duration = window, .seed = 1});
+  REQUIRE(s.Form(4).ok());
+  const auto window = Scale(15s);
+  s.StartSamplers(window + 30s);
+  // A client gives each attempt a quarter of its timeout (max_retries 3) and sends the
+  // attempt's deadline in wall-clock ms; a node ahead by more than that share sees it past and
+  // drops the op unserved (KvService's late drop), so node 3 would coordinate nothing (seen with
+  // 2 s + the skew: every op it got was retried elsewhere at once). So each attempt gets the
+  // skew plus 1 s, and node 3 coordinates as a node with a right clock would.
+  const auto timeout = skew_ms > 0 ? 4 * (std::chrono::milliseconds(skew_ms) + 1000ms) : 2000ms;
+  s.StartWorkload(
+      {.prefix = "S", .read_prefixes = {"F"}, .duration = window, .seed = 1, .timeout = timeout});
   s.StartWorkload({.prefix = "F",
                    .writers = 2,
                    .readers = 0,
-                   .keys = 3,
+                   .keys = 4,
                    .duration = window,
                    .seed = 2,
-                   .fresh_clients = true});
+                   .fresh_clients = true,
+                   .timeout = timeout});
   REQUIRE(s.WaitForOps(100, 20s));
+  std::unique_ptr<Admin> admin = s.MakeAdmin();
+  REQUIRE(admin != nullptr);
+  int64_t received = 0;
   for (int round = 0; round < 3; ++round) {
-    std::this_thread::sleep_for(window / 5);  // the skewed node serves a while (a fault window)
+    std::this_thread::sleep_for(window / 5);  // the skewed node coordinates a while (a window)
+    // The client writes node 3 answered since its start (its counters restart with it), errors
+    // and late drops included; its client errors exclude late drops (Timeout). The premise is
+    // that it coordinates some.
+    if (StatusOr<NodeStatsSnapshot> st = admin->NodeStats(s.bed().Address(3)); st.ok()) {
+      auto c = [&st](const char* counter) {
+        auto it = st->counters.find(counter);
+        return it == st->counters.end() ? int64_t{0} : it->second;
+      };
+      received += c("ops.put") + c("ops.delete");
+      std::printf(
+          "%s: node 3 before kill %d: client puts %lld, deletes %lld, gets %lld, client "
+          "errors %lld, quorum failures %lld, hints written %lld, re-stamped %lld\n",
+          name.c_str(), round + 1, static_cast<long long>(c("ops.put")),
+          static_cast<long long>(c("ops.delete")), static_cast<long long>(c("ops.get")),
+          static_cast<long long>(c("client_errors")), static_cast<long long>(c("quorum_failures")),
+          static_cast<long long>(c("hints_written")),
+          static_cast<long long>(c("writes_restamped")));
+    } else {
+      std::printf("%s: node 3's stats: %s\n", name.c_str(), st.status().ToString().c_str());
+    }
     s.nemesis().Kill(3);
     std::this_thread::sleep_for(300ms);  // writes go to the others while node 3 is down
     REQUIRE(s.nemesis().Restart(3, skew_ms).ok());
   }
   s.WaitAll(60s);
   REQUIRE(s.Settle(60s).ok());
-  const Figures f = s.Check();
-  CHECK(s.Report(f,
-                 "lost writes and stale reads with a clock off by more than "
-                 "max_clock_offset (findings A2, A6)"));
+  CHECK(received > 0);
+  // No change ran, so the formation's placement says which keys node 3 holds.
+  const StatusOr<ClusterMap> map = admin->NewestMap();
+  REQUIRE(map.ok());
+  auto holds = [&map](const std::string& key) {
+    const std::vector<uint32_t> replicas = map->Replicas(map->TokenOf(key));
+    return std::find(replicas.begin(), replicas.end(), 3u) != replicas.end();
+  };
+  Figures f = s.Check();
+  const Figures away = s.Outcomes([&](const std::string& key) { return !holds(key); });
+  const Figures on3 = s.Outcomes(holds);
+  std::printf("%s: keys node 3 holds: %s\n%s: keys node 3 does not hold: %s\n", name.c_str(),
+              on3.Line().c_str(), name.c_str(), away.Line().c_str());
+  CHECK(away.ops > 0);
+  f.required_failed = away.failed + away.indeterminate;
+  if (f.required_failed != 0) {
+    f.violations.push_back(std::to_string(f.required_failed) +
+                           " operations on keys node 3 does not hold failed");
+  }
+  CHECK(s.Report(f, expected_failure));
   CHECK(s.Teardown().empty());
 }
 
-TEST_CASE("a node 1 s ahead", "[multihost][!mayfail]") { SkewScenario("skew+1s", 1000); }
-TEST_CASE("a node 2 s ahead", "[multihost][!mayfail]") { SkewScenario("skew+2s", 2000); }
-TEST_CASE("a node 1 s behind", "[multihost][!mayfail]") { SkewScenario("skew-1s", -1000); }
-TEST_CASE("a node 2 s behind", "[multihost][!mayfail]") { SkewScenario("skew-2s", -2000); }
+// Ahead: [!mayfail], clock-offset fencing and forwarding (issue 12) are not built yet. Node 3
+// stores the writes it coordinates although the others refuse their timestamps (quorum
+// failures, "HLC timestamp ... ahead of the local clock" in their logs); reads merge its copy,
+// and its hints replay it once the others' clocks have caught up (seen 2026-12-02: stale reads
+// and resurrected deletes at +1 s, +3 s and +10 s, 0 lost). Behind: node 3 refuses about a
+// hundred client ops per round, which the clients complete through the others; each held twice.
+// They replace the +2 s and -2 s scenarios.
+const char kAheadFailure[] =
+    "a node ahead keeps the writes the others refused and its hints replay them: stale reads "
+    "and resurrected deletes (findings A2, A6)";
+
+TEST_CASE("a node 1 s ahead", "[multihost][!mayfail]") {
+  SkewScenario("skew+1s", 1000, kAheadFailure);
+}
+TEST_CASE("a node 3 s ahead", "[multihost][!mayfail]") {
+  SkewScenario("skew+3s", 3000, kAheadFailure);
+}
+TEST_CASE("a node 10 s ahead", "[multihost][!mayfail]") {
+  SkewScenario("skew+10s", 10000, kAheadFailure);
+}
+TEST_CASE("a node 1 s behind", "[multihost]") { SkewScenario("skew-1s", -1000, ""); }
+TEST_CASE("a node 3 s behind", "[multihost]") { SkewScenario("skew-3s", -3000, ""); }
+TEST_CASE("a node 10 s behind", "[multihost]") { SkewScenario("skew-10s", -10000, ""); }
 
 }  // namespace
 }  // namespace shardkv::multihost
