@@ -15,42 +15,44 @@
 namespace shardkv::stats {
 
 // X(name, help). Counters.
-#define SHARDKV_NODE_COUNTERS(X)                                                                \
-  X(node_id, "the node's id")                                                                   \
-  X(uptime_s, "seconds since the node started")                                                 \
-  X(wall_clock_ms, "the node's wall clock (Unix ms) when it answered, for clock offsets")       \
-  X(client_errors, "failed client get/put/delete requests (not NotFound, StaleEpoch, Timeout)") \
-  X(connections, "open client and peer connections")                                            \
-  X(connections_total, "connections accepted since start")                                      \
-  X(bad_frames, "frames refused as malformed or oversized")                                     \
-  X(quorum_failures, "coordinated operations that missed their quorum")                         \
-  X(read_repairs, "stale replicas repaired by a read")                                          \
-  X(hints_written, "hinted-handoff writes stored for unreachable replicas")                     \
-  X(hints_not_written, "replica misses of writes that were not acknowledged: never hinted")     \
-  X(hints_pending, "hints not yet delivered")                                                   \
-  X(hints_replayed, "hints delivered")                                                          \
-  X(hints_expired, "hints dropped after the tombstone grace")                                   \
-  X(hints_discarded, "hints deleted unsent because their target left the cluster")              \
-  X(stale_epoch_replies, "requests refused because the sender's map was older")                 \
-  X(redriven, "operations re-driven after a map change")                                        \
-  X(writes_restamped, "writes re-stamped because a replica held a newer version")               \
-  X(rebalance_commits, "cluster maps this node committed as rebalance driver")                  \
-  X(rebalance_task_errors, "failed stream task calls while driving a change")                   \
-  X(rebalance_plans_counted, "change plans this node counted (each counts every key once)")     \
-  X(stream_tasks_resumed, "stream tasks continued from a checkpoint on this node")              \
-  X(stream_entries_pulled, "entries this node pulled as a stream destination")                  \
-  X(ranges_dropped, "token ranges dropped after a change moved them away")                      \
-  X(consensus_leader_id, "the map consensus leader this node knows (0: none, or no consensus)") \
-  X(consensus_is_leader, "1 while this node leads the map consensus")                           \
-  X(consensus_voters, "voters in the map consensus configuration this node knows")              \
-  X(consensus_fenced, "1 while this node does not coordinate: no leader heard for the lease")   \
-  X(consensus_applied_epoch, "epoch of the newest map the consensus applied on this node")      \
-  X(epoch, "epoch of the node's cluster map (0 while unformed)")                                \
-  X(formed, "1 once the node is in a cluster, 0 while unformed (no cluster id, no map)")        \
-  X(keys_approx, "estimated keys stored (RocksDB estimate, tombstones included)")               \
-  X(bytes_approx, "estimated bytes stored")                                                     \
-  X(storage_io_errors, "storage writes that failed with an I/O error")                          \
-  X(needs_repair, "1 while the node needs repair (refuses replica reads and streams), else 0")  \
+#define SHARDKV_NODE_COUNTERS(X)                                                                  \
+  X(node_id, "the node's id")                                                                     \
+  X(uptime_s, "seconds since the node started")                                                   \
+  X(wall_clock_ms, "the node's wall clock (Unix ms) when it answered, for clock offsets")         \
+  X(client_errors, "failed client get/put/delete requests (not NotFound, StaleEpoch, Timeout)")   \
+  X(connections, "open client and peer connections")                                              \
+  X(connections_total, "connections accepted since start")                                        \
+  X(bad_frames, "frames refused as malformed or oversized")                                       \
+  X(quorum_failures, "coordinated operations that missed their quorum")                           \
+  X(read_repairs, "stale replicas repaired by a read")                                            \
+  X(hints_written, "hinted-handoff writes stored for unreachable replicas")                       \
+  X(hints_not_written, "replica misses of writes that were not acknowledged: never hinted")       \
+  X(hints_pending, "hints not yet delivered")                                                     \
+  X(hints_replayed, "hints delivered")                                                            \
+  X(hints_expired, "hints dropped after the tombstone grace")                                     \
+  X(hints_discarded, "hints deleted unsent because their target left the cluster")                \
+  X(stale_epoch_replies, "requests refused because the sender's map was older")                   \
+  X(redriven, "operations re-driven after a map change")                                          \
+  X(writes_restamped, "writes re-stamped because a replica held a newer version")                 \
+  X(rebalance_commits, "cluster maps this node committed as rebalance driver")                    \
+  X(rebalance_task_errors, "failed stream task calls while driving a change")                     \
+  X(rebalance_plans_counted, "change plans this node counted (each counts every key once)")       \
+  X(stream_tasks_resumed, "stream tasks continued from a checkpoint on this node")                \
+  X(stream_entries_pulled, "entries this node pulled as a stream destination")                    \
+  X(ranges_dropped, "token ranges dropped after a change moved them away")                        \
+  X(clock_skewed, "1 while this node's clock is off a majority's: it sends client requests on")   \
+  X(clock_offset_ms, "this node's clock minus the other members' (median of the gossip samples)") \
+  X(consensus_leader_id, "the map consensus leader this node knows (0: none, or no consensus)")   \
+  X(consensus_is_leader, "1 while this node leads the map consensus")                             \
+  X(consensus_voters, "voters in the map consensus configuration this node knows")                \
+  X(consensus_fenced, "1 while this node does not coordinate: no leader heard for the lease")     \
+  X(consensus_applied_epoch, "epoch of the newest map the consensus applied on this node")        \
+  X(epoch, "epoch of the node's cluster map (0 while unformed)")                                  \
+  X(formed, "1 once the node is in a cluster, 0 while unformed (no cluster id, no map)")          \
+  X(keys_approx, "estimated keys stored (RocksDB estimate, tombstones included)")                 \
+  X(bytes_approx, "estimated bytes stored")                                                       \
+  X(storage_io_errors, "storage writes that failed with an I/O error")                            \
+  X(needs_repair, "1 while the node needs repair (refuses replica reads and streams), else 0")    \
   X(rebuilt_at_ms, "when the node's last completed rebuild started (Unix ms), 0 if never")
 
 // Gauges.

@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "common/hlc.h"
+
 namespace shardkv::cluster {
 namespace {
 
@@ -15,7 +17,31 @@ Membership::Membership(MembershipOptions options, MapStore* maps, net::PeerPool*
       maps_(maps),
       peers_(peers),
       coordinator_(std::move(coordinator)),
-      hints_(hints) {}
+      hints_(hints),
+      clock_(options.self_id, options.max_clock_offset_ms, 3 * options.gossip_interval) {}
+
+ClockVerdict Membership::Clock() const {
+  common::MutexLock lock(&mu_);
+  return verdict_;
+}
+
+std::string Membership::HealthyCoordinator() const {
+  if (!skewed_.load(std::memory_order_relaxed)) return "";
+  ClockVerdict v = Clock();
+  if (!v.skewed) return "";
+  auto map = maps_->Current();
+  if (!map) return "";
+  for (uint32_t id : v.agreeing) {
+    const ClusterNode* n = map->FindNode(id);
+    if (n != nullptr && IsAlive(id)) return n->address;
+  }
+  // Every node agrees with none other: send it to any live member (its clock is the
+  // majority's, by the verdict).
+  for (const ClusterNode& n : map->nodes()) {
+    if (n.id != options_.self_id && IsAlive(n.id)) return n.address;
+  }
+  return "";
+}
 
 Membership::~Membership() { Stop(); }
 
@@ -171,6 +197,8 @@ net::ResponseBody Membership::Install(const net::InstallMapRequest& request) {
     s = current && current->cluster_id() == offered->cluster_id() ? maps_->Install(*offered)
                                                                   : maps_->Reset(*offered);
     if (s.ok() && adopt_hook_) s = adopt_hook_(*offered);
+    // A node with a skewed clock must know it before it coordinates anything in this cluster.
+    if (s.ok()) MeasureClocks();
   } else if (request.committed) {
     // Decided by consensus: install it if it is newer (a node may have missed epochs), then the
     // barrier and the acknowledgement the leader waits for before the next stage.
@@ -221,6 +249,7 @@ void Membership::GossipLoop() {
       if (stopping_) return;
     }
     GossipOnce();
+    JudgeClock();
     ReplayHints();
   }
 }
@@ -237,9 +266,12 @@ void Membership::GossipOnce() {
     const uint32_t id = node.id;
     const std::string address = node.address;
     const uint64_t my_epoch = map->epoch();
+    const uint64_t sent_ms = common::HlcClock::WallClockMs();
     peers_->Call(address, std::move(ping), options_.ping_timeout,
-                 [this, id, address, my_epoch](StatusOr<net::Response> reply) {
+                 [this, id, address, my_epoch, sent_ms](StatusOr<net::Response> reply) {
                    if (!reply.ok() || !reply->ok()) return;
+                   clock_.Record(id, sent_ms, common::HlcClock::WallClockMs(),
+                                 reply->wall_clock_ms);
                    {
                      common::MutexLock lock(&mu_);
                      last_seen_[id] = std::chrono::steady_clock::now();
@@ -253,6 +285,58 @@ void Membership::GossipOnce() {
                      }
                    }
                  });
+  }
+}
+
+void Membership::MeasureClocks() {
+  auto map = maps_->Current();
+  if (!map) return;
+  std::vector<std::future<void>> pending;
+  for (const ClusterNode& node : map->nodes()) {
+    if (node.id == options_.self_id) continue;
+    auto done = std::make_shared<std::promise<void>>();
+    pending.push_back(done->get_future());
+    net::Request ping;
+    ping.cluster_id = map->cluster_id();
+    ping.body = net::PingRequest{};
+    const uint32_t id = node.id;
+    const uint64_t sent_ms = common::HlcClock::WallClockMs();
+    peers_->Call(node.address, std::move(ping), options_.ping_timeout,
+                 [this, id, sent_ms, done](StatusOr<net::Response> reply) {
+                   if (reply.ok() && reply->ok()) {
+                     clock_.Record(id, sent_ms, common::HlcClock::WallClockMs(),
+                                   reply->wall_clock_ms);
+                   }
+                   done->set_value();
+                 });
+  }
+  for (auto& f : pending) f.wait();
+  JudgeClock();
+}
+
+void Membership::JudgeClock() {
+  auto map = maps_->Current();
+  if (!map) return;
+  std::vector<uint32_t> members;
+  for (const ClusterNode& n : map->nodes()) members.push_back(n.id);
+  ClockVerdict v = clock_.Judge(members);
+  bool was = false;
+  {
+    common::MutexLock lock(&mu_);
+    was = verdict_.skewed;
+    verdict_ = v;
+  }
+  skewed_ = v.skewed;
+  if (v.skewed && !was) {
+    spdlog::warn(
+        "node {}: {}; it stops assigning timestamps and sends client requests on to "
+        "a node whose clock agrees, until its clock is back",
+        options_.self_id, v.reason);
+  } else if (!v.skewed && was) {
+    spdlog::info(
+        "node {}: clock back within max_clock_offset_ms of the cluster ({} ms off); "
+        "coordinating again",
+        options_.self_id, v.offset_ms);
   }
 }
 

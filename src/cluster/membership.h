@@ -25,6 +25,7 @@
 #include <thread>
 #include <vector>
 
+#include "cluster/clock_watch.h"
 #include "cluster/coordinator.h"
 #include "cluster/hint_store.h"
 #include "cluster/map_store.h"
@@ -43,6 +44,7 @@ struct MembershipOptions {
   std::chrono::milliseconds ping_timeout{500};
   std::chrono::milliseconds barrier_timeout{5000};
   size_t hint_replay_per_tick = 2000;  // per target per gossip round: the replay rate limit
+  uint64_t max_clock_offset_ms = 500;  // the offset beyond which this node's clock is skewed
 };
 
 class Membership {
@@ -77,6 +79,16 @@ class Membership {
   // and epoch barrier as a remote InstallMap. Blocks; not on a network thread.
   net::ResponseBody InstallNow(const net::InstallMapRequest& request) { return Install(request); }
 
+  // One round of pings to every peer (blocking, bounded by the ping timeout) and the clock
+  // verdict from it: at start, so a node with a skewed clock never coordinates before it knows.
+  // REQUIRES: not on a network thread.
+  void MeasureClocks();
+  // The clock verdict of the last gossip round (clock_watch.h).
+  ClockVerdict Clock() const;
+  // While this node's clock is skewed: the address of a live member whose clock agrees with the
+  // cluster's, to send client requests on to. Empty otherwise (coordinate here).
+  std::string HealthyCoordinator() const;
+
   // Calls done(true) once this node's map reaches `epoch`, or done(false) after `timeout`.
   // Meanwhile the node pulls maps from its peers: a request carrying a newer epoch than ours
   // makes us fetch that map before serving it (design.md "Propagation").
@@ -87,6 +99,7 @@ class Membership {
   void GossipLoop();
   void AdminLoop();
   void GossipOnce();
+  void JudgeClock();
   void ReplayHints();
   net::ResponseBody Install(const net::InstallMapRequest& request);
   void PullMapFrom(const std::string& address);
@@ -115,6 +128,9 @@ class Membership {
   std::deque<std::pair<net::InstallMapRequest, std::function<void(net::ResponseBody)>>> installs_
       GUARDED_BY(mu_);
   std::vector<Waiter> waiters_ GUARDED_BY(mu_);
+  ClockWatch clock_;
+  ClockVerdict verdict_ GUARDED_BY(mu_);
+  std::atomic<bool> skewed_{false};  // verdict_.skewed, for the request path
   std::chrono::steady_clock::time_point started_;
   std::thread gossip_thread_;
   std::thread admin_thread_;

@@ -109,6 +109,7 @@ void FillResponse(const Response& r, wire::Response::Builder b) {
   b.setId(r.id);
   b.setEpoch(r.epoch);
   b.setTs(r.ts);
+  b.setWallClockMs(r.wall_clock_ms);
   if (!r.cluster_map.empty()) b.setClusterMap(AsData(r.cluster_map));
   auto body = b.getBody();
   std::visit(
@@ -223,6 +224,7 @@ StatusOr<Response> ReadResponse(wire::Response::Reader root) {
   r.id = root.getId();
   r.epoch = root.getEpoch();
   r.ts = root.getTs();
+  r.wall_clock_ms = root.getWallClockMs();
   if (root.hasClusterMap()) r.cluster_map = ToString(root.getClusterMap());
   auto body = root.getBody();
   switch (body.which()) {

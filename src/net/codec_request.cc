@@ -34,6 +34,7 @@ void FillRequest(const Request& r, wire::Request::Builder b) {
   b.setClusterId(r.cluster_id);
   b.setClientTs(r.client_ts);
   b.setDeadlineMs(r.deadline_ms);
+  b.setForwarded(r.forwarded);
   b.setConsistency(ToWire(r.consistency));
   auto body = b.getBody();
   std::visit(Overloaded{
@@ -124,6 +125,7 @@ StatusOr<Request> ReadRequest(wire::Request::Reader root, uint64_t* request_id) 
   r.cluster_id = root.getClusterId();
   r.client_ts = root.getClientTs();
   r.deadline_ms = root.getDeadlineMs();
+  r.forwarded = root.getForwarded();
   switch (root.getConsistency()) {
     case wire::Consistency::DEFAULT:
       r.consistency = Consistency::kDefault;

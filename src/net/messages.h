@@ -224,6 +224,7 @@ struct Request {
   // Wall-clock ms after which the sender stops waiting (0 = none); see shardkv.capnp.
   uint64_t deadline_ms = 0;
   Consistency consistency = Consistency::kDefault;
+  bool forwarded = false;  // sent on by a node with a skewed clock; never sent on again
   RequestBody body;
 };
 
@@ -385,6 +386,7 @@ struct Response {
   // Non-empty when the request carried an older epoch: the responder's newer map, so the
   // sender can refresh without another round trip.
   std::string cluster_map;
+  uint64_t wall_clock_ms = 0;  // the responder's wall clock as it answered (0: not said)
   ResponseBody body;
 
   bool ok() const { return !std::holds_alternative<ErrorResponse>(body); }

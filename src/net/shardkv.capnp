@@ -284,6 +284,9 @@ struct Request {
   # while it was paused: the client has retried it meanwhile, and coordinating it now would give
   # the old write a newer timestamp than the writes acknowledged since.
   deadlineMs @20 :UInt64;
+  # Sent on by a node whose clock is off the cluster's (design.md "Clock offsets"): the receiver
+  # coordinates it, and never sends it on again.
+  forwarded @26 :Bool;
 }
 
 # One key's outcome inside a multi-key op: its own status, so one unavailable replica set does
@@ -310,6 +313,7 @@ struct Response {
   epoch @1 :UInt64;   # the responder's map epoch
   ts @2 :UInt64;      # the responder's HLC timestamp (clients track the highest they see)
   clusterMap @3 :Data;  # non-empty when the request's epoch was older: the newer map
+  wallClockMs @49 :UInt64;  # the responder's wall clock (Unix ms) as it answered: clock offsets
 
   body :union {
     error :group {

@@ -78,7 +78,9 @@ struct Gather {
 std::optional<Status> LateDrop(uint64_t deadline_ms, uint32_t self_id) {
   if (deadline_ms == 0) return std::nullopt;
   const uint64_t now_ms = common::HlcClock::WallClockMs();
-  if (now_ms <= deadline_ms) return std::nullopt;
+  // At the deadline is late: a request held for a newer map until its deadline (the wait ends
+  // there, to the millisecond) must be dropped, not run (seen: the run-at-deadline race).
+  if (now_ms < deadline_ms) return std::nullopt;
   return Status::Timeout("request reached node " + std::to_string(self_id) + " " +
                          std::to_string(now_ms - deadline_ms) +
                          " ms after its client stopped waiting; dropped");
@@ -129,6 +131,7 @@ void KvService::Handle(net::Request request, std::function<void(net::Response)> 
       }
     }
     response.ts = d_.storage->clock().Last();
+    response.wall_clock_ms = common::HlcClock::WallClockMs();  // for the peers' clock offsets
     const auto micros = std::chrono::duration_cast<std::chrono::microseconds>(
                             std::chrono::steady_clock::now() - start)
                             .count();
@@ -162,6 +165,14 @@ void KvService::Handle(net::Request request, std::function<void(net::Response)> 
     // A node cut off from the cluster's leader may hold an old map: it does not coordinate.
     if (d_.fence) {
       if (Status fenced = d_.fence(); !fenced.ok()) return reply(Error(fenced));
+    }
+    // A node whose clock is off the cluster's assigns no timestamps: a node whose clock agrees
+    // coordinates the request instead (once: a forwarded request is never sent on again).
+    if (!request.forwarded && d_.healthy_coordinator && d_.forward) {
+      if (std::string to = d_.healthy_coordinator(); !to.empty()) {
+        request.forwarded = true;
+        return d_.forward(to, std::move(request), std::move(reply));
+      }
     }
   }
   if (request.client_ts != 0) {

@@ -78,6 +78,12 @@ struct KvServiceDeps {
   // Why this node must not coordinate client operations now (design.md "Consensus": the lease
   // fence), or OK. May be empty.
   std::function<Status()> fence;
+  // While this node's clock is skewed: where to send client requests on to ("" otherwise), and
+  // how (design.md "Clock offsets"). May be empty.
+  std::function<std::string()> healthy_coordinator;
+  std::function<void(const std::string& address, net::Request request,
+                     std::function<void(net::ResponseBody)> done)>
+      forward;
 };
 
 // What an unformed node (no cluster id, no map: design.md "Unformed nodes") answers every

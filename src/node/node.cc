@@ -23,6 +23,7 @@
 #include "cluster/repair_state.h"
 #include "cluster/scan_coordinator.h"
 #include "clustermap/cluster_map_builder.h"
+#include "common/hlc.h"
 #include "common/mutex.h"
 #include "metrics/metrics_server.h"
 #include "net/peer_pool.h"
@@ -205,6 +206,7 @@ Status Node::Impl::Start() {
   cluster::MembershipOptions mo;
   mo.self_id = options_.id;
   mo.cluster_id = options_.cluster_id;
+  mo.max_clock_offset_ms = options_.max_clock_offset_ms;
   membership_ = std::make_unique<cluster::Membership>(mo, maps_.get(), peers_.get(), coordinator_,
                                                       hints_.get());
   if (options_.map_consensus) {
@@ -251,6 +253,24 @@ Status Node::Impl::Start() {
   deps.server_stats = [this] { return server_->stats(); };
   deps.stream_source = stream_source_.get();
   deps.stream_sink = stream_sink_.get();
+  deps.healthy_coordinator = [this] { return membership_->HealthyCoordinator(); };
+  deps.forward = [this](const std::string& address, net::Request request,
+                        std::function<void(net::ResponseBody)> done) {
+    // Within the client's deadline, or the default client timeout without one.
+    auto timeout = std::chrono::milliseconds(5000);
+    const uint64_t now_ms = common::HlcClock::WallClockMs();
+    if (request.deadline_ms > now_ms) {
+      timeout = std::chrono::milliseconds(request.deadline_ms - now_ms);
+    }
+    peers_->Call(
+        address, std::move(request), timeout,
+        [address, done = std::move(done)](StatusOr<net::Response> r) {
+          if (r.ok()) return done(std::move(r->body));
+          done(net::ErrorResponse{
+              r.status().code(),
+              "sent on to " + address + " (this node's clock is skewed): " + r.status().message()});
+        });
+  };
   if (consensus_) {
     deps.raft_message = [this](std::string m) { consensus_->Receive(std::move(m)); };
     deps.fence = [this] { return consensus_->Fence(); };
@@ -281,6 +301,9 @@ Status Node::Impl::Start() {
         static_cast<int64_t>(stream_sink_->entries_pulled());
     (*counters)[std::string(stats::ranges_dropped)] =
         static_cast<int64_t>(reconciler_->ranges_dropped());
+    const cluster::ClockVerdict clock = membership_->Clock();
+    (*counters)[std::string(stats::clock_skewed)] = clock.skewed ? 1 : 0;
+    (*counters)[std::string(stats::clock_offset_ms)] = clock.offset_ms;
     auto applied = consensus_ ? consensus_->Applied() : nullptr;
     (*counters)[std::string(stats::consensus_leader_id)] = consensus_ ? consensus_->LeaderId() : 0;
     (*counters)[std::string(stats::consensus_is_leader)] =
@@ -307,6 +330,8 @@ Status Node::Impl::Start() {
   // A restarted member first learns the newest map from its peers, then serves (design.md
   // "Propagation"); the server already answers ping and getClusterMap meanwhile.
   membership_->FetchNewestMap(std::chrono::milliseconds(1000));
+  // And its clock against theirs: a skewed node never stamps a write (design.md "Clock offsets").
+  membership_->MeasureClocks();
   SHARDKV_RETURN_IF_ERROR(StartConsensus());
   // Before serving: a peer may have marked this node as needing repair while it was away.
   repair_->PollPeers(std::chrono::milliseconds(1000));

@@ -50,6 +50,7 @@ struct NodeRow {
   // node holds and the node has not been rebuilt since.
   bool needs_repair = false;
   std::string needs_repair_reason;
+  bool clock_skew = false;  // the node finds its clock off a majority's: it forwards its requests
 };
 
 // What one address answered.
@@ -65,7 +66,9 @@ struct Probe {
   std::optional<int64_t> uptime_s;
   std::optional<std::string> version, advertised, redis;
   std::optional<std::string> metrics;
-  RepairReport repair;  // needs repair (repair_status.h)
+  RepairReport repair;                // needs repair (repair_status.h)
+  bool clock_skewed = false;          // by its own verdict (design.md "Clock offsets")
+  int64_t clock_offset_to_peers = 0;  // its clock minus the other members', by its own measure
 };
 
 // The map's ClusterMap::ContentHash, as 16 hex digits.
@@ -109,6 +112,10 @@ Probe ProbeNode(NodeProber* prober, const std::string& address) {
       p.keys = it->second;
     if (auto it = counters.find(std::string(stats::node_id)); it != counters.end())
       p.node_id = it->second;
+    if (auto it = counters.find(std::string(stats::clock_skewed)); it != counters.end())
+      p.clock_skewed = it->second != 0;
+    if (auto it = counters.find(std::string(stats::clock_offset_ms)); it != counters.end())
+      p.clock_offset_to_peers = it->second;
     // The gauge is 1 while the node's writes fail with no space left; a node that does not
     // report it (older) counts as not full.
     if (auto it = np.stats->gauges.find(std::string(stats::disk_full));
@@ -348,6 +355,7 @@ void PrintJson(const std::optional<ClusterMap>& map, const std::string& map_from
     null_or("uptime_s", r.uptime_s.value_or(0), r.uptime_s.has_value());
     w.Field("needs_repair", r.needs_repair);
     w.Field("needs_repair_reason", r.needs_repair_reason);
+    w.Field("clock_skew", r.clock_skew);
     w.End();
   }
   w.EndArray();
@@ -516,6 +524,13 @@ int PrintClusterStatus(const GlobalOptions& g, const std::string& dir, NodeProbe
         if (r.disk_full) {
           r.state = "disk-full";
           r.problem = "its writes fail: no space left on its disk";
+        }
+        if (p.clock_skewed) {
+          r.clock_skew = true;
+          r.problem = (r.problem.empty() ? "" : r.problem + "; ") + "clock_skew: its clock is " +
+                      std::to_string(p.clock_offset_to_peers) +
+                      " ms off the other members' (more than max_clock_offset_ms): it sends its "
+                      "client requests on to a node whose clock agrees; fix its time sync (NTP)";
         }
       }
     }
