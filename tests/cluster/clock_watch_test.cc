@@ -1,8 +1,8 @@
 // ClockWatch (design.md "Clock offsets"): the offset from one round trip, and the verdict that
 // a node's clock is off a majority's.
-#include <catch2/catch.hpp>
-
 #include "cluster/clock_watch.h"
+
+#include <catch2/catch.hpp>
 
 namespace shardkv::cluster {
 namespace {
