@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <charconv>
 #include <map>
 
 #include "common/hlc.h"
@@ -11,17 +12,6 @@ namespace shardkv::cluster {
 namespace {
 
 constexpr std::string_view kNeedsRepairPrefix = "cluster/needs_repair/";
-
-bool ParseDecimal(std::string_view text, uint64_t* out) {
-  if (text.empty() || text.size() > 20) return false;
-  uint64_t v = 0;
-  for (char c : text) {
-    if (c < '0' || c > '9') return false;
-    v = v * 10 + static_cast<uint64_t>(c - '0');
-  }
-  *out = v;
-  return true;
-}
 
 std::string EncodeHintValue(std::string_view key, const storage::Envelope& env) {
   std::string out;
@@ -52,6 +42,12 @@ uint64_t WrittenMs(const storage::Envelope& env) {
 }
 
 }  // namespace
+
+bool ParseDecimal(std::string_view text, uint64_t* out) {
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, *out);
+  return !text.empty() && ec == std::errc() && ptr == end;
+}
 
 HintStore::HintStore(storage::Storage* storage, uint64_t grace_ms, std::function<uint64_t()> now_ms)
     : storage_(storage), grace_ms_(grace_ms), now_ms_(std::move(now_ms)) {}

@@ -34,6 +34,9 @@
 
 namespace shardkv::cluster {
 
+// A decimal u64 as the meta values of hints and repair marks store it: digits only, no overflow.
+bool ParseDecimal(std::string_view text, uint64_t* out);
+
 class HintStore {
  public:
   // Sends one hinted write to its target; OK means the target applied (or superseded) it.

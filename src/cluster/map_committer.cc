@@ -28,6 +28,15 @@ bool StaleRefusal(const Status& s) {
          s.message().find("not the expected") != std::string::npos;
 }
 
+// The committer names itself claimant. One that is not in the map it commits (the joining node
+// cancelling its own add) names the lowest remaining member: it will not be there to drive.
+uint32_t Claimant(const ClusterMap& next, uint32_t self_id) {
+  if (next.FindNode(self_id) != nullptr || next.nodes().empty()) return self_id;
+  uint32_t claimant = next.nodes().front().id;
+  for (const ClusterNode& n : next.nodes()) claimant = std::min(claimant, n.id);
+  return claimant;
+}
+
 std::string Ids(const std::vector<uint32_t>& ids) {
   std::string out;
   for (uint32_t id : ids) out += (out.empty() ? "" : ", ") + std::to_string(id);
@@ -61,14 +70,8 @@ Status MapCommitter::Commit(const std::function<StatusOr<ClusterMap>(const Clust
     if (!current) return Status::Unavailable("node has no cluster map");
     auto content = make(*current);
     if (!content.ok()) return content.status();
-    // A committer that is not in the map it commits (the joining node cancelling its own add)
-    // names the lowest remaining member as claimant: it will not be there to drive anything.
-    uint32_t claimant = self_id_;
-    if (content->FindNode(self_id_) == nullptr && !content->nodes().empty()) {
-      claimant = content->nodes().front().id;
-      for (const ClusterNode& n : content->nodes()) claimant = std::min(claimant, n.id);
-    }
-    const ClusterMap next = clustermap::WithEpoch(*content, current->epoch() + 1, claimant);
+    const ClusterMap next =
+        clustermap::WithEpoch(*content, current->epoch() + 1, Claimant(*content, self_id_));
     bool stale = false;
     Status s = InstallEverywhere(*current, next, &stale);
     if (!stale || attempt >= 1) return s;
@@ -233,12 +236,13 @@ void MapCommitter::CountReachableVoters(size_t* reachable, size_t* voters) const
   *reachable = 0;
   const bool leads = consensus_->IsLeader();
   for (uint32_t id : ids) {
-    // The leader hears every voter's answers to its heartbeats (ten a second): one silent for an
-    // election timeout is cut off. Elsewhere Raft traffic is sparse (a follower hears only its
-    // leader), so gossip counts too.
-    const bool heard = leads ? consensus_->HeardWithin(id, consensus_->election_timeout())
-                             : consensus_->HeardWithin(id, consensus_->lease()) ||
-                                   (membership_->Settled() && membership_->IsAlive(id));
+    // The leader hears every voter's answers to its heartbeats (ten a second); within the lease,
+    // as everywhere else, so that a node starved of CPU for a second (planning 100,000 vnodes on
+    // two cores) does not refuse a change its voters would accept. Elsewhere Raft traffic is
+    // sparse (a follower hears only its leader), so gossip counts too. This is only the early
+    // refusal: the commit itself still needs a Raft majority.
+    const bool heard = consensus_->HeardWithin(id, consensus_->lease()) ||
+                       (!leads && membership_->Settled() && membership_->IsAlive(id));
     *reachable += heard ? 1 : 0;
   }
 }
@@ -284,12 +288,8 @@ Status MapCommitter::CommitByConsensus(
     if (!applied) return Status::Unavailable("the consensus group has no cluster map yet");
     auto content = make(*applied);
     if (!content.ok()) return content.status();
-    uint32_t claimant = self_id_;
-    if (content->FindNode(self_id_) == nullptr && !content->nodes().empty()) {
-      claimant = content->nodes().front().id;
-      for (const ClusterNode& n : content->nodes()) claimant = std::min(claimant, n.id);
-    }
-    const ClusterMap next = clustermap::WithEpoch(*content, applied->epoch() + 1, claimant);
+    const ClusterMap next =
+        clustermap::WithEpoch(*content, applied->epoch() + 1, Claimant(*content, self_id_));
     const std::string name = "epoch " + std::to_string(next.epoch());
     Status s = consensus_->Propose(next, rpc_timeout_);
     if (s.ok()) {

@@ -17,17 +17,6 @@ namespace {
 constexpr std::string_view kSelfMarkKey = "cluster/needs_repair_self";
 constexpr std::string_view kRebuiltAtKey = "cluster/rebuilt_at_ms";
 
-bool ParseU64(std::string_view text, uint64_t* out) {
-  if (text.empty() || text.size() > 20) return false;
-  uint64_t v = 0;
-  for (char c : text) {
-    if (c < '0' || c > '9') return false;
-    v = v * 10 + static_cast<uint64_t>(c - '0');
-  }
-  *out = v;
-  return true;
-}
-
 std::string UtcTime(uint64_t ms) {
   const std::time_t t = static_cast<std::time_t>(ms / 1000);
   std::tm tm{};
@@ -64,7 +53,7 @@ Status RepairState::Load() {
   common::MutexLock lock(&mu_);
   auto rebuilt = storage_->GetAux(storage::AuxColumn::kMeta, kRebuiltAtKey);
   if (rebuilt.ok()) {
-    if (!ParseU64(*rebuilt, &rebuilt_at_ms_)) {
+    if (!ParseDecimal(*rebuilt, &rebuilt_at_ms_)) {
       return Status::Corruption("meta " + std::string(kRebuiltAtKey) + " is not a number");
     }
   } else if (!rebuilt.status().IsNotFound()) {
@@ -75,8 +64,8 @@ Status RepairState::Load() {
     const size_t space = mark->find(' ');
     uint64_t mark_ms = 0, marker = 0;
     if (space == std::string::npos ||
-        !ParseU64(std::string_view(*mark).substr(0, space), &mark_ms) ||
-        !ParseU64(std::string_view(*mark).substr(space + 1), &marker)) {
+        !ParseDecimal(std::string_view(*mark).substr(0, space), &mark_ms) ||
+        !ParseDecimal(std::string_view(*mark).substr(space + 1), &marker)) {
       return Status::Corruption("meta " + std::string(kSelfMarkKey) + " is malformed");
     }
     self_reason_ = ReasonFor(static_cast<uint32_t>(marker), mark_ms);
@@ -286,8 +275,8 @@ std::map<uint32_t, uint64_t> RepairState::ParseMarks(std::string_view text) {
     const std::string_view item = text.substr(0, comma);
     const size_t colon = item.find(':');
     uint64_t id = 0, ms = 0;
-    if (colon != std::string_view::npos && ParseU64(item.substr(0, colon), &id) &&
-        ParseU64(item.substr(colon + 1), &ms) && id != 0 && id <= UINT32_MAX) {
+    if (colon != std::string_view::npos && ParseDecimal(item.substr(0, colon), &id) &&
+        ParseDecimal(item.substr(colon + 1), &ms) && id != 0 && id <= UINT32_MAX) {
       out[static_cast<uint32_t>(id)] = ms;
     }
     if (comma == std::string_view::npos) break;

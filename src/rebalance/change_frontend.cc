@@ -289,10 +289,15 @@ ChangeReport ChangeFrontend::Report() {
   report.epoch = map->epoch();
   report.driver = map->claimant();
   if (const ClusterNode* d = map->FindNode(map->claimant())) report.driver_address = d->address;
+  // The leader's map is the decided one: its "no change" is an answer, another node's may only
+  // mean the map has not reached it yet (`rebalance watch` asks again).
+  const bool leads = options_.consensus != nullptr && options_.consensus->running() &&
+                     options_.consensus->IsLeader();
+  report.from_driver = leads;
   if (!rec.ok()) return report;
   report.has_change = true;
   report.record = *rec;
-  report.from_driver = !map->has_pending() || map->claimant() == options_.self_id;
+  report.from_driver = leads || !map->has_pending() || map->claimant() == options_.self_id;
   const uint64_t end_ms = rec->finished_ms != 0 ? rec->finished_ms : WallMs();
   report.elapsed_s = rec->started_ms == 0 ? 0 : static_cast<double>(end_ms - rec->started_ms) / 1e3;
   driver_->AddProgress(&report);

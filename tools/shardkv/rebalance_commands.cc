@@ -82,6 +82,9 @@ void PrintSummary(const ChangeReport& r, uint64_t copies, uint64_t bytes, int64_
   }
 }
 
+// How long `watch` asks again when a node that does not drive knows of no change.
+constexpr std::chrono::seconds kNoChangePatience{5};
+
 int DoWatch(const GlobalOptions& g, uint32_t interval_ms, uint32_t timeout_s) {
   const std::string dir = AbsoluteDir(g.ClusterDir());
   AdminClient client = ClientFor(g, dir);
@@ -90,6 +93,7 @@ int DoWatch(const GlobalOptions& g, uint32_t interval_ms, uint32_t timeout_s) {
   std::string preferred;
   ChangeReport last;
   bool reached = false;
+  const auto first_poll = Clock::now();
   for (;;) {
     const auto poll_start = Clock::now();
     const std::vector<std::string> addresses = AdminAddresses(g, dir);
@@ -98,6 +102,16 @@ int DoWatch(const GlobalOptions& g, uint32_t interval_ms, uint32_t timeout_s) {
     if (reply.status.ok()) {
       preferred = reply.report.from_driver ? reply.address : std::string();
       last = reply.report;
+      // A node that does not drive answers from its own map, which may not hold a change begun
+      // a moment ago (leadership moving, the map still on its way): ask again for a while
+      // before saying there is none.
+      if (!last.has_change && !reply.report.from_driver &&
+          Clock::now() < first_poll + kNoChangePatience && Clock::now() < deadline) {
+        view.Note("node at " + reply.address + " knows of no change yet; still asking");
+        std::this_thread::sleep_until(
+            std::min(deadline, poll_start + std::chrono::milliseconds(interval_ms)));
+        continue;
+      }
       if (!last.has_change) {
         view.Close();
         return ReportError("no membership change to watch: none was ever made in this cluster",
