@@ -44,9 +44,13 @@ uint64_t WrittenMs(const storage::Envelope& env) {
 }  // namespace
 
 bool ParseDecimal(std::string_view text, uint64_t* out) {
+  // Into a local first: a half-parsed or overflowing value must leave *out as it was.
   const char* end = text.data() + text.size();
-  auto [ptr, ec] = std::from_chars(text.data(), end, *out);
-  return !text.empty() && ec == std::errc() && ptr == end;
+  uint64_t v = 0;
+  auto [ptr, ec] = std::from_chars(text.data(), end, v);
+  if (text.empty() || ec != std::errc() || ptr != end) return false;
+  *out = v;
+  return true;
 }
 
 HintStore::HintStore(storage::Storage* storage, uint64_t grace_ms, std::function<uint64_t()> now_ms)
