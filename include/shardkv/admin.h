@@ -52,12 +52,18 @@ struct AdminOptions {
   std::string tls_key_file;
 };
 
-// ChangeKind (shardkv/change.h): for kJoin, node_id 0 takes the id the node reports.
+// ChangeKind (shardkv/change.h): for kJoin, node_id 0 takes the id the node reports. kParams
+// changes the replication factor and quorums: node_id, address and weight are unused, and a 0 in
+// replicas, write_quorum or read_quorum keeps that value as configured. The result must have
+// 1 <= W, Q <= RF (InvalidArgument otherwise, naming the flag), and must change something.
 struct ChangeRequest {
   ChangeKind kind = ChangeKind::kAdd;
   uint32_t node_id = 0;
   std::string address;  // the new node's host:port (add, join); unused for remove
   double weight = 1.0;  // add, join
+  uint32_t replicas = 0;      // kParams
+  uint32_t write_quorum = 0;  // kParams
+  uint32_t read_quorum = 0;   // kParams
 };
 
 // Stream limits of a change. rate_bytes_per_s 0 = unthrottled.
@@ -178,6 +184,12 @@ class Admin {
   // FailedPrecondition while another change runs.
   AdminReply Begin(const ChangeRequest& change, const ChangeThrottle& throttle,
                    const std::string& address = "");
+  // A change of the replication factor and quorums (`shardkv cluster set`): Begin of a kParams
+  // ChangeRequest with these values (0 keeps one). It runs through the same transition as a
+  // membership change, streaming the new copies (RF up) or dropping the surplus ones at cleanup
+  // (RF down); ChangeStatus and the other change commands follow it like any change.
+  AdminReply SetParams(uint32_t replicas, uint32_t write_quorum, uint32_t read_quorum,
+                       const ChangeThrottle& throttle);
   // The change's status, from its driver when reachable (report.from_driver), else a snapshot
   // from a node's map. `preferred` (or else the last driver heard from) is asked first.
   // report.has_change is false when the cluster never had a change.

@@ -26,15 +26,19 @@ namespace shardkv {
 // misread by a reader of the previous version (a new enumerant, a field whose absence changes the
 // meaning); adding a field a reader may ignore does not need a bump. Version 0 is the v0.1.0
 // key=value text (read-only).
-inline constexpr uint32_t kChangeRecordFormatVersion = 1;
+// Records are written at version 1 except a params change's (version 2: its kind is new), so a
+// node of the previous release still reads every membership change.
+inline constexpr uint32_t kChangeRecordFormatVersion = 2;
 inline constexpr uint32_t kChangeReportFormatVersion = 1;
 
 // What a membership change does. kJoin adds a node that is already running standalone (it was
 // started without a cluster and formed a cluster of one): Admin's ChangeRequest uses all three.
-// A change record holds kAdd or kRemove only: once Admin has resolved a join's node id, the
+// A change record holds kAdd, kRemove or kParams: once Admin has resolved a join's node id, the
 // change is an add like any other, and is recorded as one (as v0.1.0 recorded it, "add").
-enum class ChangeKind : uint8_t { kAdd, kJoin, kRemove };
-// "add", "join", "remove" (the CLI's and the JSON output's names).
+// kParams changes the replication factor and quorums of the same members (`shardkv cluster set`),
+// through the same transition: the pending placement is the current nodes under the new RF.
+enum class ChangeKind : uint8_t { kAdd, kJoin, kRemove, kParams };
+// "add", "join", "remove", "params" (the CLI's and the JSON output's names).
 std::string_view ChangeKindName(ChangeKind kind);
 
 // The states `rebalance status` reports (issue: planned|streaming|read_new|new_only|cleanup|
@@ -66,8 +70,8 @@ struct TaskPlan {
 
 struct ChangeRecord {
   uint64_t change_id = 0;
-  ChangeKind kind = ChangeKind::kAdd;  // kAdd or kRemove (see ChangeKind)
-  uint32_t node_id = 0;
+  ChangeKind kind = ChangeKind::kAdd;  // kAdd, kRemove or kParams (see ChangeKind)
+  uint32_t node_id = 0;                // 0 for kParams
   ChangeState state = ChangeState::kPlanned;
   std::string error;        // why it failed
   uint64_t from_epoch = 0;  // the epoch the change started from
@@ -89,6 +93,14 @@ struct ChangeRecord {
   uint32_t replicas_after = 0;
   uint32_t write_quorum_after = 0;
   uint32_t read_quorum_after = 0;
+  // The effective values before the change (0 in a record of an older build).
+  uint32_t replicas_before = 0;
+  uint32_t write_quorum_before = 0;
+  uint32_t read_quorum_before = 0;
+  // kParams: the configured values the change sets (0 for the other kinds).
+  uint32_t params_replicas = 0;
+  uint32_t params_write_quorum = 0;
+  uint32_t params_read_quorum = 0;
   // Outcome (filled as the change ends).
   uint64_t moved_copies = 0;
   uint64_t moved_tombstones = 0;

@@ -111,6 +111,12 @@ class ClusterMap {
   uint32_t EffectiveReplicas() const;
   uint32_t EffectiveWriteQuorum() const;
   uint32_t EffectiveReadQuorum() const;
+  // The quorums (configured, the caller caps them by the set's size) an operation uses at this
+  // stage: a read, of ReadReplicas(); a write, of WriteReplicas()'s old_set or (new_set) its
+  // new_set. They differ from params() only during a params change: from kReadNew on a read uses
+  // the pending Q, and a write the pending W for N (which is old_set from kNewOnly on).
+  uint32_t ReadQuorum() const;
+  uint32_t WriteQuorum(bool new_set) const;
 
   uint64_t TokenOf(std::string_view key) const;
   // Node ids holding `token` under the current placement, primary first, EffectiveReplicas()
@@ -128,6 +134,11 @@ class ClusterMap {
   // Under the pending placement (empty without one), primary first.
   std::vector<uint32_t> PendingReplicas(uint64_t token) const;
   uint32_t PendingEffectiveReplicas() const;
+  // The pending placement's parameters: params() except during a params change (ChangeKind::
+  // kParams), whose new RF and quorums they hold until it is committed.
+  const ClusterParams& pending_params() const;
+  uint32_t PendingEffectiveWriteQuorum() const;
+  uint32_t PendingEffectiveReadQuorum() const;
   // The replicas a read uses at this stage (O before kReadNew, N from it on).
   std::vector<uint32_t> ReadReplicas(uint64_t token) const;
   // The write sets at this stage: `old_set` always; `new_set` non-empty only while writes are
@@ -165,6 +176,12 @@ class ClusterMap {
   // Starts a change that removes node `id` (state kLeaving). NotFound if absent;
   // FailedPrecondition if a change is pending or it is the last node.
   StatusOr<ClusterMap> WithNodeLeaving(uint32_t id) const;
+  // Starts a params change (ChangeKind::kParams): the pending placement is the same members with
+  // these RF and quorums (in jump mode each shard row shrinks or grows by the fewest replicas).
+  // FailedPrecondition if a change is pending; InvalidArgument for quorums outside 1..RF, an RF
+  // of 0, or values equal to the current ones.
+  StatusOr<ClusterMap> WithParamsChanging(uint32_t replicas, uint32_t write_quorum,
+                                          uint32_t read_quorum) const;
   // A copy whose change record is `record` (its state is the stage of a pending change).
   ClusterMap WithChange(ChangeRecord record) const;
   // Ends the change: the pending placement becomes current (joining nodes up, leaving nodes

@@ -187,10 +187,11 @@ class Admin::Impl {
       }
       out.node_id = static_cast<uint32_t>(reported);
     }
-    if (c.kind == ChangeKind::kRemove) {
+    if (c.kind == ChangeKind::kRemove || c.kind == ChangeKind::kParams) {
       out.address.clear();
       out.weight = 1.0;
     }
+    if (c.kind == ChangeKind::kParams) out.node_id = 0;
     return out;
   }
 
@@ -365,6 +366,16 @@ AdminReply Admin::Begin(const ChangeRequest& change, const ChangeThrottle& throt
   auto askees = impl_->Askees(*resolved, resolved->node_id);
   if (!askees.ok()) return AdminReply{askees.status(), false, false, "", {}};
   return impl_->SendFirst(*askees, begin, impl_->plan_timeout());
+}
+
+AdminReply Admin::SetParams(uint32_t replicas, uint32_t write_quorum, uint32_t read_quorum,
+                            const ChangeThrottle& throttle) {
+  ChangeRequest change;
+  change.kind = ChangeKind::kParams;
+  change.replicas = replicas;
+  change.write_quorum = write_quorum;
+  change.read_quorum = read_quorum;
+  return Begin(change, throttle);
 }
 
 AdminReply Admin::ChangeStatus(const std::string& preferred) {

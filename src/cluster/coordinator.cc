@@ -98,7 +98,7 @@ Coordinator::Coordinator(CoordinatorOptions options, storage::Storage* storage, 
     : options_(options), storage_(storage), maps_(maps), peers_(peers), hints_(hints) {}
 
 uint32_t Coordinator::Required(const ClusterMap& map, net::Consistency c, bool write,
-                               size_t set_size) const {
+                               size_t set_size, bool new_set) const {
   const auto n = static_cast<uint32_t>(set_size);
   switch (c) {
     case net::Consistency::kOne:
@@ -106,7 +106,7 @@ uint32_t Coordinator::Required(const ClusterMap& map, net::Consistency c, bool w
     case net::Consistency::kAll:
       return n;
     default:
-      return std::min(write ? map.params().write_quorum : map.params().read_quorum, n);
+      return std::min(write ? map.WriteQuorum(new_set) : map.ReadQuorum(), n);
   }
 }
 
@@ -248,9 +248,10 @@ void Coordinator::StartWrite(const std::shared_ptr<WriteOp>& op) {
   for (uint32_t id : op->new_set) {
     if (!In(targets, id)) targets.push_back(id);
   }
-  op->required_old = Required(*op->map, op->consistency, true, op->old_set.size());
-  op->required_new =
-      op->new_set.empty() ? 0 : Required(*op->map, op->consistency, true, op->new_set.size());
+  op->required_old = Required(*op->map, op->consistency, true, op->old_set.size(), false);
+  op->required_new = op->new_set.empty()
+                         ? 0
+                         : Required(*op->map, op->consistency, true, op->new_set.size(), true);
   op->total = targets.size();
   if (op->total == 0) return op->done(Status::Internal("the cluster map places no replica"));
   BeginOp(op->map->epoch());
@@ -445,7 +446,7 @@ void Coordinator::Read(std::shared_ptr<const ClusterMap> map, uint64_t token, st
 
 void Coordinator::StartRead(const std::shared_ptr<ReadOp>& op) {
   const std::vector<uint32_t> replicas = op->map->ReadReplicas(op->token);
-  op->required = Required(*op->map, op->consistency, false, replicas.size());
+  op->required = Required(*op->map, op->consistency, false, replicas.size(), false);
   op->total = replicas.size();
   if (op->total == 0) return op->done(Status::Internal("the cluster map places no replica"));
   BeginOp(op->map->epoch());

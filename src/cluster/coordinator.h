@@ -118,7 +118,9 @@ class Coordinator : public std::enable_shared_from_this<Coordinator> {
   struct ReadOp;
 
   // Acks needed from a replica set of `set_size` nodes at consistency `c`.
-  uint32_t Required(const ClusterMap& map, net::Consistency c, bool write, size_t set_size) const;
+  // `new_set`: the write's pending set (ClusterMap::WriteQuorum), whose W a params change sets.
+  uint32_t Required(const ClusterMap& map, net::Consistency c, bool write, size_t set_size,
+                    bool new_set) const;
   void BeginOp(uint64_t epoch);
   void EndOp(uint64_t epoch);
   void StartWrite(const std::shared_ptr<WriteOp>& op);

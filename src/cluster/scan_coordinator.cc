@@ -46,7 +46,7 @@ uint32_t Required(const ClusterMap& map, net::Consistency c, size_t set_size) {
     case net::Consistency::kAll:
       return n;
     default:
-      return std::min(map.params().read_quorum, n);
+      return std::min(map.ReadQuorum(), n);
   }
 }
 

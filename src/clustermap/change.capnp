@@ -23,6 +23,7 @@ enum ChangeKind {
   add @0;
   join @1;
   remove @2;
+  params @3;  # replication factor and quorums (format version 2)
 }
 
 # One stream task's share of the plan, counted before the change was committed.
@@ -70,6 +71,14 @@ struct ChangeRecord {
   clientErrorsAtStart @32 :Int64;
   clientErrors @33 :Int64;
   taskPlans @34 :List(TaskPlan);
+  # Effective replication and quorums before the change (0 in a record of an older build).
+  replicasBefore @35 :UInt32;
+  writeQuorumBefore @36 :UInt32;
+  readQuorumBefore @37 :UInt32;
+  # A params change: the configured values it sets (0 for the other kinds).
+  paramsReplicas @38 :UInt32;
+  paramsWriteQuorum @39 :UInt32;
+  paramsReadQuorum @40 :UInt32;
 }
 
 struct StreamProgress {

@@ -20,6 +20,8 @@ static_assert(static_cast<int>(changewire::ChangeKind::JOIN) ==
               static_cast<int>(ChangeKind::kJoin));
 static_assert(static_cast<int>(changewire::ChangeKind::REMOVE) ==
               static_cast<int>(ChangeKind::kRemove));
+static_assert(static_cast<int>(changewire::ChangeKind::PARAMS) ==
+              static_cast<int>(ChangeKind::kParams));
 static_assert(static_cast<int>(changewire::ChangeState::PLANNED) ==
               static_cast<int>(ChangeState::kPlanned));
 static_assert(static_cast<int>(changewire::ChangeState::READ_NEW) ==
@@ -71,7 +73,9 @@ Status CheckCount(size_t n, size_t message_words, const std::string& what) {
 }
 
 void WriteRecord(const ChangeRecord& r, changewire::ChangeRecord::Builder m) {
-  m.setFormatVersion(kChangeRecordFormatVersion);
+  // Version 1 unless the record needs 2 (a params change), so that a node of the previous release
+  // keeps reading membership changes.
+  m.setFormatVersion(r.kind == ChangeKind::kParams ? kChangeRecordFormatVersion : 1);
   m.setChangeId(r.change_id);
   m.setKind(static_cast<changewire::ChangeKind>(r.kind));
   m.setNodeId(r.node_id);
@@ -93,6 +97,12 @@ void WriteRecord(const ChangeRecord& r, changewire::ChangeRecord::Builder m) {
   m.setReplicasAfter(r.replicas_after);
   m.setWriteQuorumAfter(r.write_quorum_after);
   m.setReadQuorumAfter(r.read_quorum_after);
+  m.setReplicasBefore(r.replicas_before);
+  m.setWriteQuorumBefore(r.write_quorum_before);
+  m.setReadQuorumBefore(r.read_quorum_before);
+  m.setParamsReplicas(r.params_replicas);
+  m.setParamsWriteQuorum(r.params_write_quorum);
+  m.setParamsReadQuorum(r.params_read_quorum);
   m.setMovedCopies(r.moved_copies);
   m.setMovedTombstones(r.moved_tombstones);
   m.setMovedBytes(r.moved_bytes);
@@ -123,7 +133,7 @@ Status ReadRecord(changewire::ChangeRecord::Reader m, size_t message_words, Chan
   if (!v.ok()) return v;
   const auto kind = static_cast<uint16_t>(m.getKind());
   const auto state = static_cast<uint16_t>(m.getState());
-  if (kind > static_cast<uint16_t>(ChangeKind::kRemove)) {
+  if (kind > static_cast<uint16_t>(ChangeKind::kParams)) {
     return Status::Corruption("change record of unknown kind " + std::to_string(kind));
   }
   if (state >= kStateNames.size()) {
@@ -150,6 +160,12 @@ Status ReadRecord(changewire::ChangeRecord::Reader m, size_t message_words, Chan
   r->replicas_after = m.getReplicasAfter();
   r->write_quorum_after = m.getWriteQuorumAfter();
   r->read_quorum_after = m.getReadQuorumAfter();
+  r->replicas_before = m.getReplicasBefore();
+  r->write_quorum_before = m.getWriteQuorumBefore();
+  r->read_quorum_before = m.getReadQuorumBefore();
+  r->params_replicas = m.getParamsReplicas();
+  r->params_write_quorum = m.getParamsWriteQuorum();
+  r->params_read_quorum = m.getParamsReadQuorum();
   r->moved_copies = m.getMovedCopies();
   r->moved_tombstones = m.getMovedTombstones();
   r->moved_bytes = m.getMovedBytes();
@@ -244,6 +260,8 @@ std::string_view ChangeKindName(ChangeKind kind) {
       return "join";
     case ChangeKind::kRemove:
       return "remove";
+    case ChangeKind::kParams:
+      return "params";
   }
   return "?";
 }

@@ -55,4 +55,10 @@ struct ClusterMap {
   # The change record (ChangeRecord::Encode: a change.capnp message, or 0.1.0's key=value text,
   # read only), of the pending change or of the last one after it ended. Empty: never a change.
   pendingDetail @14 :Data;
+  # A params change (shardkv cluster set): the pending placement's replication factor and
+  # quorums; 0 = the same as the current ones. A map with them set carries a version-2 change
+  # record, which an older reader refuses, so it never builds the pending placement without them.
+  pendingReplicationFactor @15 :UInt32;
+  pendingWriteQuorum @16 :UInt32;
+  pendingReadQuorum @17 :UInt32;
 }

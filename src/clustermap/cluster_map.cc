@@ -1,6 +1,7 @@
 #include "shardkv/cluster_map.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -81,6 +82,73 @@ Status BuildPlacement(const ClusterParams& p, const std::vector<ClusterNode>& no
   return Status::OK();
 }
 
+// Jump mode's rows under another replica count, moving the fewest replicas: a lower count drops
+// each row's last replicas (the primary stays), a higher one adds to each row the members it
+// lacks with the fewest replicas per weight (ties: the lower id), shard by shard, so the counts
+// stay within about one of their ideal.
+std::vector<std::vector<uint32_t>> ResizedRows(const std::vector<std::vector<uint32_t>>& rows,
+                                               const std::vector<ClusterNode>& nodes,
+                                               uint32_t replicas) {
+  std::vector<std::vector<uint32_t>> out = rows;
+  std::map<uint32_t, double> load;  // replicas held, by id
+  std::map<uint32_t, double> weight;
+  for (const ClusterNode& n : nodes) {
+    load[n.id] = 0;
+    weight[n.id] = n.weight;
+  }
+  for (auto& row : out) {
+    if (row.size() > replicas) row.resize(replicas);
+    for (uint32_t id : row) load[id] += 1;
+  }
+  for (auto& row : out) {
+    while (row.size() < replicas) {
+      uint32_t best = 0;
+      double best_score = 0;
+      bool found = false;
+      for (const auto& [id, held] : load) {
+        if (std::find(row.begin(), row.end(), id) != row.end()) continue;
+        const double score = (held + 1) / weight[id];
+        if (!found || score < best_score) {
+          best = id;
+          best_score = score;
+          found = true;
+        }
+      }
+      if (!found) break;  // fewer members than replicas: Build() refuses the rows
+      row.push_back(best);
+      load[best] += 1;
+    }
+  }
+  // The greedy pass can leave the last rows only nodes that are already loaded (a node cannot
+  // be added to the rows it is primary of). Even it out by moving added copies only, so the
+  // number of copies to stream stays the minimum: swap the most loaded node's added copy in a
+  // row for the least loaded node, while that narrows the spread.
+  for (size_t round = 0; round < out.size() * replicas; ++round) {
+    auto per_weight = [&](uint32_t id) { return load[id] / weight[id]; };
+    uint32_t hi = load.begin()->first, lo = hi;
+    for (const auto& [id, held] : load) {
+      if (per_weight(id) > per_weight(hi)) hi = id;
+      if (per_weight(id) < per_weight(lo)) lo = id;
+    }
+    if ((load[hi] - 1) / weight[hi] < (load[lo] + 1) / weight[lo]) break;  // no better
+    bool swapped = false;
+    for (size_t s = 0; s < out.size() && !swapped; ++s) {
+      auto& row = out[s];
+      if (std::find(row.begin(), row.end(), lo) != row.end()) continue;
+      for (size_t k = std::min(rows[s].size(), row.size()); k < row.size(); ++k) {
+        if (row[k] != hi) continue;
+        row[k] = lo;
+        load[hi] -= 1;
+        load[lo] += 1;
+        swapped = true;
+        break;
+      }
+    }
+    if (!swapped) break;
+  }
+  return out;
+}
+
 bool SameSet(std::vector<uint32_t> a, std::vector<uint32_t> b) {
   std::sort(a.begin(), a.end());
   std::sort(b.begin(), b.end());
@@ -128,6 +196,17 @@ std::string_view NodeStateName(NodeState state) {
 }
 
 namespace {
+Status CheckReplication(const ClusterParams& p) {
+  if (p.replication_factor == 0) return Status::InvalidArgument("replication factor must be >= 1");
+  if (p.write_quorum == 0 || p.write_quorum > p.replication_factor) {
+    return Status::InvalidArgument("write quorum must be between 1 and the replication factor");
+  }
+  if (p.read_quorum == 0 || p.read_quorum > p.replication_factor) {
+    return Status::InvalidArgument("read quorum must be between 1 and the replication factor");
+  }
+  return Status::OK();
+}
+
 // How a pending change uses the placements (cluster_map.h, change()).
 bool ReadsNew(bool pending, const std::optional<ChangeRecord>& change) {
   if (!pending || !change) return false;
@@ -146,12 +225,13 @@ std::string PlacementName(uint32_t node_id) { return "node-" + std::to_string(no
 StatusOr<ClusterMap> ClusterMap::Build(std::shared_ptr<Rep> rep) {
   const ClusterParams& p = rep->params;
   if (rep->nodes.empty()) return Status::InvalidArgument("a cluster needs at least one node");
-  if (p.replication_factor == 0) return Status::InvalidArgument("replication factor must be >= 1");
-  if (p.write_quorum == 0 || p.write_quorum > p.replication_factor) {
-    return Status::InvalidArgument("write quorum must be between 1 and the replication factor");
-  }
-  if (p.read_quorum == 0 || p.read_quorum > p.replication_factor) {
-    return Status::InvalidArgument("read quorum must be between 1 and the replication factor");
+  SHARDKV_RETURN_IF_ERROR(CheckReplication(p));
+  if (rep->pending_params) {
+    const ClusterParams& q = *rep->pending_params;
+    if (!rep->has_pending || q.mode != p.mode || q.vnodes != p.vnodes || q.shards != p.shards) {
+      return Status::Corruption("pending params without a change, or with another placement");
+    }
+    SHARDKV_RETURN_IF_ERROR(CheckReplication(q).WithContext("pending params"));
   }
   if (p.vnodes == 0) return Status::InvalidArgument("vnodes must be >= 1");
   if (p.shards == 0 || p.shards > (1u << 31)) return Status::InvalidArgument("bad shard count");
@@ -195,7 +275,8 @@ StatusOr<ClusterMap> ClusterMap::Build(std::shared_ptr<Rep> rep) {
   Status s = BuildPlacement(p, rep->nodes, InCurrent, &rep->shard_rows, &rep->current);
   if (!s.ok()) return s;
   if (rep->has_pending) {
-    s = BuildPlacement(p, rep->nodes, InPending, &rep->pending_shard_rows, &rep->pending);
+    s = BuildPlacement(rep->pending_params.value_or(p), rep->nodes, InPending,
+                       &rep->pending_shard_rows, &rep->pending);
     if (!s.ok()) return s.WithContext("pending placement");
   } else {
     rep->pending_shard_rows.clear();
@@ -262,6 +343,23 @@ uint32_t ClusterMap::EffectiveWriteQuorum() const {
 }
 uint32_t ClusterMap::EffectiveReadQuorum() const {
   return std::min(rep_->params.read_quorum, EffectiveReplicas());
+}
+const ClusterParams& ClusterMap::pending_params() const {
+  return rep_->pending_params ? *rep_->pending_params : rep_->params;
+}
+uint32_t ClusterMap::PendingEffectiveWriteQuorum() const {
+  return std::min(pending_params().write_quorum, PendingEffectiveReplicas());
+}
+uint32_t ClusterMap::PendingEffectiveReadQuorum() const {
+  return std::min(pending_params().read_quorum, PendingEffectiveReplicas());
+}
+uint32_t ClusterMap::ReadQuorum() const {
+  return ReadsNew(rep_->has_pending, rep_->change) ? pending_params().read_quorum
+                                                   : rep_->params.read_quorum;
+}
+uint32_t ClusterMap::WriteQuorum(bool new_set) const {
+  const bool pending = new_set || NewOnly(rep_->has_pending, rep_->change);
+  return pending && rep_->has_pending ? pending_params().write_quorum : rep_->params.write_quorum;
 }
 
 uint64_t ClusterMap::TokenOf(std::string_view key) const {
@@ -393,6 +491,32 @@ StatusOr<ClusterMap> ClusterMap::WithNodeLeaving(uint32_t id) const {
   return Build(std::move(rep));
 }
 
+StatusOr<ClusterMap> ClusterMap::WithParamsChanging(uint32_t replicas, uint32_t write_quorum,
+                                                    uint32_t read_quorum) const {
+  if (rep_->has_pending) return Status::FailedPrecondition("a change is already pending");
+  ClusterParams q = rep_->params;
+  q.replication_factor = replicas;
+  q.write_quorum = write_quorum;
+  q.read_quorum = read_quorum;
+  SHARDKV_RETURN_IF_ERROR(CheckReplication(q));
+  if (q == rep_->params) {
+    return Status::InvalidArgument("the cluster already has replicas " +
+                                   std::to_string(replicas) + ", write quorum " +
+                                   std::to_string(write_quorum) + ", read quorum " +
+                                   std::to_string(read_quorum));
+  }
+  auto rep = std::make_shared<Rep>(*rep_);
+  rep->has_pending = true;
+  rep->pending_params = q;
+  rep->pending_shard_rows.clear();
+  if (q.mode == PlacementMode::kJump) {
+    const uint32_t count = static_cast<uint32_t>(rep_->current.index_to_id.size());
+    rep->pending_shard_rows =
+        ResizedRows(rep_->shard_rows, rep_->nodes, std::min(q.replication_factor, count));
+  }
+  return Build(std::move(rep));
+}
+
 ClusterMap ClusterMap::WithChange(ChangeRecord record) const {
   auto rep = std::make_shared<Rep>(*rep_);
   rep->change = std::move(record);
@@ -410,6 +534,8 @@ StatusOr<ClusterMap> ClusterMap::WithChangeCommitted() const {
   }
   rep->nodes = std::move(kept);
   rep->shard_rows = rep->pending_shard_rows;
+  if (rep->pending_params) rep->params = *rep->pending_params;
+  rep->pending_params.reset();
   rep->has_pending = false;
   rep->pending_shard_rows.clear();
   return Build(std::move(rep));
@@ -425,6 +551,7 @@ StatusOr<ClusterMap> ClusterMap::WithChangeCancelled() const {
     kept.push_back(std::move(n));
   }
   rep->nodes = std::move(kept);
+  rep->pending_params.reset();
   rep->has_pending = false;
   rep->pending_shard_rows.clear();
   return Build(std::move(rep));
@@ -434,7 +561,12 @@ std::string ClusterMap::DebugString() const {
   std::ostringstream out;
   out << "cluster " << rep_->cluster_id << " epoch " << rep_->epoch << " mode "
       << PlacementModeName(rep_->params.mode) << " rf " << rep_->params.replication_factor
-      << " nodes [";
+      << " w " << rep_->params.write_quorum << " q " << rep_->params.read_quorum;
+  if (rep_->pending_params) {
+    out << " -> rf " << rep_->pending_params->replication_factor << " w "
+        << rep_->pending_params->write_quorum << " q " << rep_->pending_params->read_quorum;
+  }
+  out << " nodes [";
   for (const ClusterNode& n : rep_->nodes) {
     out << " " << n.id << "@" << n.address << ":" << NodeStateName(n.state);
   }

@@ -27,6 +27,10 @@ class ClusterMapBuilder {
   static StatusOr<ClusterMap> WithNodeLeaving(const ClusterMap& map, uint32_t id) {
     return map.WithNodeLeaving(id);
   }
+  static StatusOr<ClusterMap> WithParamsChanging(const ClusterMap& map, uint32_t replicas,
+                                                 uint32_t write_quorum, uint32_t read_quorum) {
+    return map.WithParamsChanging(replicas, write_quorum, read_quorum);
+  }
   static ClusterMap WithChange(const ClusterMap& map, ChangeRecord record) {
     return map.WithChange(std::move(record));
   }
@@ -50,6 +54,10 @@ inline StatusOr<ClusterMap> WithNodeJoining(const ClusterMap& map, ClusterNode n
 }
 inline StatusOr<ClusterMap> WithNodeLeaving(const ClusterMap& map, uint32_t id) {
   return ClusterMapBuilder::WithNodeLeaving(map, id);
+}
+inline StatusOr<ClusterMap> WithParamsChanging(const ClusterMap& map, uint32_t replicas,
+                                               uint32_t write_quorum, uint32_t read_quorum) {
+  return ClusterMapBuilder::WithParamsChanging(map, replicas, write_quorum, read_quorum);
 }
 inline ClusterMap WithChange(const ClusterMap& map, ChangeRecord record) {
   return ClusterMapBuilder::WithChange(map, std::move(record));

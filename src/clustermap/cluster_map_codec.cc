@@ -62,6 +62,11 @@ std::string ClusterMapCodec::Encode(const ClusterMap::Rep& r) {
     for (size_t k = 0; k < rep_->shard_rows[s].size(); ++k) row.set(k, rep_->shard_rows[s][k]);
   }
   m.setHasPending(rep_->has_pending);
+  if (rep_->pending_params) {
+    m.setPendingReplicationFactor(rep_->pending_params->replication_factor);
+    m.setPendingWriteQuorum(rep_->pending_params->write_quorum);
+    m.setPendingReadQuorum(rep_->pending_params->read_quorum);
+  }
   m.setPendingStage(LegacyStage(rep_->has_pending, rep_->change));
   if (rep_->has_pending) {
     auto prow = m.initPending().initShards(static_cast<unsigned>(rep_->pending_shard_rows.size()));
@@ -125,6 +130,13 @@ StatusOr<ClusterMap> ClusterMapCodec::Decode(std::string_view bytes) {
     rep->has_pending = m.getHasPending();
     // pendingStage is only written (for readers of 0.1.0's schema): the record's state is the
     // stage, and 0.1.0 kept the two in step.
+    if (rep->has_pending && m.getPendingReplicationFactor() != 0) {
+      ClusterParams p = rep->params;
+      p.replication_factor = m.getPendingReplicationFactor();
+      p.write_quorum = m.getPendingWriteQuorum();
+      p.read_quorum = m.getPendingReadQuorum();
+      rep->pending_params = p;
+    }
     if (rep->has_pending) {
       for (auto row : m.getPending().getShards()) {
         std::vector<uint32_t> ids;

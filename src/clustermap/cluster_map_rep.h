@@ -45,6 +45,8 @@ struct ClusterMap::Rep {
   std::vector<std::vector<uint32_t>> shard_rows;
   bool has_pending = false;
   std::vector<std::vector<uint32_t>> pending_shard_rows;
+  // A params change: the pending placement's RF and quorums (only those differ from params).
+  std::optional<ClusterParams> pending_params;
   std::optional<ChangeRecord> change;
   // Derived at Build().
   clustermap::PlacementView current;

@@ -16,6 +16,8 @@ wire::ChangeKind ToWire(ChangeKind k) {
       return wire::ChangeKind::JOIN;
     case ChangeKind::kRemove:
       return wire::ChangeKind::REMOVE;
+    case ChangeKind::kParams:
+      return wire::ChangeKind::PARAMS;
     case ChangeKind::kAdd:
       break;
   }
@@ -30,6 +32,8 @@ StatusOr<ChangeKind> FromWire(wire::ChangeKind k) {
       return ChangeKind::kJoin;
     case wire::ChangeKind::REMOVE:
       return ChangeKind::kRemove;
+    case wire::ChangeKind::PARAMS:
+      return ChangeKind::kParams;
   }
   return Status::NotSupported("unknown change kind " + std::to_string(static_cast<int>(k)) +
                               " (from a newer shardkv?)");
@@ -42,6 +46,9 @@ void FillSpec(const ChangeRequest& c, const ChangeThrottle& t, wire::ChangeSpec:
   b.setWeight(c.weight);
   b.setRateBytesPerS(t.rate_bytes_per_s);
   b.setStreamsPerNode(t.streams_per_node);
+  b.setReplicas(c.replicas);
+  b.setWriteQuorum(c.write_quorum);
+  b.setReadQuorum(c.read_quorum);
 }
 
 template <typename Command>
@@ -49,7 +56,9 @@ StatusOr<AdminRequest> ReadSpec(wire::ChangeSpec::Reader r) {
   auto kind = FromWire(r.getKind());
   if (!kind.ok()) return kind.status();
   Command c;
-  c.change = ChangeRequest{*kind, r.getNodeId(), ToString(r.getAddress()), r.getWeight()};
+  c.change = ChangeRequest{*kind,         r.getNodeId(),      ToString(r.getAddress()),
+                           r.getWeight(), r.getReplicas(),    r.getWriteQuorum(),
+                           r.getReadQuorum()};
   c.throttle = ChangeThrottle{r.getRateBytesPerS(), r.getStreamsPerNode()};
   return AdminRequest{std::move(c)};
 }

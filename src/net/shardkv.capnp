@@ -185,6 +185,7 @@ enum ChangeKind {
   add @0;
   join @1;    # a standalone node (its own cluster of one) joins
   remove @2;
+  params @3;  # replication factor and quorums (ChangeSpec's replicas, writeQuorum, readQuorum)
 }
 
 struct ChangeSpec {
@@ -194,6 +195,9 @@ struct ChangeSpec {
   weight @3 :Float64; # add, join
   rateBytesPerS @4 :UInt64;  # per destination node; 0 = unthrottled
   streamsPerNode @5 :UInt32;
+  replicas @6 :UInt32;     # params: 0 keeps the value
+  writeQuorum @7 :UInt32;  # params
+  readQuorum @8 :UInt32;   # params
 }
 
 struct ThrottleSpec {

@@ -14,9 +14,35 @@
 namespace shardkv::rebalance {
 namespace {
 
+// A params change's values (0 in the request keeps one), checked with the flag to name.
+StatusOr<ClusterParams> ParamsAfter(const ClusterMap& map, const ChangeRequest& change) {
+  ClusterParams p = map.params();
+  if (change.replicas != 0) p.replication_factor = change.replicas;
+  if (change.write_quorum != 0) p.write_quorum = change.write_quorum;
+  if (change.read_quorum != 0) p.read_quorum = change.read_quorum;
+  const std::string rf = std::to_string(p.replication_factor);
+  if (p.write_quorum > p.replication_factor) {
+    return Status::InvalidArgument("write quorum " + std::to_string(p.write_quorum) +
+                                   " is above the replication factor " + rf +
+                                   "; give --write-quorum (1.." + rf + ")");
+  }
+  if (p.read_quorum > p.replication_factor) {
+    return Status::InvalidArgument("read quorum " + std::to_string(p.read_quorum) +
+                                   " is above the replication factor " + rf +
+                                   "; give --read-quorum (1.." + rf + ")");
+  }
+  if (p == map.params()) {
+    return Status::InvalidArgument("nothing to change: the cluster already has replicas " + rf +
+                                   ", write quorum " + std::to_string(p.write_quorum) +
+                                   ", read quorum " + std::to_string(p.read_quorum));
+  }
+  return p;
+}
+
 bool SameChange(const ChangeRequest& a, const ChangeRequest& b) {
   return a.kind == b.kind && a.node_id == b.node_id && a.address == b.address &&
-         a.weight == b.weight;
+         a.weight == b.weight && a.replicas == b.replicas && a.write_quorum == b.write_quorum &&
+         a.read_quorum == b.read_quorum;
 }
 
 }  // namespace
@@ -45,7 +71,7 @@ StatusOr<ChangePlan> ChangePlanner::Plan(const ClusterMap& map, const ChangeRequ
       plan = cached_->plan;
     }
   }
-  if (plan && change.kind != ChangeKind::kRemove) {
+  if (plan && change.kind != ChangeKind::kRemove && change.kind != ChangeKind::kParams) {
     // The counts may be reused, the check of the joining node may not: it is one request, and
     // the node could have been given data or another cluster since the plan.
     SHARDKV_RETURN_IF_ERROR(CheckJoiningNode(map, change.node_id, change.address));
@@ -71,13 +97,27 @@ StatusOr<ChangePlan> ChangePlanner::Count(const ClusterMap& cur, const ChangeReq
   const ClusterMap* map = &cur;
   ChangeRecord rec;
   // A join is recorded as the add it is once its node id is known (change.h, ChangeKind).
-  rec.kind = change.kind == ChangeKind::kRemove ? ChangeKind::kRemove : ChangeKind::kAdd;
-  rec.node_id = change.node_id;
+  rec.kind = change.kind == ChangeKind::kJoin ? ChangeKind::kAdd : change.kind;
+  rec.node_id = change.kind == ChangeKind::kParams ? 0 : change.node_id;
   const double weight = change.weight;  // the map refuses a weight <= 0
   StatusOr<ClusterMap> next = Status::InvalidArgument("unknown change kind");
   double total_weight_before = 0;
   for (const ClusterNode& n : map->nodes()) total_weight_before += n.weight;
-  if (change.kind != ChangeKind::kRemove) {
+  if (change.kind == ChangeKind::kParams) {
+    auto params = ParamsAfter(*map, change);
+    if (!params.ok()) return params.status();
+    rec.params_replicas = params->replication_factor;
+    rec.params_write_quorum = params->write_quorum;
+    rec.params_read_quorum = params->read_quorum;
+    next = clustermap::WithParamsChanging(*map, rec.params_replicas, rec.params_write_quorum,
+                                          rec.params_read_quorum);
+    // The least a factor change can move: the added copies (none when it shrinks).
+    if (next.ok() && next->PendingEffectiveReplicas() > map->EffectiveReplicas()) {
+      rec.ideal_fraction = static_cast<double>(next->PendingEffectiveReplicas() -
+                                               map->EffectiveReplicas()) /
+                           map->EffectiveReplicas();
+    }
+  } else if (change.kind != ChangeKind::kRemove) {
     const std::string& address = change.address;
     if (address.empty()) return Status::InvalidArgument("add needs the node's address");
     if (map->FindNode(rec.node_id) != nullptr) {
@@ -107,9 +147,12 @@ StatusOr<ChangePlan> ChangePlanner::Count(const ClusterMap& cur, const ChangeReq
   if (!next.ok()) return next.status();
   rec.from_epoch = map->epoch();
   rec.replicas_configured = map->params().replication_factor;
+  rec.replicas_before = map->EffectiveReplicas();
+  rec.write_quorum_before = map->EffectiveWriteQuorum();
+  rec.read_quorum_before = map->EffectiveReadQuorum();
   rec.replicas_after = next->PendingEffectiveReplicas();
-  rec.write_quorum_after = std::min(map->params().write_quorum, rec.replicas_after);
-  rec.read_quorum_after = std::min(map->params().read_quorum, rec.replicas_after);
+  rec.write_quorum_after = next->PendingEffectiveWriteQuorum();
+  rec.read_quorum_after = next->PendingEffectiveReadQuorum();
 
   const auto ranges = AllRanges(*next);
   auto counts = CountRanges(*next, ranges);

@@ -10,10 +10,16 @@
 
 namespace shardkv::rebalance {
 
-// "change 17 (add node 4, streaming)".
+// "change 17 (add node 4, streaming)", "change 18 (params R=3 W=2 Q=2, streaming)".
 inline std::string Describe(const ChangeRecord& r) {
-  return "change " + std::to_string(r.change_id) + " (" + std::string(ChangeKindName(r.kind)) +
-         " node " + std::to_string(r.node_id) + ", " + std::string(ChangeStateName(r.state)) + ")";
+  const std::string what =
+      r.kind == ChangeKind::kParams
+          ? "params R=" + std::to_string(r.params_replicas) +
+                " W=" + std::to_string(r.params_write_quorum) +
+                " Q=" + std::to_string(r.params_read_quorum)
+          : std::string(ChangeKindName(r.kind)) + " node " + std::to_string(r.node_id);
+  return "change " + std::to_string(r.change_id) + " (" + what + ", " +
+         std::string(ChangeStateName(r.state)) + ")";
 }
 
 inline uint64_t WallMs() {

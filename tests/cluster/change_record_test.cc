@@ -243,14 +243,31 @@ TEST_CASE("change report: the v0.1.0 key=value text is still read", "[change][up
 }
 
 TEST_CASE("change record: a newer format version is refused, naming it", "[change][upgrade]") {
-  const std::string bytes = FullRecord().Encode();
+  // A membership change is written at version 1, which the previous release reads; only a params
+  // change (a kind that release does not know) needs version 2.
+  const std::string v1 = FullRecord().Encode();
+  REQUIRE(WithVersion(v1, 1) == v1);
+  ChangeRecord params = FullRecord();
+  params.kind = ChangeKind::kParams;
+  params.node_id = 0;
+  params.params_replicas = 3;
+  params.params_write_quorum = 2;
+  params.params_read_quorum = 2;
+  params.replicas_before = 1;
+  params.write_quorum_before = 1;
+  params.read_quorum_before = 1;
+  const std::string bytes = params.Encode();
   // The patch hits the version field: writing the current version back changes nothing.
   REQUIRE(WithVersion(bytes, kChangeRecordFormatVersion) == bytes);
+  auto round = ChangeRecord::Decode(bytes);
+  REQUIRE(round.ok());
+  CHECK(*round == params);
   auto newer = ChangeRecord::Decode(WithVersion(bytes, kChangeRecordFormatVersion + 1));
   REQUIRE_FALSE(newer.ok());
   CHECK(newer.status().code() == Status::Code::kNotSupported);
   CHECK_THAT(newer.status().message(),
-             Catch::Contains("format version 2") && Catch::Contains("upgrade this node"));
+             Catch::Contains("format version " + std::to_string(kChangeRecordFormatVersion + 1)) &&
+                 Catch::Contains("upgrade this node"));
   // Version 0 is the text form's: a capnp message claiming it is not a record.
   CHECK(ChangeRecord::Decode(WithVersion(bytes, 0)).status().code() == Status::Code::kCorruption);
 

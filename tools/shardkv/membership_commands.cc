@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <filesystem>
 #include <functional>
@@ -89,8 +90,9 @@ std::string WatchHint(const GlobalOptions& g) {
 struct ChangeJob {
   InterruptGuard* guard = nullptr;  // add-node: cleans up on a signal (else null)
   const ClusterMap* map = nullptr;  // the map the change starts from
-  std::string kind;                 // add or remove
+  std::string kind;                 // add, remove or params
   uint32_t node_id = 0;
+  uint32_t replicas = 0, write_quorum = 0, read_quorum = 0;  // params (0 keeps one)
   std::string address;              // add
   std::vector<std::string> askees;  // members to ask for the plan, in order
   // Undoes what the command did before planning (add-node: the new node); runs when nothing
@@ -103,10 +105,15 @@ struct ChangeJob {
 // Plan, show, confirm, begin. Returns the exit code.
 int PlanAndBegin(const GlobalOptions& g, const ChangeFlags& f, const ChangeJob& c) {
   ChangeRequest change;
-  change.kind = c.kind == "remove" ? ChangeKind::kRemove : ChangeKind::kAdd;
+  change.kind = c.kind == "remove"   ? ChangeKind::kRemove
+                : c.kind == "params" ? ChangeKind::kParams
+                                     : ChangeKind::kAdd;
   change.node_id = c.node_id;
   change.address = c.address;
   change.weight = f.weight;
+  change.replicas = c.replicas;
+  change.write_quorum = c.write_quorum;
+  change.read_quorum = c.read_quorum;
   ChangeThrottle throttle;
   throttle.rate_bytes_per_s = uint64_t{f.rate_mb} << 20;
   throttle.streams_per_node = f.streams;
@@ -122,7 +129,10 @@ int PlanAndBegin(const GlobalOptions& g, const ChangeFlags& f, const ChangeJob& 
   auto check_pipe = [&c] {
     if (c.guard != nullptr) c.guard->CheckPipe();
   };
-  Progress("planning: " + c.kind + " node " + std::to_string(c.node_id) + " (counting keys)");
+  Progress("planning: " +
+           (c.kind == "params" ? std::string("replication and quorums")
+                               : c.kind + " node " + std::to_string(c.node_id)) +
+           " (counting keys)");
   // Planning counts keys on one live old replica per range; a replica that died moments ago is
   // still believed alive until gossip notices, and the count fails with Unavailable. Planning
   // changes nothing, so it is retried for a while.
@@ -154,6 +164,25 @@ int PlanAndBegin(const GlobalOptions& g, const ChangeFlags& f, const ChangeJob& 
   // The rebalancer will report the effective replication after the change; until then it is
   // derived from the map here (min(R, nodes), quorums capped at it, as ClusterMap does).
   if (c.map != nullptr && c.kind == "remove") WarnReplication(*c.map, c.map->nodes().size() - 1);
+  if (c.map != nullptr && c.kind == "params") {
+    const ChangeRecord& r = plan.report.record;
+    const uint32_t n = static_cast<uint32_t>(c.map->nodes().size());
+    const std::string tolerance =
+        FailureToleranceWarning(n, r.replicas_after, r.write_quorum_after, r.read_quorum_after);
+    if (!tolerance.empty()) std::fprintf(stderr, "%s\n", tolerance.c_str());
+    if (r.write_quorum_after + r.read_quorum_after <= r.replicas_after) {
+      std::fprintf(stderr,
+                   "warning: W + Q = %u is not above R = %u: a read may miss an acknowledged "
+                   "write\n",
+                   r.write_quorum_after + r.read_quorum_after, r.replicas_after);
+    }
+    if (r.params_replicas > n) {
+      std::fprintf(stderr,
+                   "warning: %u node(s) hold at most %u copies of a key; the replication factor "
+                   "%u takes effect as nodes are added\n",
+                   n, n, r.params_replicas);
+    }
+  }
   if (f.plan_only) {
     undo();
     if (g.json) std::cout << PlanJson(plan.report, ctx, nullptr) << "\n";
@@ -436,6 +465,26 @@ int DoRemoveNode(const GlobalOptions& g, const ChangeFlags& f, uint32_t id) {
   return PlanAndBegin(g, f, c);
 }
 
+int DoSetParams(const GlobalOptions& g, const ChangeFlags& f, uint32_t replicas,
+                uint32_t write_quorum, uint32_t read_quorum) {
+  if (replicas == 0 && write_quorum == 0 && read_quorum == 0) {
+    return ReportError("nothing to change: give --replicas, --write-quorum or --read-quorum",
+                       kExitUsage);
+  }
+  if (RefuseUnconfirmable(f)) return kExitUsage;
+  const std::string dir = AbsoluteDir(g.ClusterDir());
+  auto map = CurrentMap(g, dir, AdminAddresses(g, dir));
+  if (!map.ok()) return ReportError(map.status(), kExitUnreachable);
+  ChangeJob c;
+  c.map = &*map;
+  c.kind = "params";
+  c.replicas = replicas;
+  c.write_quorum = write_quorum;
+  c.read_quorum = read_quorum;
+  c.askees = MemberAddresses(*map, {});
+  return PlanAndBegin(g, f, c);
+}
+
 void AddChangeFlags(CLI::App* cmd, GlobalOptions* g, ChangeFlags* f, bool add) {
   if (add) {
     cmd->add_option("--weight", f->weight, "Relative weight of the node (1 = like the others)")
@@ -497,6 +546,29 @@ void RegisterMembershipCommands(CLI::App& app, GlobalOptions* g, int* exit_code)
       ->check(CLI::Range(kMinNodeId, kMaxNodeId));
   AddChangeFlags(remove, g, remove_flags.get(), false);
   remove->callback([=] { *exit_code = DoRemoveNode(*g, *remove_flags, *remove_id); });
+
+  auto set_flags = std::make_shared<ChangeFlags>();
+  auto set_values = std::make_shared<std::array<uint32_t, 3>>();
+  auto* set = cluster->add_subcommand(
+      "set",
+      "Change the replication factor and quorums of the running cluster: print the plan (the "
+      "copies a higher factor streams), and on confirmation begin. It runs through the same "
+      "transition as a membership change; follow it with 'rebalance watch'");
+  set->add_option("--replicas", (*set_values)[0], "New replication factor (copies of each key)")
+      ->check(CLI::Range(kMinNodes, kMaxNodes));
+  set->add_option("--write-quorum", (*set_values)[1],
+                  "New write quorum W (acks a write needs; 1..replicas)")
+      ->check(CLI::Range(kMinNodes, kMaxNodes));
+  set->add_option("--read-quorum", (*set_values)[2],
+                  "New read quorum Q (replicas a read asks; 1..replicas)")
+      ->check(CLI::Range(kMinNodes, kMaxNodes));
+  AddChangeFlags(set, g, set_flags.get(), false);
+  set->footer(
+      "An option left out keeps its value. Example: 'shardkv cluster set --replicas 3 "
+      "--write-quorum 2 --read-quorum 2 --yes'");
+  set->callback([=] {
+    *exit_code = DoSetParams(*g, *set_flags, (*set_values)[0], (*set_values)[1], (*set_values)[2]);
+  });
 }
 
 }  // namespace shardkv::cli

@@ -105,6 +105,13 @@ void PrintPlanTable(std::FILE* out, const ChangeReport& plan, const PlanContext&
   if (r.planned_tombstones != 0) {
     std::fprintf(out, "          plus %s tombstones\n", Grouped(r.planned_tombstones).c_str());
   }
+  if (r.replicas_before != 0 &&
+      (r.replicas_before != r.replicas_after || r.write_quorum_before != r.write_quorum_after ||
+       r.read_quorum_before != r.read_quorum_after)) {
+    std::fprintf(out, "replicas: R=%u W=%u Q=%u -> R=%u W=%u Q=%u (effective)\n", r.replicas_before,
+                 r.write_quorum_before, r.read_quorum_before, r.replicas_after,
+                 r.write_quorum_after, r.read_quorum_after);
+  }
   std::fprintf(out, "rate:     %s/s, %u streams per node\n",
                HumanBytes(static_cast<double>(r.rate_bytes_per_s)).c_str(), r.streams_per_node);
 }
@@ -131,7 +138,13 @@ std::string PlanJson(const ChangeReport& plan, const PlanContext& ctx, const Cha
       .Field("ideal_fraction", Finite(r.ideal_fraction))
       .Field("remapped_keys", r.remapped_keys)
       .Field("rate_bytes_per_s", r.rate_bytes_per_s)
-      .Field("streams_per_node", r.streams_per_node);
+      .Field("streams_per_node", r.streams_per_node)
+      .Field("replicas_before", r.replicas_before)
+      .Field("write_quorum_before", r.write_quorum_before)
+      .Field("read_quorum_before", r.read_quorum_before)
+      .Field("replicas_after", r.replicas_after)
+      .Field("write_quorum_after", r.write_quorum_after)
+      .Field("read_quorum_after", r.read_quorum_after);
   w.Key("nodes").BeginArray();
   for (const NodeShare& s : plan.shares) {
     w.Begin()

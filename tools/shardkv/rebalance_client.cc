@@ -229,6 +229,16 @@ std::string HumanSeconds(double s) {
 }
 
 std::string DescribeChange(const ChangeRecord& r) {
+  if (r.kind == ChangeKind::kParams) {
+    // Configured values: the effective ones are capped by the node count (shown by the plan).
+    auto step = [](const char* what, uint32_t before, uint32_t after) {
+      return std::string(what) + " " + std::to_string(before) +
+             (before == after ? "" : " -> " + std::to_string(after));
+    };
+    return "set " + step("replicas", r.replicas_configured, r.params_replicas) + ", " +
+           step("write quorum", r.write_quorum_before, r.params_write_quorum) + ", " +
+           step("read quorum", r.read_quorum_before, r.params_read_quorum);
+  }
   return std::string(ChangeKindName(r.kind)) + " node " + std::to_string(r.node_id);
 }
 
