@@ -1,7 +1,6 @@
 #include "shardkv/cluster_map.h"
 
 #include <algorithm>
-#include <map>
 #include <set>
 #include <sstream>
 
@@ -14,141 +13,6 @@
 namespace shardkv {
 namespace {
 
-bool InCurrent(const ClusterNode& n) { return n.state != NodeState::kJoining; }
-bool InPending(const ClusterNode& n) { return n.state != NodeState::kLeaving; }
-
-// "node-<id>" back to the id (ShardMap keeps names, the cluster map keeps ids).
-uint32_t IdOfName(std::string_view name) {
-  return static_cast<uint32_t>(std::stoul(std::string(name.substr(5))));
-}
-
-// Shard rows of `sm` as node ids.
-std::vector<std::vector<uint32_t>> RowsAsIds(const ShardMap& sm) {
-  std::vector<std::vector<uint32_t>> rows;
-  rows.reserve(static_cast<size_t>(sm.shard_count()));
-  for (int32_t s = 0; s < sm.shard_count(); ++s) {
-    std::vector<uint32_t> row;
-    for (uint32_t idx : sm.ShardReplicas(s)) row.push_back(IdOfName(sm.nodes()[idx].name));
-    rows.push_back(std::move(row));
-  }
-  return rows;
-}
-
-// Builds one placement from the nodes passing `member`. In jump mode `rows` (ids) are validated,
-// or created balanced when empty.
-template <typename Filter>
-Status BuildPlacement(const ClusterParams& p, const std::vector<ClusterNode>& nodes, Filter member,
-                      std::vector<std::vector<uint32_t>>* rows, clustermap::PlacementView* out) {
-  std::vector<NodeSpec> specs;
-  for (const ClusterNode& n : nodes) {
-    if (!member(n)) continue;
-    specs.push_back({PlacementName(n.id), n.weight});
-    out->index_to_id.push_back(n.id);
-  }
-  if (specs.empty()) return Status::InvalidArgument("a placement needs at least one node");
-  out->replicas = std::min<uint32_t>(p.replication_factor, static_cast<uint32_t>(specs.size()));
-  if (p.mode == PlacementMode::kRing) {
-    auto ring = HashRing::Build(specs, static_cast<int>(p.vnodes));
-    if (!ring.ok()) return ring.status();
-    out->ring = std::move(ring).value();
-    return Status::OK();
-  }
-  if (rows->empty()) {
-    auto sm =
-        ShardMap::Create(specs, static_cast<int32_t>(p.shards), static_cast<int>(out->replicas));
-    if (!sm.ok()) return sm.status();
-    *rows = RowsAsIds(*sm);
-  }
-  if (rows->size() != p.shards) {
-    return Status::Corruption("shard map has " + std::to_string(rows->size()) + " rows, expected " +
-                              std::to_string(p.shards));
-  }
-  std::vector<std::vector<uint32_t>> idx_rows;
-  idx_rows.reserve(rows->size());
-  for (const auto& id_row : *rows) {
-    std::vector<uint32_t> row;
-    for (uint32_t id : id_row) {
-      auto it = std::find(out->index_to_id.begin(), out->index_to_id.end(), id);
-      if (it == out->index_to_id.end()) {
-        return Status::Corruption("shard map names unknown node " + std::to_string(id));
-      }
-      row.push_back(static_cast<uint32_t>(it - out->index_to_id.begin()));
-    }
-    idx_rows.push_back(std::move(row));
-  }
-  auto built = ShardMap::FromAssignment(specs, std::move(idx_rows));
-  if (!built.ok()) return built.status();
-  out->shard_map = std::make_shared<const ShardMap>(std::move(built).value());
-  return Status::OK();
-}
-
-// Jump mode's rows under another replica count, moving the fewest replicas: a lower count drops
-// each row's last replicas (the primary stays), a higher one adds to each row the members it
-// lacks with the fewest replicas per weight (ties: the lower id), shard by shard, so the counts
-// stay within about one of their ideal.
-std::vector<std::vector<uint32_t>> ResizedRows(const std::vector<std::vector<uint32_t>>& rows,
-                                               const std::vector<ClusterNode>& nodes,
-                                               uint32_t replicas) {
-  std::vector<std::vector<uint32_t>> out = rows;
-  std::map<uint32_t, double> load;  // replicas held, by id
-  std::map<uint32_t, double> weight;
-  for (const ClusterNode& n : nodes) {
-    load[n.id] = 0;
-    weight[n.id] = n.weight;
-  }
-  for (auto& row : out) {
-    if (row.size() > replicas) row.resize(replicas);
-    for (uint32_t id : row) load[id] += 1;
-  }
-  for (auto& row : out) {
-    while (row.size() < replicas) {
-      uint32_t best = 0;
-      double best_score = 0;
-      bool found = false;
-      for (const auto& [id, held] : load) {
-        if (std::find(row.begin(), row.end(), id) != row.end()) continue;
-        const double score = (held + 1) / weight[id];
-        if (!found || score < best_score) {
-          best = id;
-          best_score = score;
-          found = true;
-        }
-      }
-      if (!found) break;  // fewer members than replicas: Build() refuses the rows
-      row.push_back(best);
-      load[best] += 1;
-    }
-  }
-  // The greedy pass can leave the last rows only nodes that are already loaded (a node cannot
-  // be added to the rows it is primary of). Even it out by moving added copies only, so the
-  // number of copies to stream stays the minimum: swap the most loaded node's added copy in a
-  // row for the least loaded node, while that narrows the spread.
-  for (size_t round = 0; round < out.size() * replicas; ++round) {
-    auto per_weight = [&](uint32_t id) { return load[id] / weight[id]; };
-    uint32_t hi = load.begin()->first, lo = hi;
-    for (const auto& [id, held] : load) {
-      if (per_weight(id) > per_weight(hi)) hi = id;
-      if (per_weight(id) < per_weight(lo)) lo = id;
-    }
-    if ((load[hi] - 1) / weight[hi] < (load[lo] + 1) / weight[lo]) break;  // no better
-    bool swapped = false;
-    for (size_t s = 0; s < out.size() && !swapped; ++s) {
-      auto& row = out[s];
-      if (std::find(row.begin(), row.end(), lo) != row.end()) continue;
-      for (size_t k = std::min(rows[s].size(), row.size()); k < row.size(); ++k) {
-        if (row[k] != hi) continue;
-        row[k] = lo;
-        load[hi] -= 1;
-        load[lo] += 1;
-        swapped = true;
-        break;
-      }
-    }
-    if (!swapped) break;
-  }
-  return out;
-}
-
 bool SameSet(std::vector<uint32_t> a, std::vector<uint32_t> b) {
   std::sort(a.begin(), a.end());
   std::sort(b.begin(), b.end());
@@ -156,20 +20,6 @@ bool SameSet(std::vector<uint32_t> a, std::vector<uint32_t> b) {
 }
 
 }  // namespace
-
-std::vector<uint32_t> clustermap::PlacementView::Replicas(uint64_t token) const {
-  std::vector<uint32_t> out;
-  if (ring) {
-    std::vector<uint32_t> idx;
-    if (!ring->Replicas(token, replicas, &idx).ok()) return out;
-    for (uint32_t i : idx) out.push_back(index_to_id[i]);
-  } else if (shard_map) {
-    const int32_t shard = static_cast<int32_t>(token >> 32);
-    if (shard >= shard_map->shard_count()) return out;
-    for (uint32_t i : shard_map->ShardReplicas(shard)) out.push_back(index_to_id[i]);
-  }
-  return out;
-}
 
 std::string_view PlacementModeName(PlacementMode mode) {
   return mode == PlacementMode::kRing ? "ring" : "jump";
@@ -272,11 +122,12 @@ StatusOr<ClusterMap> ClusterMap::Build(std::shared_ptr<Rep> rep) {
   }
   rep->current = {};
   rep->pending = {};
-  Status s = BuildPlacement(p, rep->nodes, InCurrent, &rep->shard_rows, &rep->current);
+  Status s =
+      clustermap::BuildPlacement(p, rep->nodes, /*pending=*/false, &rep->shard_rows, &rep->current);
   if (!s.ok()) return s;
   if (rep->has_pending) {
-    s = BuildPlacement(rep->pending_params.value_or(p), rep->nodes, InPending,
-                       &rep->pending_shard_rows, &rep->pending);
+    s = clustermap::BuildPlacement(rep->pending_params.value_or(p), rep->nodes, /*pending=*/true,
+                                   &rep->pending_shard_rows, &rep->pending);
     if (!s.ok()) return s.WithContext("pending placement");
   } else {
     rep->pending_shard_rows.clear();
@@ -460,7 +311,7 @@ StatusOr<ClusterMap> ClusterMap::WithNodeJoining(ClusterNode node) const {
       // Minimal movement: only replicas moving to the new node.
       auto added = sm->WithNodeAdded({PlacementName(node.id), node.weight});
       if (!added.ok()) return added.status();
-      rep->pending_shard_rows = RowsAsIds(*added);
+      rep->pending_shard_rows = clustermap::RowsAsIds(*added);
     }  // else the effective RF grows: Build() creates a balanced map for the new node set
   }
   return Build(std::move(rep));
@@ -485,7 +336,7 @@ StatusOr<ClusterMap> ClusterMap::WithNodeLeaving(uint32_t id) const {
     if (static_cast<uint32_t>(sm->replica_count()) == new_rf) {
       auto removed = sm->WithNodeRemoved(PlacementName(id));
       if (!removed.ok()) return removed.status();
-      rep->pending_shard_rows = RowsAsIds(*removed);
+      rep->pending_shard_rows = clustermap::RowsAsIds(*removed);
     }
   }
   return Build(std::move(rep));
@@ -500,10 +351,9 @@ StatusOr<ClusterMap> ClusterMap::WithParamsChanging(uint32_t replicas, uint32_t 
   q.read_quorum = read_quorum;
   SHARDKV_RETURN_IF_ERROR(CheckReplication(q));
   if (q == rep_->params) {
-    return Status::InvalidArgument("the cluster already has replicas " +
-                                   std::to_string(replicas) + ", write quorum " +
-                                   std::to_string(write_quorum) + ", read quorum " +
-                                   std::to_string(read_quorum));
+    return Status::InvalidArgument("the cluster already has replicas " + std::to_string(replicas) +
+                                   ", write quorum " + std::to_string(write_quorum) +
+                                   ", read quorum " + std::to_string(read_quorum));
   }
   auto rep = std::make_shared<Rep>(*rep_);
   rep->has_pending = true;
@@ -511,8 +361,8 @@ StatusOr<ClusterMap> ClusterMap::WithParamsChanging(uint32_t replicas, uint32_t 
   rep->pending_shard_rows.clear();
   if (q.mode == PlacementMode::kJump) {
     const uint32_t count = static_cast<uint32_t>(rep_->current.index_to_id.size());
-    rep->pending_shard_rows =
-        ResizedRows(rep_->shard_rows, rep_->nodes, std::min(q.replication_factor, count));
+    rep->pending_shard_rows = clustermap::ResizedRows(rep_->shard_rows, rep_->nodes,
+                                                      std::min(q.replication_factor, count));
   }
   return Build(std::move(rep));
 }
@@ -560,8 +410,8 @@ StatusOr<ClusterMap> ClusterMap::WithChangeCancelled() const {
 std::string ClusterMap::DebugString() const {
   std::ostringstream out;
   out << "cluster " << rep_->cluster_id << " epoch " << rep_->epoch << " mode "
-      << PlacementModeName(rep_->params.mode) << " rf " << rep_->params.replication_factor
-      << " w " << rep_->params.write_quorum << " q " << rep_->params.read_quorum;
+      << PlacementModeName(rep_->params.mode) << " rf " << rep_->params.replication_factor << " w "
+      << rep_->params.write_quorum << " q " << rep_->params.read_quorum;
   if (rep_->pending_params) {
     out << " -> rf " << rep_->pending_params->replication_factor << " w "
         << rep_->pending_params->write_quorum << " q " << rep_->pending_params->read_quorum;

@@ -30,6 +30,19 @@ struct PlacementView {
   std::vector<uint32_t> Replicas(uint64_t token) const;
 };
 
+// Builds the current (or `pending`) placement from the members in it. In jump mode `rows` (ids)
+// are validated, or created balanced when empty.
+Status BuildPlacement(const ClusterParams& p, const std::vector<ClusterNode>& nodes, bool pending,
+                      std::vector<std::vector<uint32_t>>* rows, PlacementView* out);
+// Shard rows of `sm` as node ids.
+std::vector<std::vector<uint32_t>> RowsAsIds(const ShardMap& sm);
+// Jump mode's rows under another replica count, moving the fewest replicas (a params change):
+// a lower count drops each row's last replicas, a higher one adds members to each row, keeping
+// the counts per weight within one of each other where the rows allow.
+std::vector<std::vector<uint32_t>> ResizedRows(const std::vector<std::vector<uint32_t>>& rows,
+                                               const std::vector<ClusterNode>& nodes,
+                                               uint32_t replicas);
+
 }  // namespace shardkv::clustermap
 
 namespace shardkv {

@@ -1,4 +1,5 @@
-// `shardkv cluster add-node | join | remove-node`: membership changes. Each one asks a live
+// `shardkv cluster add-node | join | remove-node | set`: membership changes, and (set) changes of
+// the replication factor and quorums through the same transition. Each one asks a live
 // member for a plan (the rebalancer's "plan" admin command), prints it (per-node shares, the
 // source -> destination matrix, the moved fraction beside the ideal, the remapped keys), asks
 // for confirmation, then sends "begin" and returns at once: `shardkv rebalance watch` follows
@@ -11,6 +12,8 @@
 //   join       adds an already running node, given by address
 //   remove-node  removes a node (also a dead one); once the change is done, `rebalance watch`
 //              or `cluster status` stops its process and marks its directory removed
+//   set        --replicas/--write-quorum/--read-quorum (Admin::SetParams): a higher factor
+//              streams the new copies, a lower one drops the surplus copies at cleanup
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -19,7 +22,7 @@
 
 namespace shardkv::cli {
 
-// Adds add-node, join and remove-node to the `cluster` subcommand of `app`.
+// Adds add-node, join, remove-node and set to the `cluster` subcommand of `app`.
 // REQUIRES: RegisterClusterCommands ran; `globals` and `exit_code` outlive app.parse().
 void RegisterMembershipCommands(CLI::App& app, GlobalOptions* globals, int* exit_code);
 
