@@ -111,9 +111,15 @@ struct ChangeRecord {
   // before a resume or takeover continued from its checkpoint (counted once, not re-streamed).
   uint64_t moved_during_change = 0;
   uint64_t resumed_copies = 0;
-  // Drives of this change that ended in a driver's death (takeovers) since it began or was last
+  // Drives of this change that ended in a driver's death (takeovers: the driver no longer answers
+  // when the next leader takes over; a driver that handed the change on as it stopped, or one that
+  // lost leadership but answers, is not counted) since it began or was last
   // resumed. The second one fails the change instead of driving the streams again.
   uint32_t takeovers = 0;
+  // A driver that stopped gracefully (SIGTERM, Node::Stop) marks the change as handed on before it
+  // hands consensus leadership to another voter; the takeover that follows clears the mark and
+  // does not count (a rolling restart is not a driver death).
+  uint32_t handed_off_by = 0;
   uint32_t failed_driver = 0;  // the driver whose death or error failed it (0: none)
   uint64_t started_ms = 0;
   uint64_t finished_ms = 0;

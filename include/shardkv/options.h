@@ -65,6 +65,11 @@ struct NodeOptions {
   // Cluster maps are decided by Raft among the voting members (design.md "Consensus"); off: the
   // compare-and-set commit of earlier releases (no majority rule; kept for comparison tests).
   bool map_consensus = true;
+  // At Stop() (SIGTERM), the consensus leader first hands on what it leads: it marks a change it
+  // drives as handed on and transfers leadership to another voter (bounded, ~3 s), so a rolling
+  // restart neither waits for an election nor counts as a driver death. false: stop as a crash
+  // would (the takeover tests use it to kill a driver in process).
+  bool hand_off_at_stop = true;
   size_t block_cache_bytes = size_t{64} << 20;
   // Other nodes to contact at start (host:port), for joining or fetching the newest map.
   std::vector<std::string> seeds;

@@ -79,6 +79,9 @@ struct ChangeRecord {
   paramsReplicas @38 :UInt32;
   paramsWriteQuorum @39 :UInt32;
   paramsReadQuorum @40 :UInt32;
+  # The driver that handed the change on as it stopped gracefully (0: none); the next driver's
+  # takeover does not count it as a death. An older reader ignores it (and counts the takeover).
+  handedOffBy @41 :UInt32;
 }
 
 struct StreamProgress {

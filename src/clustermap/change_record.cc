@@ -110,6 +110,7 @@ void WriteRecord(const ChangeRecord& r, changewire::ChangeRecord::Builder m) {
   m.setMovedDuringChange(r.moved_during_change);
   m.setResumedCopies(r.resumed_copies);
   m.setTakeovers(r.takeovers);
+  m.setHandedOffBy(r.handed_off_by);
   m.setFailedDriver(r.failed_driver);
   m.setStartedMs(r.started_ms);
   m.setFinishedMs(r.finished_ms);
@@ -173,6 +174,7 @@ Status ReadRecord(changewire::ChangeRecord::Reader m, size_t message_words, Chan
   r->moved_during_change = m.getMovedDuringChange();
   r->resumed_copies = m.getResumedCopies();
   r->takeovers = m.getTakeovers();
+  r->handed_off_by = m.getHandedOffBy();
   r->failed_driver = m.getFailedDriver();
   r->started_ms = m.getStartedMs();
   r->finished_ms = m.getFinishedMs();

@@ -52,6 +52,8 @@ class Node::Impl {
 
   Status Start();
   void Stop();
+  // The first step of a graceful Stop (NodeOptions::hand_off_at_stop).
+  void HandOffLeadership();
   void Wait() {
     common::MutexLock lock(&mu_);
     while (!stopped_) lock.Wait(stopped_cv_);
@@ -584,6 +586,21 @@ Status Node::Impl::WriteFileAtomically(const std::string& name, const std::strin
   return Status::OK();
 }
 
+void Node::Impl::HandOffLeadership() {
+  if (!options_.hand_off_at_stop || !consensus_ || !consensus_->IsLeader()) return;
+  if (rebalancer_) {
+    Status s = rebalancer_->HandOff();
+    if (!s.ok()) spdlog::warn("node {}: handing the change on: {}", options_.id, s.ToString());
+  }
+  if (consensus_->Voters().size() < 2) return;
+  Status s = consensus_->TransferLeadership(std::chrono::seconds(2));
+  if (s.ok()) {
+    spdlog::info("node {}: handed consensus leadership on before stopping", options_.id);
+  } else {
+    spdlog::warn("node {}: leadership transfer before stopping: {}", options_.id, s.ToString());
+  }
+}
+
 void Node::Impl::Stop() {
   {
     common::MutexLock lock(&mu_);
@@ -593,6 +610,7 @@ void Node::Impl::Stop() {
     }
     stopping_ = true;
   }
+  HandOffLeadership();
   // The Redis listener first: its batches run through the service and the coordinator.
   if (redis_) redis_->Stop();
   // Then the metrics listener: its handlers read every part stopped below.

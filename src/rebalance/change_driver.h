@@ -51,6 +51,10 @@ class ChangeDriver {
   void Stop();
   // A command changed the change (begin, cancel, throttle, resume): look at it now.
   void Wake();
+  // Before a graceful stop: if this node drives a streaming change, marks it handed on
+  // (ChangeRecord::handed_off_by) so that the next leader's takeover is not counted as a death.
+  // OK when there is nothing to hand on.
+  Status HandOff();
 
   // The moved counts so far of change `change_id` into `rec` (when this node drives it).
   void FillMoved(ChangeRecord* rec) const;
@@ -87,6 +91,8 @@ class ChangeDriver {
   void DriveLoop();
   void DriveOnce();
   void TakeOver(const ClusterMap& map, const ChangeRecord& rec);
+  // True if node `id` of `map` answers a ping (bounded: 1.5 s).
+  bool Answers(const ClusterMap& map, uint32_t id);
   bool IsDriver(const ClusterMap& map) const;
   // change_driver_streams.cc
   Status RunStreams(const ClusterMap& map, const ChangeRecord& record);

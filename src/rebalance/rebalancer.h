@@ -67,6 +67,8 @@ class Rebalancer {
 
   void Start();
   void Stop();
+  // Before a graceful stop, while consensus still runs: see ChangeDriver::HandOff.
+  Status HandOff() { return driver_.HandOff(); }
 
   void HandleAdmin(net::AdminRequest request, Reply done);
   void AddCounters(std::map<std::string, int64_t>* counters) const;

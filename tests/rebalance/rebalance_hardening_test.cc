@@ -322,6 +322,9 @@ TEST_CASE("rebalance: a second driver death while streaming fails the change, na
   // Five voters, so that three remain (a majority) after both drivers die.
   ClusterParams p;
   InProcessCluster c(5, p);
+  // Stopped as by a crash: a graceful stop hands the change on and is not a driver death (see
+  // "a graceful stop of the driver hands the change on" below).
+  c.TuneNodes([](uint32_t, NodeOptions* o) { o->hand_off_at_stop = false; });
   REQUIRE(c.Start().ok());
   Load(c, 20000, 1000);  // ~10 MB to node 6 at 1 MB/s: streaming through both deaths
   REQUIRE(c.AddStandaloneNode().ok());
@@ -352,4 +355,41 @@ TEST_CASE("rebalance: a second driver death while streaming fails the change, na
   const AdminReply cancelled = admin->Cancel();
   INFO(cancelled.status.ToString());
   CHECK(cancelled.status.ok());
+}
+
+TEST_CASE("rebalance: a graceful stop of the driver hands the change on, twice, uncounted",
+          "[rebalance][takeover]") {
+  // A rolling restart of the drivers: each one stops gracefully (Node::Stop, as on SIGTERM)
+  // while streaming. Each hands the change on, so neither stop counts as a driver death, and the
+  // change finishes instead of failing at the second (the takeover-once rule is for crashes).
+  ClusterParams p;
+  InProcessCluster c(5, p);
+  REQUIRE(c.Start().ok());
+  Load(c, 20000, 1000);  // ~10 MB to node 6 at 1 MB/s: streaming through both stops
+  REQUIRE(c.AddStandaloneNode().ok());
+  auto admin = AdminFor(c);
+  const AdminReply begun = admin->Begin(AddOf(c, 6), RateMb(1));
+  INFO(begun.status.ToString());
+  REQUIRE(begun.status.ok());
+  uint32_t driver = begun.report.driver;
+  REQUIRE(driver != 0);
+  for (int stop = 0; stop < 2; ++stop) {
+    const auto t0 = std::chrono::steady_clock::now();
+    c.StopNode(driver);
+    // Bounded: the hand-off is part of a stop that must stay within seconds.
+    CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(8));
+    const uint32_t old = driver;
+    const ChangeReport taken = WaitFor(*admin, [&](const ChangeReport& r) {
+      return r.from_driver && r.driver != old && r.driver != 0;
+    });
+    INFO("stop " << stop << ": " << taken.record.error);
+    CHECK(taken.record.takeovers == 0);
+    CHECK(taken.record.state == ChangeState::kStreaming);
+    driver = taken.driver;
+    REQUIRE(c.RestartNode(old).ok());
+  }
+  const ChangeReport done = WaitFor(*admin, ChangeState::kDone);
+  CHECK(done.record.takeovers == 0);
+  CHECK(done.record.failed_driver == 0);
+  CHECK(done.record.moved_copies >= done.record.planned_copies);
 }
