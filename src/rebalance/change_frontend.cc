@@ -156,7 +156,27 @@ std::optional<net::ResponseBody> ChangeFrontend::ForwardToLeader(const net::Admi
     const std::string now_address = consensus->LeaderAddress();
     if (!now_address.empty()) reply = send(now_address);
   }
-  const std::string who = "the leader, node " + std::to_string(leader) + " (" + address + ")";
+  // The leader is gone (its port refuses connections, so nothing was delivered): the voters
+  // elect another within an election timeout or two; ask that one rather than fail a command
+  // sent right after a kill (bounded: 6 s).
+  uint32_t asked = leader;
+  std::string asked_address = address;
+  const auto reelect_end = std::chrono::steady_clock::now() + std::chrono::seconds(6);
+  // A status is answered from this node's map meanwhile instead.
+  while (!status && !reply.ok() && reply.status().code() == Status::Code::kUnavailable &&
+         reply.status().message().find("connection refused") != std::string::npos &&
+         std::chrono::steady_clock::now() < reelect_end) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    const uint32_t now_leader = consensus->LeaderId();
+    if (now_leader == options_.self_id && consensus->IsLeader()) return std::nullopt;
+    if (now_leader == 0 || now_leader == options_.self_id || now_leader == asked) continue;
+    const std::string now_address = consensus->LeaderAddress();
+    if (now_address.empty()) continue;
+    asked = now_leader;
+    asked_address = now_address;
+    reply = send(now_address);
+  }
+  const std::string who = "the leader, node " + std::to_string(asked) + " (" + asked_address + ")";
   if (!reply.ok()) {
     if (status || plan) return std::nullopt;
     if (reply.status().code() == Status::Code::kTimeout) {

@@ -22,8 +22,8 @@ bool Contains(const std::string& s, const std::string& what) {
 TEST_CASE("cli: cluster set changes the replication factor of a running cluster",
           "[multiprocess][params]") {
   LocalCluster c;
-  ProcessResult up = c.Run({"cluster", "up", "--nodes", "3", "--base-port", "0", "--replicas",
-                            "1", "--write-quorum", "1", "--read-quorum", "1", "--wait", "60"});
+  ProcessResult up = c.Run({"cluster", "up", "--nodes", "3", "--base-port", "0", "--replicas", "1",
+                            "--write-quorum", "1", "--read-quorum", "1", "--wait", "60"});
   INFO(up.err);
   REQUIRE(up.exit_code == 0);
   REQUIRE(c.Run({"load", "--count", "3000"}).exit_code == 0);
@@ -52,8 +52,8 @@ TEST_CASE("cli: cluster set changes the replication factor of a running cluster"
   CHECK(c.Run({"cluster", "status"}).out.find("replicas 1, write quorum 1, read quorum 1") !=
         std::string::npos);
 
-  ProcessResult grow = c.Run({"cluster", "set", "--replicas", "3", "--write-quorum", "2",
-                              "--read-quorum", "2", "--yes"});
+  ProcessResult grow = c.Run(
+      {"cluster", "set", "--replicas", "3", "--write-quorum", "2", "--read-quorum", "2", "--yes"});
   INFO(grow.err);
   REQUIRE(grow.exit_code == 0);
   CHECK(Contains(grow.out, "set replicas 1 -> 3, write quorum 1 -> 2, read quorum 1 -> 2"));
@@ -68,8 +68,8 @@ TEST_CASE("cli: cluster set changes the replication factor of a running cluster"
   INFO(all3.out << all3.err);
   CHECK(all3.exit_code == 0);
 
-  ProcessResult shrink = c.Run({"cluster", "set", "--replicas", "2", "--read-quorum", "1",
-                                "--yes"});
+  ProcessResult shrink =
+      c.Run({"cluster", "set", "--replicas", "2", "--read-quorum", "1", "--yes"});
   INFO(shrink.err);
   REQUIRE(shrink.exit_code == 0);
   CHECK(Contains(shrink.out, "0 copies to move"));
