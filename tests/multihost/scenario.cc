@@ -24,6 +24,15 @@ std::chrono::milliseconds Scale(std::chrono::milliseconds short_length) {
   return long_runs != nullptr && std::string(long_runs) == "1" ? short_length * 4 : short_length;
 }
 
+// SHARDKV_BED_SEED=N adds N to every workload's seed, so that a scenario can be repeated with
+// other key and operation sequences (the closing notes' per-seed tables); unset: 0.
+namespace {
+uint64_t SeedOffset() {
+  const char* offset = std::getenv("SHARDKV_BED_SEED");
+  return offset == nullptr ? 0 : std::strtoull(offset, nullptr, 10);
+}
+}  // namespace
+
 StatusOr<std::unique_ptr<Scenario>> Scenario::Create(const std::string& name, int hosts,
                                                      const std::vector<std::string>& node_args) {
   auto dir = std::make_unique<testing::TempDir>();
@@ -152,7 +161,7 @@ void Scenario::StartWorkload(const WorkloadSpec& spec) {
                                 "--duration-ms",
                                 std::to_string(spec.duration.count()),
                                 "--seed",
-                                std::to_string(spec.seed),
+                                std::to_string(spec.seed + SeedOffset()),
                                 "--history",
                                 history};
   if (!reads.empty()) argv.insert(argv.end(), {"--read-prefixes", reads});
