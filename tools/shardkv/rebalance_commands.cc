@@ -85,6 +85,31 @@ void PrintSummary(const ChangeReport& r, uint64_t copies, uint64_t bytes, int64_
 // How long `watch` asks again when a node that does not drive knows of no change.
 constexpr std::chrono::seconds kNoChangePatience{5};
 
+// The leader reports a change ended once it applied the final map; the other members install it
+// moments later. Waits (up to 10 s, and the deadline) until every member that answers holds an
+// epoch at least the report's, so that whatever follows `watch` sees one map everywhere. A member
+// that does not answer is skipped: it catches up when it is back.
+void AwaitInstalled(AdminClient* client, const std::vector<std::string>& addresses,
+                    const ChangeReport& last, Clock::time_point deadline,
+                    std::chrono::milliseconds timeout) {
+  auto newest = client->NewestMap(addresses, timeout);
+  if (!newest.ok()) return;
+  const auto until = std::min(deadline, Clock::now() + std::chrono::seconds(10));
+  for (const ClusterNode& n : newest->nodes()) {
+    for (;;) {
+      auto theirs = client->NewestMap({n.address}, timeout);
+      if (!theirs.ok() || theirs->epoch() >= last.epoch) break;
+      if (Clock::now() >= until) {
+        std::fprintf(stderr, "note: node %u is still at epoch %llu (the change ended at %llu)\n",
+                     n.id, static_cast<unsigned long long>(theirs->epoch()),
+                     static_cast<unsigned long long>(last.epoch));
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));  // polled, bounded by `until`
+    }
+  }
+}
+
 int DoWatch(const GlobalOptions& g, uint32_t interval_ms, uint32_t timeout_s) {
   const std::string dir = AbsoluteDir(g.ClusterDir());
   AdminClient client = ClientFor(g, dir);
@@ -133,6 +158,7 @@ int DoWatch(const GlobalOptions& g, uint32_t interval_ms, uint32_t timeout_s) {
     std::this_thread::sleep_until(
         std::min(deadline, poll_start + std::chrono::milliseconds(interval_ms)));
   }
+  AwaitInstalled(&client, AdminAddresses(g, dir), last, deadline, StatusTimeout(g));
   view.Show(last, "");
   view.Close();
   const bool done = last.record.state == ChangeState::kDone;
