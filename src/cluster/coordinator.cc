@@ -167,6 +167,10 @@ void Coordinator::SendReplicaWriteAt(const ClusterNode& node, uint64_t epoch, ui
   auto current = maps_->Current();
   req.epoch = epoch;
   req.cluster_id = current ? current->cluster_id() : 0;
+  if (options_.clock_agrees && options_.clock_agrees(node.id)) {
+    req.deadline_ms =
+        common::HlcClock::WallClockMs() + static_cast<uint64_t>(options_.replica_timeout.count());
+  }
   req.body = net::ReplicaWriteRequest{token,
                                       key,
                                       envelope.timestamp,
@@ -249,9 +253,8 @@ void Coordinator::StartWrite(const std::shared_ptr<WriteOp>& op) {
     if (!In(targets, id)) targets.push_back(id);
   }
   op->required_old = Required(*op->map, op->consistency, true, op->old_set.size(), false);
-  op->required_new = op->new_set.empty()
-                         ? 0
-                         : Required(*op->map, op->consistency, true, op->new_set.size(), true);
+  op->required_new =
+      op->new_set.empty() ? 0 : Required(*op->map, op->consistency, true, op->new_set.size(), true);
   op->total = targets.size();
   if (op->total == 0) return op->done(Status::Internal("the cluster map places no replica"));
   BeginOp(op->map->epoch());

@@ -47,6 +47,12 @@ struct CoordinatorOptions {
   // Such a replica is not asked: it counts as a failed replica with that reason, so it never
   // counts toward Q and is never read-repaired. Empty: every replica is asked.
   std::function<Status(uint32_t node_id)> read_refusal;
+  // True when node `node_id`'s clock agrees with this node's (Membership::ClockAgrees). A replica
+  // write to such a node carries a deadline (now + replica_timeout, this node's wall clock), past
+  // which the receiver drops it instead of applying it late (after a heal, TCP delivered writes
+  // 19 s old). A node whose clock may be off gets none: it would drop writes that are on time.
+  // Empty: no deadlines.
+  std::function<bool(uint32_t node_id)> clock_agrees;
 };
 
 // A client write before the coordinator stamps it.

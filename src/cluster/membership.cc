@@ -20,6 +20,12 @@ Membership::Membership(MembershipOptions options, MapStore* maps, net::PeerPool*
       hints_(hints),
       clock_(options.self_id, options.max_clock_offset_ms, 3 * options.gossip_interval) {}
 
+bool Membership::ClockAgrees(uint32_t id) const {
+  common::MutexLock lock(&mu_);
+  return std::find(verdict_.agreeing.begin(), verdict_.agreeing.end(), id) !=
+         verdict_.agreeing.end();
+}
+
 ClockVerdict Membership::Clock() const {
   common::MutexLock lock(&mu_);
   return verdict_;

@@ -85,6 +85,9 @@ class Membership {
   void MeasureClocks();
   // The clock verdict of the last gossip round (clock_watch.h).
   ClockVerdict Clock() const;
+  // True when the last verdict measured node `id`'s clock within max_clock_offset_ms of this
+  // node's (ClockVerdict::agreeing).
+  bool ClockAgrees(uint32_t id) const;
   // While this node's clock is skewed: the address of a live member whose clock agrees with the
   // cluster's, to send client requests on to. Empty otherwise (coordinate here).
   std::string HealthyCoordinator() const;

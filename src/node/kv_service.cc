@@ -72,6 +72,20 @@ struct Gather {
   std::function<void(std::vector<Result>)> finish;
 };
 
+// A replica write its coordinator stopped waiting for (deadline_ms, its wall clock): applying it
+// now would land a version the client was told nothing about, long after (after a heal, writes
+// queued in TCP arrived 19 s late). The coordinator counted it as a miss and hinted it.
+std::optional<Status> LateReplicaWrite(uint64_t deadline_ms, uint64_t max_offset_ms,
+                                       uint32_t self_id) {
+  if (deadline_ms == 0) return std::nullopt;
+  const uint64_t now_ms = common::HlcClock::WallClockMs();
+  const uint64_t limit = deadline_ms + max_offset_ms + 100;
+  if (now_ms < limit) return std::nullopt;
+  return Status::Timeout("replica write reached node " + std::to_string(self_id) + " " +
+                         std::to_string(now_ms - deadline_ms) +
+                         " ms after its coordinator's deadline; dropped");
+}
+
 // A client op that reached this node (or waited here) past its client's deadline: the client
 // stopped waiting and may have retried elsewhere, so running it now could stamp an old write above
 // newer ones. Its deadline is in wall-clock ms (0: none).
@@ -270,6 +284,10 @@ void KvService::Dispatch(const std::shared_ptr<const ClusterMap>& map, net::Requ
         } else if constexpr (std::is_same_v<T, net::GetClusterMapRequest>) {
           reply(net::GetClusterMapResponse{map->Encode()});
         } else if constexpr (std::is_same_v<T, net::ReplicaWriteRequest>) {
+          if (std::optional<Status> late =
+                  LateReplicaWrite(request.deadline_ms, d_.max_clock_offset_ms, d_.self_id)) {
+            return reply(Error(*late));
+          }
           reply(ReplicaWrite(*map, request.epoch, op));
         } else if constexpr (std::is_same_v<T, net::ReplicaReadRequest>) {
           reply(ReplicaRead(*map, request.epoch, op));

@@ -81,6 +81,10 @@ struct KvServiceDeps {
   // While this node's clock is skewed: where to send client requests on to ("" otherwise), and
   // how (design.md "Clock offsets"). May be empty.
   std::function<std::string()> healthy_coordinator;
+  // A replica write carrying a deadline (its coordinator's wall clock; see CoordinatorOptions::
+  // clock_agrees) is dropped once this node's clock is past it by more than this (the offset the
+  // two clocks may have) plus 100 ms.
+  uint64_t max_clock_offset_ms = 500;
   std::function<void(const std::string& address, net::Request request,
                      std::function<void(net::ResponseBody)> done)>
       forward;

@@ -79,6 +79,8 @@ Status Node::Impl::Start() {
   cluster::CoordinatorOptions co;
   co.self_id = options_.id;
   co.read_refusal = [repair = repair_.get()](uint32_t id) { return repair->ReadRefusal(id); };
+  // membership_ is made below; replica writes start only once the server runs.
+  co.clock_agrees = [this](uint32_t id) { return membership_ && membership_->ClockAgrees(id); };
   coordinator_ = std::make_shared<cluster::Coordinator>(co, storage_.get(), maps_.get(),
                                                         peers_.get(), hints_.get());
   scans_ = std::make_shared<cluster::ScanCoordinator>(
@@ -135,6 +137,7 @@ Status Node::Impl::Start() {
   deps.stream_source = stream_source_.get();
   deps.stream_sink = stream_sink_.get();
   deps.healthy_coordinator = [this] { return membership_->HealthyCoordinator(); };
+  deps.max_clock_offset_ms = options_.max_clock_offset_ms;
   deps.forward = [this](const std::string& address, net::Request request,
                         std::function<void(net::ResponseBody)> done) {
     // Within the client's deadline, or the default client timeout without one.

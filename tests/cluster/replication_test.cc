@@ -440,3 +440,38 @@ TEST_CASE("cluster: a client drops a session timestamp a node refuses and carrie
   REQUIRE(stats.ok());
   CHECK(stats->counters["client_errors"] >= 1);  // node 3 did refuse the relayed timestamp
 }
+
+TEST_CASE("cluster: a replica write past its coordinator's deadline is dropped, not applied late",
+          "[replication]") {
+  InProcessCluster cluster(3, testing::ThreeReplicas());
+  REQUIRE(cluster.Start().ok());
+  const uint64_t token = cluster.map().TokenOf("late");
+  const uint64_t now = common::HlcClock::WallClockMs();
+  auto send = [&](uint64_t deadline_ms, const std::string& value, uint64_t ts) {
+    net::Request req;
+    req.epoch = cluster.map().epoch();
+    req.deadline_ms = deadline_ms;
+    req.body = net::ReplicaWriteRequest{token, "late", ts, 1, false, value, {}};
+    return cluster.Call(1, std::move(req));
+  };
+  // Its coordinator gave up 5 s ago, far past the clocks' allowed offset (500 ms).
+  auto late = send(now - 5000, "late-value", (now - 5000) << 16);
+  REQUIRE(late.ok());
+  CHECK(late->status().code() == Status::Code::kTimeout);
+  CHECK_THAT(late->status().message(), Catch::Contains("after its coordinator's deadline"));
+  CHECK(cluster.LocalRead(1, "late").status().code() == Status::Code::kNotFound);
+  // Within the allowed offset of the deadline, and before it, it is applied.
+  auto skewed = send(now - 200, "v1", now << 16);
+  REQUIRE(skewed.ok());
+  CHECK(skewed->ok());
+  auto on_time = send(now + 1000, "v2", (now + 1) << 16);
+  REQUIRE(on_time.ok());
+  CHECK(on_time->ok());
+  auto stored = cluster.LocalRead(1, "late");
+  REQUIRE(stored.ok());
+  CHECK(stored->value == "v2");
+  // Without a deadline (a sender that does not trust the receiver's clock), always applied.
+  auto none = send(0, "v3", (now + 2) << 16);
+  REQUIRE(none.ok());
+  CHECK(none->ok());
+}
