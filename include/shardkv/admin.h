@@ -59,8 +59,8 @@ struct AdminOptions {
 struct ChangeRequest {
   ChangeKind kind = ChangeKind::kAdd;
   uint32_t node_id = 0;
-  std::string address;  // the new node's host:port (add, join); unused for remove
-  double weight = 1.0;  // add, join
+  std::string address;        // the new node's host:port (add, join); unused for remove
+  double weight = 1.0;        // add, join
   uint32_t replicas = 0;      // kParams
   uint32_t write_quorum = 0;  // kParams
   uint32_t read_quorum = 0;   // kParams

@@ -56,9 +56,9 @@ StatusOr<AdminRequest> ReadSpec(wire::ChangeSpec::Reader r) {
   auto kind = FromWire(r.getKind());
   if (!kind.ok()) return kind.status();
   Command c;
-  c.change = ChangeRequest{*kind,         r.getNodeId(),      ToString(r.getAddress()),
-                           r.getWeight(), r.getReplicas(),    r.getWriteQuorum(),
-                           r.getReadQuorum()};
+  c.change =
+      ChangeRequest{*kind,           r.getNodeId(),      ToString(r.getAddress()), r.getWeight(),
+                    r.getReplicas(), r.getWriteQuorum(), r.getReadQuorum()};
   c.throttle = ChangeThrottle{r.getRateBytesPerS(), r.getStreamsPerNode()};
   return AdminRequest{std::move(c)};
 }

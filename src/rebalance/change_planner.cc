@@ -113,9 +113,9 @@ StatusOr<ChangePlan> ChangePlanner::Count(const ClusterMap& cur, const ChangeReq
                                           rec.params_read_quorum);
     // The least a factor change can move: the added copies (none when it shrinks).
     if (next.ok() && next->PendingEffectiveReplicas() > map->EffectiveReplicas()) {
-      rec.ideal_fraction = static_cast<double>(next->PendingEffectiveReplicas() -
-                                               map->EffectiveReplicas()) /
-                           map->EffectiveReplicas();
+      rec.ideal_fraction =
+          static_cast<double>(next->PendingEffectiveReplicas() - map->EffectiveReplicas()) /
+          map->EffectiveReplicas();
     }
   } else if (change.kind != ChangeKind::kRemove) {
     const std::string& address = change.address;
