@@ -19,6 +19,10 @@ namespace shardkv::testing {
 bool Alive(pid_t pid);
 std::optional<pid_t> ReadPid(const std::string& path);
 size_t LineCount(const std::string& s);
+// True if `part` occurs in `s`.
+inline bool Contains(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
 
 class LocalCluster {
  public:

@@ -15,6 +15,8 @@
 
 namespace {
 
+using shardkv::testing::Contains;
+
 using shardkv::testing::BackgroundProcess;
 using shardkv::testing::ProcessResult;
 
@@ -62,10 +64,6 @@ class Nodes {
   std::vector<std::unique_ptr<BackgroundProcess>> procs_;
   std::vector<std::string> addresses_;
 };
-
-bool Contains(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
-}
 
 }  // namespace
 

@@ -9,13 +9,10 @@
 
 namespace {
 
+using shardkv::testing::Contains;
 using shardkv::testing::LineCount;
 using shardkv::testing::LocalCluster;
 using shardkv::testing::ProcessResult;
-
-bool Contains(const std::string& s, const std::string& what) {
-  return s.find(what) != std::string::npos;
-}
 
 }  // namespace
 

@@ -24,6 +24,7 @@
 namespace {
 
 using shardkv::testing::Alive;
+using shardkv::testing::Contains;
 using shardkv::testing::Field;
 using shardkv::testing::LineCount;
 using shardkv::testing::LocalCluster;
@@ -32,10 +33,6 @@ using shardkv::testing::ProcessResult;
 using shardkv::testing::ReadPid;
 namespace limits = shardkv::cli::limits;
 namespace fs = std::filesystem;
-
-bool Contains(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
-}
 
 std::string ReadAll(const std::string& path) {
   std::ifstream in(path);
