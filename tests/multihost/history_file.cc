@@ -2,6 +2,7 @@
 
 #include <time.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <set>
@@ -82,6 +83,29 @@ std::string Figures::Line() const {
   if (unchecked != 0) out << " unchecked_keys=" << unchecked;
   if (required_failed != 0) out << " required_failed=" << required_failed;
   return out.str();
+}
+
+StatusOr<FailuresAfter> FailedInvokedAfter(const std::vector<std::string>& paths,
+                                           int64_t since_us) {
+  FailuresAfter out;
+  for (const std::string& path : paths) {
+    std::ifstream in(path);
+    if (!in) return Status::IOError("cannot read " + path);
+    for (std::string line; std::getline(in, line);) {
+      std::istringstream fields(line);
+      std::string type, key, outcome, version, kind;
+      int64_t invoked = 0, completed = 0;
+      fields >> type >> key;
+      if (type == "W") fields >> version >> kind;
+      fields >> invoked >> completed >> outcome;
+      if (!fields || invoked < since_us) continue;
+      ++out.ops;
+      if (outcome != "info" && outcome != "fail") continue;
+      ++out.failed;
+      out.last_failed_after_us = std::max(out.last_failed_after_us, invoked - since_us);
+    }
+  }
+  return out;
 }
 
 StatusOr<std::map<std::string, KeyHistory>> LoadHistories(

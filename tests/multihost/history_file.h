@@ -67,6 +67,16 @@ StatusOr<std::map<std::string, testing::KeyHistory>> LoadHistories(
     const std::vector<std::string>& paths, Figures* figures,
     const std::function<bool(const std::string& key)>& keep = {});
 
+// The operations invoked at or after `since_us` that failed (a write `info`, a read `fail`): how
+// many, and how long after `since_us` the last of them was invoked (-1: none). After a heal, the
+// latter is how long the cluster took to be fully available again, as its clients saw it.
+struct FailuresAfter {
+  uint64_t ops = 0;  // invoked at or after since_us
+  uint64_t failed = 0;
+  int64_t last_failed_after_us = -1;
+};
+StatusOr<FailuresAfter> FailedInvokedAfter(const std::vector<std::string>& paths, int64_t since_us);
+
 // Reads every key with a new client (consistency all, falling back to quorum), up to `attempts`
 // tries per key. nullopt in the result: absent; missing from the result: unreadable.
 std::map<std::string, std::optional<uint64_t>> FinalReads(const ClientOptions& options,

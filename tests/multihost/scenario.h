@@ -93,6 +93,8 @@ class Scenario {
 
   // Stops everything and returns what of this run is left (`ip netns list`, `ip link`): empty.
   std::vector<std::string> Teardown();
+  // The workloads' history files so far.
+  const std::vector<std::string>& histories() const { return histories_; }
 
  private:
   void KeepRunFiles() const;
