@@ -62,8 +62,9 @@ void MapCommitter::Stop() {
   wake_.notify_all();
 }
 
-Status MapCommitter::Commit(const std::function<StatusOr<ClusterMap>(const ClusterMap&)>& make) {
-  if (consensus_ != nullptr && consensus_->running()) return CommitByConsensus(make);
+Status MapCommitter::Commit(const std::function<StatusOr<ClusterMap>(const ClusterMap&)>& make,
+                            Acks acks) {
+  if (consensus_ != nullptr && consensus_->running()) return CommitByConsensus(make, acks);
   common::MutexLock commit_lock(&commit_mu_);
   for (int attempt = 0;; ++attempt) {
     auto current = maps_->Current();
@@ -268,7 +269,7 @@ Status MapCommitter::CheckMajority() const {
 }
 
 Status MapCommitter::CommitByConsensus(
-    const std::function<StatusOr<ClusterMap>(const ClusterMap&)>& make) {
+    const std::function<StatusOr<ClusterMap>(const ClusterMap&)>& make, Acks acks) {
   common::MutexLock commit_lock(&commit_mu_);
   for (int attempt = 0;; ++attempt) {
     SHARDKV_RETURN_IF_ERROR(CheckMajority());
@@ -294,6 +295,8 @@ Status MapCommitter::CommitByConsensus(
     Status s = consensus_->Propose(next, rpc_timeout_);
     if (s.ok()) {
       ++commits_;
+      // Committed: every member applies it from the log (and learns it by gossip).
+      if (acks == Acks::kSkip) return Status::OK();
       return AwaitAcknowledgements(*applied, next);
     }
     // Not the leader (any more) when proposing: nothing was appended, nothing took effect.

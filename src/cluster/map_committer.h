@@ -43,8 +43,14 @@ class MapCommitter {
   // Unavailable "no majority: X of N voters reachable" when this side cannot decide, else OK.
   Status CheckMajority() const;
 
+  // Whether a consensus commit waits for every member's acknowledgement (the stage rule) before
+  // it returns. Only a change that moves no stage and no placement may skip it: the hand-off mark
+  // at a graceful stop, which the next leader reads from the Raft log and which must not hold
+  // the stop up for the 60 s the wait may last.
+  enum class Acks { kAwait, kSkip };
   // Runs `make` on the current map and commits its result at the next epoch (see above).
-  Status Commit(const std::function<StatusOr<ClusterMap>(const ClusterMap&)>& make);
+  Status Commit(const std::function<StatusOr<ClusterMap>(const ClusterMap&)>& make,
+                Acks acks = Acks::kAwait);
   // Ends the wait for acknowledgements of a commit in flight (it returns OK: it took effect);
   // commits after Stop() do not wait for acknowledgements either. Idempotent.
   void Stop();
@@ -56,7 +62,8 @@ class MapCommitter {
   Status InstallEverywhere(const ClusterMap& current, const ClusterMap& next, bool* stale);
   // The leader proposes through Raft, then pushes the committed map to every member and waits
   // for each one's acknowledgement (or its silence for longer than the lease).
-  Status CommitByConsensus(const std::function<StatusOr<ClusterMap>(const ClusterMap&)>& make);
+  Status CommitByConsensus(const std::function<StatusOr<ClusterMap>(const ClusterMap&)>& make,
+                           Acks acks);
   Status AwaitAcknowledgements(const ClusterMap& current, const ClusterMap& next);
 
   const uint32_t self_id_;

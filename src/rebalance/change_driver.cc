@@ -188,16 +188,18 @@ Status ChangeDriver::HandOff() {
   auto rec = clustermap::RecordOf(*map);
   if (!rec.ok() || rec->state != ChangeState::kStreaming) return Status::OK();
   const uint64_t change = rec->change_id;
-  Status s = Commit([&](const ClusterMap& cur) -> StatusOr<ClusterMap> {
-    SHARDKV_RETURN_IF_ERROR(SameChange(cur, change));
-    auto r = clustermap::RecordOf(cur);
-    if (r->state != ChangeState::kStreaming || cur.claimant() != options_.self_id) {
-      return Status::Aborted("no longer streaming here");
-    }
-    ChangeRecord next = *r;
-    next.handed_off_by = options_.self_id;
-    return clustermap::WithChange(cur, next);
-  });
+  Status s = Commit(
+      [&](const ClusterMap& cur) -> StatusOr<ClusterMap> {
+        SHARDKV_RETURN_IF_ERROR(SameChange(cur, change));
+        auto r = clustermap::RecordOf(cur);
+        if (r->state != ChangeState::kStreaming || cur.claimant() != options_.self_id) {
+          return Status::Aborted("no longer streaming here");
+        }
+        ChangeRecord next = *r;
+        next.handed_off_by = options_.self_id;
+        return clustermap::WithChange(cur, next);
+      },
+      cluster::MapCommitter::Acks::kSkip);
   if (s.ok()) spdlog::info("{}: handed on as node {} stops", Describe(*rec), options_.self_id);
   return s;
 }

@@ -53,7 +53,8 @@ class ChangeDriver {
   void Wake();
   // Before a graceful stop: if this node drives a streaming change, marks it handed on
   // (ChangeRecord::handed_off_by) so that the next leader's takeover is not counted as a death.
-  // OK when there is nothing to hand on.
+  // OK when there is nothing to hand on. Bounded by the propose timeout: the mark is committed
+  // without waiting for the members' acknowledgements (MapCommitter::Acks::kSkip).
   Status HandOff();
 
   // The moved counts so far of change `change_id` into `rec` (when this node drives it).
@@ -81,8 +82,9 @@ class ChangeDriver {
     std::string last_error;
   };
 
-  Status Commit(const std::function<StatusOr<ClusterMap>(const ClusterMap&)>& make) {
-    return committer_->Commit(make);
+  Status Commit(const std::function<StatusOr<ClusterMap>(const ClusterMap&)>& make,
+                cluster::MapCommitter::Acks acks = cluster::MapCommitter::Acks::kAwait) {
+    return committer_->Commit(make, acks);
   }
   // Commits state failed for change `change_id` with `reason` (and the moved counts so far).
   void FailChange(uint64_t change_id, const std::string& reason, uint32_t failed_driver);

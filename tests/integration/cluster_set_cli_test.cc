@@ -1,7 +1,11 @@
 // `shardkv cluster set`: the replication factor and quorums of a running local cluster changed
 // through the CLI (1 -> 3, then 3 -> 2), with the loaded keys verified at consistency all after
 // each change, and the refusals that leave the cluster as it was.
+#include <signal.h>
+
 #include <catch2/catch.hpp>
+#include <fstream>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -46,6 +50,24 @@ TEST_CASE("cli: cluster set changes the replication factor of a running cluster"
   CHECK(Contains(plan.out, "\"kind\":\"params\""));
   CHECK(Contains(plan.out, "\"planned_copies\":6000"));  // two new copies of each key
   CHECK(Contains(plan.out, "\"replicas_after\":3"));
+  // The plan names the node that computed it (the leader) by its own address, whichever node
+  // was asked (two of the three forward to the leader).
+  auto port_of = [&](const std::string& id) {
+    std::ifstream f(c.dir() + "/node-" + id + "/port");
+    std::string port;
+    f >> port;
+    return "127.0.0.1:" + port;
+  };
+  for (const char* asked : {"1", "2", "3"}) {
+    ProcessResult p =
+        c.Run({"cluster", "set", "--replicas", "3", "--write-quorum", "2", "--read-quorum", "2",
+               "--plan-only", "--json", "--cluster", port_of(asked)});
+    INFO("asked node " << asked << ": " << p.out << p.err);
+    std::smatch planner;
+    REQUIRE(std::regex_search(
+        p.out, planner, std::regex("\"planned_by\":([0-9]+),\"planned_by_address\":\"([^\"]+)\"")));
+    CHECK(planner[2].str() == port_of(planner[1].str()));
+  }
   CHECK(c.Run({"cluster", "status"}).out.find("replicas 1, write quorum 1, read quorum 1") !=
         std::string::npos);
 
@@ -82,4 +104,18 @@ TEST_CASE("cli: cluster set changes the replication factor of a running cluster"
   CHECK(LineCount(status_json.out) == 1);
   CHECK(Contains(status_json.out, "\"kind\":\"params\""));
   CHECK(Contains(status_json.out, "\"state\":\"done\""));
+  CHECK(Contains(status_json.out, "\"members_behind\":[]"));
+  CHECK(
+      Contains(c.Run({"rebalance", "status"}).out, "installed: every member holds the final map"));
+
+  // A member that does not answer cannot be known to hold the final map: status names it.
+  std::ifstream pid_file(c.dir() + "/node-3/pid");
+  pid_t pid = 0;
+  REQUIRE(pid_file >> pid);
+  REQUIRE(kill(pid, SIGKILL) == 0);
+  status_json = c.Run({"rebalance", "status", "--json"});
+  INFO(status_json.out << status_json.err);
+  CHECK(Contains(status_json.out, "\"members_behind\":[{\"id\":3,\"epoch\":null}]"));
+  ProcessResult text = c.Run({"rebalance", "status"});
+  CHECK(Contains(text.out, "installed: not everywhere yet: node 3 did not answer"));
 }

@@ -72,6 +72,15 @@ void PrintMatrix(std::FILE* out, const ChangeReport& plan) {
   }
 }
 
+// The address of the node that computed the plan (the leader, when the node asked forwarded the
+// request), from the plan's own node list; else the node asked.
+std::string PlannerAddress(const ChangeReport& plan, const PlanContext& ctx) {
+  for (const NodeShare& s : plan.shares) {
+    if (s.id == plan.driver && !s.address.empty()) return s.address;
+  }
+  return ctx.asked;
+}
+
 }  // namespace
 
 void PrintPlanTable(std::FILE* out, const ChangeReport& plan, const PlanContext& ctx) {
@@ -83,7 +92,8 @@ void PrintPlanTable(std::FILE* out, const ChangeReport& plan, const PlanContext&
     what += " (" + ctx.address + ", weight " + weight + ")";
   }
   std::fprintf(out, "plan: %s, from epoch %llu, computed by node %u (%s)\n\n", what.c_str(),
-               static_cast<unsigned long long>(plan.epoch), plan.driver, ctx.asked.c_str());
+               static_cast<unsigned long long>(plan.epoch), plan.driver,
+               PlannerAddress(plan, ctx).c_str());
   std::fprintf(out, "%4s  %-21s  %-8s  %12s  %12s\n", "ID", "ADDRESS", "STATE", "SHARE BEFORE",
                "SHARE AFTER");
   for (const NodeShare& s : plan.shares) {
@@ -127,7 +137,7 @@ std::string PlanJson(const ChangeReport& plan, const PlanContext& ctx, const Cha
   add ? w.Value(Finite(ctx.weight)) : w.Raw("null");
   w.Field("epoch", plan.epoch)
       .Field("planned_by", plan.driver)
-      .Field("planned_by_address", ctx.asked)
+      .Field("planned_by_address", PlannerAddress(plan, ctx))
       .Field("live_keys", r.live_keys)
       .Field("total_copies", r.total_copies)
       .Field("planned_copies", r.planned_copies)
@@ -175,7 +185,8 @@ std::string PlanJson(const ChangeReport& plan, const PlanContext& ctx, const Cha
   return w.str();
 }
 
-std::string StatusJson(const ChangeReport& rep, int64_t client_errors) {
+std::string StatusJson(const ChangeReport& rep, int64_t client_errors,
+                       const std::vector<BehindMember>& behind) {
   JsonWriter w;
   w.Begin().Field("state", StateName(rep));
   if (!rep.has_change) {
@@ -189,6 +200,7 @@ std::string StatusJson(const ChangeReport& rep, int64_t client_errors) {
     w.Field("epoch", rep.epoch).Field("driver", rep.driver);
     w.Field("driver_address", rep.driver_address).Field("live", rep.from_driver);
     w.Field("error", "").Key("streams").BeginArray().EndArray();
+    w.Key("members_behind").BeginArray().EndArray();
     w.End();
     return w.str();
   }
@@ -228,6 +240,12 @@ std::string StatusJson(const ChangeReport& rep, int64_t client_errors) {
         .Field("bytes_planned", s.bytes_planned)
         .Field("bytes_done", s.bytes_done)
         .End();
+  }
+  w.EndArray().Key("members_behind").BeginArray();
+  for (const BehindMember& b : behind) {
+    w.Begin().Field("id", b.id).Key("epoch");
+    b.epoch ? w.Value(*b.epoch) : w.Raw("null");
+    w.End();
   }
   w.EndArray().End();
   return w.str();

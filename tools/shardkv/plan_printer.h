@@ -9,11 +9,10 @@
 //     "address": "127.0.0.1:7003" | null,   // add only
 //     "weight": 1.0 | null,                  // add only
 //     "epoch": 1,                            // the map the plan was computed from
-//     "planned_by": 1, "planned_by_address": "127.0.0.1:7000",  // the node asked (it drives)
-//     "live_keys": 20000, "total_copies": 60000,   // live keys x RF
-//     "planned_copies": 15000, "planned_tombstones": 0, "planned_bytes": 2400000,
-//     "planned_ranges": 480,                 // stream tasks
-//     "moved_fraction": 0.25,                // planned_copies / total_copies
+//     "planned_by": 1, "planned_by_address": "127.0.0.1:7000",  // the node that planned (it
+//     drives) "live_keys": 20000, "total_copies": 60000,   // live keys x RF "planned_copies":
+//     15000, "planned_tombstones": 0, "planned_bytes": 2400000, "planned_ranges": 480, // stream
+//     tasks "moved_fraction": 0.25,                // planned_copies / total_copies
 //     "ideal_fraction": 0.25,                // weight share the node gains or loses
 //     "remapped_keys": 15000,                // distinct keys whose replica set changes
 //     "rate_bytes_per_s": 33554432, "streams_per_node": 2,
@@ -28,17 +27,27 @@
 // Status (`rebalance status --json`): see StatusJson below.
 #pragma once
 
+#include <cstdint>
 #include <cstdio>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "shardkv/change.h"
 
 namespace shardkv::cli {
 
+// A member that does not hold a change's final map yet: `epoch` is the one it holds, unset when
+// it did not answer.
+struct BehindMember {
+  uint32_t id = 0;
+  std::optional<uint64_t> epoch;
+};
+
 struct PlanContext {
   std::string address;  // add: the new node's address
   double weight = 1.0;  // add
-  std::string asked;    // the node that computed the plan
+  std::string asked;    // the node asked (it forwards to the leader, which plans)
 };
 
 // The plan as tables: per-node shares, the source -> destination matrix, the moved fraction
@@ -64,7 +73,10 @@ std::string PlanJson(const ChangeReport& plan, const PlanContext& ctx, const Cha
 //                                            // moved_* are live while streaming)
 //    "error": "",                            // why it failed
 //    "streams": [{"source", "destination", "ranges_total", "ranges_done", "copies_planned",
-//                 "copies_done", "bytes_planned", "bytes_done"}]}  // while streaming only
-std::string StatusJson(const ChangeReport& r, int64_t client_errors);
+//                 "copies_done", "bytes_planned", "bytes_done"}],  // while streaming only
+//    "members_behind": [{"id", "epoch"}]}   // once the change ended: members not yet holding
+//                                            // its final map (epoch null: did not answer)
+std::string StatusJson(const ChangeReport& r, int64_t client_errors,
+                       const std::vector<BehindMember>& behind = {});
 
 }  // namespace shardkv::cli

@@ -4,8 +4,10 @@
 #include <cstdio>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "cli_common.h"
 #include "cluster_limits.h"
@@ -86,27 +88,51 @@ void PrintSummary(const ChangeReport& r, uint64_t copies, uint64_t bytes, int64_
 constexpr std::chrono::seconds kNoChangePatience{5};
 
 // The leader reports a change ended once it applied the final map; the other members install it
-// moments later. Waits (up to 10 s, and the deadline) until every member that answers holds an
-// epoch at least the report's, so that whatever follows `watch` sees one map everywhere. A member
-// that does not answer is skipped: it catches up when it is back.
+// moments later. The members of the newest map that hold an older epoch than `epoch`, or did not
+// answer; empty when every one holds it. One request per member.
+std::vector<BehindMember> MembersBehind(AdminClient* client, const ClusterMap& newest,
+                                        uint64_t epoch, std::chrono::milliseconds timeout) {
+  std::vector<BehindMember> out;
+  for (const ClusterNode& n : newest.nodes()) {
+    auto theirs = client->NewestMap({n.address}, timeout);
+    if (!theirs.ok()) {
+      out.push_back({n.id, std::nullopt});
+    } else if (theirs->epoch() < epoch) {
+      out.push_back({n.id, theirs->epoch()});
+    }
+  }
+  return out;
+}
+
+std::string DescribeBehind(const std::vector<BehindMember>& behind) {
+  std::string out;
+  for (const BehindMember& b : behind) {
+    if (!out.empty()) out += ", ";
+    out += "node " + std::to_string(b.id) +
+           (b.epoch ? " at epoch " + std::to_string(*b.epoch) : std::string(" did not answer"));
+  }
+  return out;
+}
+
+// Waits (up to 10 s, and the deadline) until every member that answers holds an epoch at least
+// the report's, so that whatever follows `watch` sees one map everywhere. A member that does not
+// answer is skipped: it catches up when it is back.
 void AwaitInstalled(AdminClient* client, const std::vector<std::string>& addresses,
                     const ChangeReport& last, Clock::time_point deadline,
                     std::chrono::milliseconds timeout) {
   auto newest = client->NewestMap(addresses, timeout);
   if (!newest.ok()) return;
   const auto until = std::min(deadline, Clock::now() + std::chrono::seconds(10));
-  for (const ClusterNode& n : newest->nodes()) {
-    for (;;) {
-      auto theirs = client->NewestMap({n.address}, timeout);
-      if (!theirs.ok() || theirs->epoch() >= last.epoch) break;
-      if (Clock::now() >= until) {
-        std::fprintf(stderr, "note: node %u is still at epoch %llu (the change ended at %llu)\n",
-                     n.id, static_cast<unsigned long long>(theirs->epoch()),
-                     static_cast<unsigned long long>(last.epoch));
-        return;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));  // polled, bounded by `until`
+  for (;;) {
+    std::vector<BehindMember> behind = MembersBehind(client, *newest, last.epoch, timeout);
+    std::erase_if(behind, [](const BehindMember& b) { return !b.epoch.has_value(); });
+    if (behind.empty()) return;
+    if (Clock::now() >= until) {
+      std::fprintf(stderr, "note: %s (the change ended at epoch %llu)\n",
+                   DescribeBehind(behind).c_str(), static_cast<unsigned long long>(last.epoch));
+      return;
     }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));  // polled, bounded by `until`
   }
 }
 
@@ -233,8 +259,16 @@ int DoStatus(const GlobalOptions& g) {
   const ChangeReport& r = reply.report;
   const int64_t errors =
       r.has_change ? ClientErrors(&client, r, addresses, StatusTimeout(g)) : int64_t{0};
+  // "done" comes from the leader once it applied the final map; the other members install it
+  // moments later (or, when cut off, once they are back). Say which do not hold it yet.
+  std::vector<BehindMember> behind;
+  if (r.has_change && ChangeEnded(r)) {
+    if (auto newest = client.NewestMap(addresses, StatusTimeout(g)); newest.ok()) {
+      behind = MembersBehind(&client, *newest, r.epoch, StatusTimeout(g));
+    }
+  }
   if (g.json) {
-    std::cout << StatusJson(r, errors) << "\n";
+    std::cout << StatusJson(r, errors, behind) << "\n";
     return kExitOk;  // the query succeeded, whatever it found ("state":"none")
   }
   if (!r.has_change) {
@@ -243,6 +277,15 @@ int DoStatus(const GlobalOptions& g) {
     return kExitOk;
   }
   PrintStatus(r, errors);
+  if (!behind.empty()) {
+    std::printf(
+        "  installed: not everywhere yet: %s (the final map is epoch %llu; members catch "
+        "up by themselves)\n",
+        DescribeBehind(behind).c_str(), static_cast<unsigned long long>(r.epoch));
+  } else if (ChangeEnded(r)) {
+    std::printf("  installed: every member holds the final map (epoch %llu)\n",
+                static_cast<unsigned long long>(r.epoch));
+  }
   return kExitOk;
 }
 
