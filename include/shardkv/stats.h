@@ -34,6 +34,8 @@ namespace shardkv::stats {
   X(stale_epoch_replies, "requests refused because the sender's map was older")                   \
   X(redriven, "operations re-driven after a map change")                                          \
   X(writes_restamped, "writes re-stamped because a replica held a newer version")                 \
+  X(requests_late, "client requests dropped unserved: they arrived past their client's deadline") \
+  X(requests_sent_on, "client requests sent on to a node whose clock agrees (this one's is off)") \
   X(rebalance_commits, "cluster maps this node committed as rebalance driver")                    \
   X(rebalance_task_errors, "failed stream task calls while driving a change")                     \
   X(rebalance_plans_counted, "change plans this node counted (each counts every key once)")       \

@@ -130,8 +130,10 @@ void KvService::Handle(net::Request request, std::function<void(net::Response)> 
   const bool client_op = IsClientDataOp(request.body);
   std::shared_ptr<const ClusterMap> map = d_.maps->Current();
   const uint64_t request_epoch = request.epoch;
+  // `relayed_ts`: the timestamp of the coordinator's reply to a request this node sent on.
   auto reply = [this, done = std::move(done), start, op, client_op, map, request_epoch,
-                id = request.id](net::ResponseBody body) {
+                id = request.id](net::ResponseBody body,
+                                 std::optional<uint64_t> relayed_ts = std::nullopt) {
     net::Response response;
     response.id = id;
     // Answer with the newest map this node has now, not the one the request started with.
@@ -144,7 +146,7 @@ void KvService::Handle(net::Request request, std::function<void(net::Response)> 
         response.cluster_map = now_map->Encode();
       }
     }
-    response.ts = d_.storage->clock().Last();
+    response.ts = relayed_ts ? *relayed_ts : d_.storage->clock().Last();
     response.wall_clock_ms = common::HlcClock::WallClockMs();  // for the peers' clock offsets
     const auto micros = std::chrono::duration_cast<std::chrono::microseconds>(
                             std::chrono::steady_clock::now() - start)
@@ -173,20 +175,27 @@ void KvService::Handle(net::Request request, std::function<void(net::Response)> 
         std::to_string(d_.self_id) + " of cluster " + std::to_string(map->cluster_id()))));
   }
   if (client_op) {
-    if (std::optional<Status> late = LateDrop(request.deadline_ms, d_.self_id)) {
-      return reply(Error(*late));
-    }
     // A node cut off from the cluster's leader may hold an old map: it does not coordinate.
     if (d_.fence) {
       if (Status fenced = d_.fence(); !fenced.ok()) return reply(Error(fenced));
     }
     // A node whose clock is off the cluster's assigns no timestamps: a node whose clock agrees
-    // coordinates the request instead (once: a forwarded request is never sent on again).
+    // coordinates the request instead (once: a forwarded request is never sent on again). Before
+    // the deadline check: this node's clock cannot tell whether the client's deadline passed (one
+    // 1.25 s ahead dropped every fresh request as late), the coordinator's can.
     if (!request.forwarded && d_.healthy_coordinator && d_.forward) {
       if (std::string to = d_.healthy_coordinator(); !to.empty()) {
         request.forwarded = true;
-        return d_.forward(to, std::move(request), std::move(reply));
+        sent_on_.fetch_add(1, std::memory_order_relaxed);
+        return d_.forward(to, std::move(request),
+                          [reply = std::move(reply)](net::ResponseBody body, uint64_t ts) mutable {
+                            reply(std::move(body), ts);
+                          });
       }
+    }
+    if (std::optional<Status> late = LateDrop(request.deadline_ms, d_.self_id)) {
+      late_.fetch_add(1, std::memory_order_relaxed);
+      return reply(Error(*late));
     }
   }
   if (request.client_ts != 0) {
@@ -214,6 +223,7 @@ void KvService::Handle(net::Request request, std::function<void(net::Response)> 
         epoch, wait, [this, held, client_op, reply = std::move(reply)](bool) mutable {
           if (client_op) {
             if (std::optional<Status> late = LateDrop(held->deadline_ms, d_.self_id)) {
+              late_.fetch_add(1, std::memory_order_relaxed);
               return reply(Error(*late));
             }
           }
@@ -539,6 +549,8 @@ net::ResponseBody KvService::Stats() {
       static_cast<int64_t>(cs.stale_epoch_replies);
   out.counters[std::string(stats::redriven)] = static_cast<int64_t>(cs.redriven);
   out.counters[std::string(stats::writes_restamped)] = static_cast<int64_t>(cs.restamped);
+  out.counters[std::string(stats::requests_late)] = static_cast<int64_t>(late_.load());
+  out.counters[std::string(stats::requests_sent_on)] = static_cast<int64_t>(sent_on_.load());
   if (d_.extra_counters) d_.extra_counters(&out.counters);
   if (d_.repair != nullptr) {
     d_.repair->AddStats(&out);

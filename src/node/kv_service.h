@@ -85,8 +85,11 @@ struct KvServiceDeps {
   // clock_agrees) is dropped once this node's clock is past it by more than this (the offset the
   // two clocks may have) plus 100 ms.
   uint64_t max_clock_offset_ms = 500;
+  // `done` gets the coordinator's answer and the HLC timestamp of its reply (0 without one),
+  // which the relayed reply carries instead of this node's: a skewed clock's timestamp would
+  // make every healthy node refuse the client that relays it.
   std::function<void(const std::string& address, net::Request request,
-                     std::function<void(net::ResponseBody)> done)>
+                     std::function<void(net::ResponseBody, uint64_t ts)> done)>
       forward;
 };
 
@@ -147,6 +150,8 @@ class KvService : public net::RequestHandler {
   KvServiceDeps d_;
   KvServiceLimits limits_;
   std::atomic<bool> ready_{false};
+  std::atomic<uint64_t> late_{0};     // stats::requests_late
+  std::atomic<uint64_t> sent_on_{0};  // stats::requests_sent_on
 };
 
 }  // namespace shardkv::node

@@ -139,20 +139,19 @@ Status Node::Impl::Start() {
   deps.healthy_coordinator = [this] { return membership_->HealthyCoordinator(); };
   deps.max_clock_offset_ms = options_.max_clock_offset_ms;
   deps.forward = [this](const std::string& address, net::Request request,
-                        std::function<void(net::ResponseBody)> done) {
-    // Within the client's deadline, or the default client timeout without one.
-    auto timeout = std::chrono::milliseconds(5000);
-    const uint64_t now_ms = common::HlcClock::WallClockMs();
-    if (request.deadline_ms > now_ms) {
-      timeout = std::chrono::milliseconds(request.deadline_ms - now_ms);
-    }
+                        std::function<void(net::ResponseBody, uint64_t)> done) {
+    // The default client timeout, not the client's deadline: this node's clock is the one that
+    // is off, so it cannot tell how long the client still waits. The coordinator it sends to
+    // checks the deadline on its clock and answers Timeout for a request past it.
+    const auto timeout = std::chrono::milliseconds(5000);
     peers_->Call(
         address, std::move(request), timeout,
         [address, done = std::move(done)](StatusOr<net::Response> r) {
-          if (r.ok()) return done(std::move(r->body));
-          done(net::ErrorResponse{
-              r.status().code(),
-              "sent on to " + address + " (this node's clock is skewed): " + r.status().message()});
+          if (r.ok()) return done(std::move(r->body), r->ts);
+          done(net::ErrorResponse{r.status().code(),
+                                  "sent on to " + address +
+                                      " (this node's clock is skewed): " + r.status().message()},
+               0);
         });
   };
   if (consensus_) {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -166,6 +167,7 @@ std::map<std::string, std::optional<uint64_t>> FinalReads(const ClientOptions& o
   auto client = Client::Connect(options);
   if (!client.ok()) return out;
   for (const std::string& key : keys) {
+    Status last;
     for (int i = 0; i < attempts; ++i) {
       // `all` sees every replica's copy; `quorum` still answers when one replica lags behind.
       const Consistency c = i % 2 == 0 ? Consistency::kAll : Consistency::kQuorum;
@@ -179,7 +181,12 @@ std::map<std::string, std::optional<uint64_t>> FinalReads(const ClientOptions& o
         out[key] = std::nullopt;
         break;
       }
+      last = value.status();
       std::this_thread::sleep_for(std::chrono::milliseconds(100 * (i + 1)));  // backoff
+    }
+    if (out.count(key) == 0 && !last.ok()) {
+      std::printf("final read of key '%s' failed %d times, last: %s\n", key.c_str(), attempts,
+                  last.ToString().c_str());
     }
   }
   return out;

@@ -10,8 +10,12 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdlib>
+#include <optional>
+#include <thread>
 
 #include "multihost/scenario_macros.h"
+#include "net/rpc_client.h"
+#include "shardkv/secret_file.h"
 
 namespace shardkv::multihost {
 namespace {
@@ -161,6 +165,73 @@ TEST_CASE("latency, loss and a bridge", "[multihost]") {
 // stamped in its future (or past). Promised: nothing lost, stale or resurrected, and the
 // operations on keys node 3 does not hold keep succeeding. Four nodes at RF 3, so that such keys
 // exist (a quarter of them) and the others keep a write quorum while node 3 is down.
+// A skewed node sends its client requests on (design.md "Clock offsets") before it judges their
+// deadlines: its own clock cannot tell whether a client's deadline passed (one 1.25 s ahead
+// dropped every fresh request as late, unserved). Sends node 3, once it says it is skewed, 20 gets
+// with the deadline a client with a right clock gives them (its now + 800 ms, which a node 1 s or
+// more ahead sees as past). Each must be answered, and node 3 must count them sent on, none late.
+void CheckSentOn(Scenario& s, const std::string& name, const ClusterMap& map) {
+  std::unique_ptr<Admin> admin = s.MakeAdmin();
+  REQUIRE(admin != nullptr);
+  auto counter = [&](const char* c) -> std::optional<int64_t> {
+    StatusOr<NodeStatsSnapshot> st = admin->NodeStats(s.bed().Address(3));
+    if (!st.ok()) return std::nullopt;
+    auto it = st->counters.find(c);
+    return it == st->counters.end() ? int64_t{0} : it->second;
+  };
+  const auto until = std::chrono::steady_clock::now() + 30s;
+  while (counter("clock_skewed").value_or(0) != 1 && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(200ms);  // polled, bounded by `until`
+  }
+  REQUIRE(counter("clock_skewed").value_or(0) == 1);
+  const int64_t sent_before = counter("requests_sent_on").value_or(-1);
+  const int64_t late_before = counter("requests_late").value_or(-1);
+  const char* secret_file = std::getenv("SHARDKV_AUTH_SECRET_FILE");
+  REQUIRE(secret_file != nullptr);
+  StatusOr<SecretFile> secret = LoadSecretFile(secret_file, "the bed's secret");
+  REQUIRE(secret.ok());
+  net::RpcClientOptions options;
+  options.auth_secret = secret->secret;
+  net::RpcClient rpc(s.bed().Address(3), options);
+  int answered = 0, ahead = 0;
+  std::string last_error;
+  for (int i = 0; i < 20; ++i) {
+    const std::string key = "probe" + std::to_string(i);
+    net::Request r;
+    r.cluster_id = map.cluster_id();
+    r.epoch = map.epoch();
+    r.deadline_ms = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                              std::chrono::system_clock::now().time_since_epoch())
+                                              .count() +
+                                          800);
+    r.body = net::GetRequest{map.TokenOf(key), key};
+    StatusOr<net::Response> reply = rpc.CallSync(std::move(r), 2s);
+    if (reply.ok() && reply->ok()) {
+      ++answered;
+      // The relayed reply carries the coordinator's HLC timestamp (ms << 16), not node 3's: a
+      // client relaying a skewed clock's timestamp is refused by every healthy node after it.
+      const int64_t ts_ms = static_cast<int64_t>(reply->ts >> 16);
+      const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                 std::chrono::system_clock::now().time_since_epoch())
+                                 .count();
+      if (ts_ms > now_ms + 500) ++ahead;
+    } else {
+      last_error = reply.ok() ? reply->status().ToString() : reply.status().ToString();
+    }
+  }
+  const int64_t sent = counter("requests_sent_on").value_or(-1) - sent_before;
+  const int64_t late = counter("requests_late").value_or(-1) - late_before;
+  std::printf(
+      "%s: 20 gets to node 3 (skewed) with an 800 ms deadline: %d answered, %lld sent on, "
+      "%lld dropped as late, %d replies stamped ahead of this clock%s%s\n",
+      name.c_str(), answered, static_cast<long long>(sent), static_cast<long long>(late), ahead,
+      last_error.empty() ? "" : "; last error: ", last_error.c_str());
+  CHECK(answered == 20);
+  CHECK(ahead == 0);
+  CHECK(sent >= 20);
+  CHECK(late == 0);
+}
+
 void SkewScenario(const std::string& name, int skew_ms, const std::string& expected_failure) {
   MULTIHOST_SCENARIO(s, name, 4);
   REQUIRE(s.StartNodes(4, {0, 0, skew_ms, 0}).ok());
@@ -229,6 +300,7 @@ void SkewScenario(const std::string& name, int skew_ms, const std::string& expec
     const std::vector<uint32_t> replicas = map->Replicas(map->TokenOf(key));
     return std::find(replicas.begin(), replicas.end(), 3u) != replicas.end();
   };
+  CheckSentOn(s, name, *map);
   Figures f = s.Check();
   const Figures away = s.Outcomes([&](const std::string& key) { return !holds(key); });
   const Figures on3 = s.Outcomes(holds);

@@ -69,9 +69,7 @@ std::chrono::milliseconds ProbeTimeout(const GlobalOptions& g) {
 
 int PlanAndBegin(const GlobalOptions& g, const ChangeFlags& f, const ChangeJob& c) {
   ChangeRequest change;
-  change.kind = c.kind == "remove"   ? ChangeKind::kRemove
-                : c.kind == "params" ? ChangeKind::kParams
-                                     : ChangeKind::kAdd;
+  change.kind = c.kind;
   change.node_id = c.node_id;
   change.address = c.address;
   change.weight = f.weight;
@@ -94,8 +92,9 @@ int PlanAndBegin(const GlobalOptions& g, const ChangeFlags& f, const ChangeJob& 
     if (c.guard != nullptr) c.guard->CheckPipe();
   };
   Progress("planning: " +
-           (c.kind == "params" ? std::string("replication and quorums")
-                               : c.kind + " node " + std::to_string(c.node_id)) +
+           (c.kind == ChangeKind::kParams
+                ? std::string("replication and quorums")
+                : std::string(ChangeKindName(c.kind)) + " node " + std::to_string(c.node_id)) +
            " (counting keys)");
   // Planning counts keys on one live old replica per range; a replica that died moments ago is
   // still believed alive until gossip notices, and the count fails with Unavailable. Planning
@@ -127,8 +126,9 @@ int PlanAndBegin(const GlobalOptions& g, const ChangeFlags& f, const ChangeJob& 
   check_pipe();
   // The rebalancer will report the effective replication after the change; until then it is
   // derived from the map here (min(R, nodes), quorums capped at it, as ClusterMap does).
-  if (c.map != nullptr && c.kind == "remove") WarnReplication(*c.map, c.map->nodes().size() - 1);
-  if (c.map != nullptr && c.kind == "params") {
+  if (c.map != nullptr && c.kind == ChangeKind::kRemove)
+    WarnReplication(*c.map, c.map->nodes().size() - 1);
+  if (c.map != nullptr && c.kind == ChangeKind::kParams) {
     const ChangeRecord& r = plan.report.record;
     const uint32_t n = static_cast<uint32_t>(c.map->nodes().size());
     const std::string tolerance =
@@ -184,8 +184,8 @@ int PlanAndBegin(const GlobalOptions& g, const ChangeFlags& f, const ChangeJob& 
     auto effect = AwaitEffect(
         &client, c.askees,
         [&](const ChangeReport& r) {
-          return r.has_change && r.record.change_id != last_change &&
-                 ChangeKindName(r.record.kind) == c.kind && r.record.node_id == c.node_id;
+          return r.has_change && r.record.change_id != last_change && r.record.kind == c.kind &&
+                 r.record.node_id == c.node_id;
         },
         std::chrono::seconds(2), ProbeTimeout(g));
     if (effect) {

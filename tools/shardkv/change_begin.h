@@ -12,6 +12,7 @@
 #include "change_guard.h"
 #include "cluster_limits.h"
 #include "global_options.h"
+#include "shardkv/change.h"
 #include "shardkv/cluster_map.h"
 
 namespace shardkv::cli {
@@ -29,7 +30,7 @@ struct ChangeFlags {
 struct ChangeJob {
   InterruptGuard* guard = nullptr;  // add-node: cleans up on a signal (else null)
   const ClusterMap* map = nullptr;  // the map the change starts from
-  std::string kind;                 // add, remove or params
+  ChangeKind kind = ChangeKind::kAdd;
   uint32_t node_id = 0;
   uint32_t replicas = 0, write_quorum = 0, read_quorum = 0;  // params (0 keeps one)
   std::string address;                                       // add

@@ -102,7 +102,7 @@ int DoAddNode(const GlobalOptions& g, const ChangeFlags& f) {
   Progress("node " + std::to_string(id) + " is up at " + address + " (pid " + std::to_string(*pid) +
            ")");
   ChangeJob c;
-  c.kind = "add";
+  c.kind = ChangeKind::kAdd;
   c.node_id = id;
   c.address = address;
   c.askees = MemberAddresses(*map, {id});
@@ -168,7 +168,7 @@ int DoJoin(const GlobalOptions& g, const ChangeFlags& f, const std::string& addr
   }
   ChangeJob c;
   c.map = &*map;
-  c.kind = "add";
+  c.kind = ChangeKind::kAdd;
   c.node_id = id;
   c.address = address;
   c.askees = MemberAddresses(*map, {id});
@@ -202,7 +202,7 @@ int DoRemoveNode(const GlobalOptions& g, const ChangeFlags& f, uint32_t id) {
   }
   ChangeJob c;
   c.map = &*map;
-  c.kind = "remove";
+  c.kind = ChangeKind::kRemove;
   c.node_id = id;
   c.askees = MemberAddresses(*map, {id});
   return PlanAndBegin(g, f, c);
@@ -220,7 +220,7 @@ int DoSetParams(const GlobalOptions& g, const ChangeFlags& f, uint32_t replicas,
   if (!map.ok()) return ReportError(map.status(), kExitUnreachable);
   ChangeJob c;
   c.map = &*map;
-  c.kind = "params";
+  c.kind = ChangeKind::kParams;
   c.replicas = replicas;
   c.write_quorum = write_quorum;
   c.read_quorum = read_quorum;
