@@ -8,6 +8,8 @@ PKGS=(
   librocksdb-dev libasio-dev capnproto libcapnp-dev catch2
   libxxhash-dev libcli11-dev libspdlog-dev libfmt-dev libbenchmark-dev libssl-dev
   libmemcached-dev redis-server redis-tools libhiredis-dev
+  # Redis's own test runner (bench/scripts/redis_suite.sh)
+  tcl
   libtomlplusplus-dev
   # consensus (src/consensus): Canonical's C Raft, with shardkv's own raft_io
   libraft-dev
