@@ -7,12 +7,15 @@
 #include <iostream>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "cli_common.h"
 #include "json_writer.h"
+#include "orphan_nodes.h"
 #include "rebalance_client.h"
+#include "rebuild_check.h"
 #include "repair_status.h"
 #include "shardkv/cluster_map.h"
 #include "shardkv/hash_ring.h"
@@ -26,7 +29,7 @@ struct NodeRow {
   uint32_t id = 0;
   std::string address;
   bool up = false;
-  std::string state = "down";  // up, down, mismatch, disk-full
+  std::string state = "down";  // up, down, mismatch, disk-full, not-member, ...
   std::string problem;
   std::optional<uint64_t> node_cluster_id;
   bool disk_full = false;
@@ -214,8 +217,8 @@ using Rebalance = std::optional<ChangeReport>;
 
 // Needs repair: what a node says of itself, and the marks the other answering nodes of this
 // cluster hold of it (a node marked while it was away is shown before it learned it, or down).
-void MarkNeedsRepair(const std::map<std::string, Probe>& probes, uint64_t expected,
-                     std::vector<NodeRow>* rows) {
+void MarkNeedsRepair(const std::map<std::string, Probe>& probes, const ClusterMap& map,
+                     uint64_t expected, std::vector<NodeRow>* rows) {
   std::map<uint32_t, RepairReport> reports;  // by the reporting node's id
   for (const auto& [address, p] : probes) {
     if (p.up && p.map && p.map->cluster_id() == expected && p.node_id && *p.node_id > 0) {
@@ -228,15 +231,56 @@ void MarkNeedsRepair(const std::map<std::string, Probe>& probes, uint64_t expect
     const RepairVerdict v = JudgeRepair(r.id, own, reports);
     r.needs_repair = v.needs_repair;
     r.needs_repair_reason = v.reason;
+  }
+  // The advice is the rebuild only when it can run: another replica of each range answers.
+  std::set<uint32_t> serving;
+  for (const NodeRow& r : *rows) {
+    if (r.up && !r.needs_repair) serving.insert(r.id);
+  }
+  for (NodeRow& r : *rows) {
     if (!r.needs_repair) continue;
-    const std::string fix = r.needs_repair_reason +
-                            "; rebuild it with 'shardkv cluster start-node " +
-                            std::to_string(r.id) + " --rebuild'";
+    const std::string fix =
+        r.needs_repair_reason + "; " + RebuildAdvice(map, r.id, r.up || r.alive, serving);
     if (r.state == "up") {
       r.state = "needs-repair";
       r.problem = fix;
     } else {
       r.problem = (r.problem.empty() ? "" : r.problem + "; ") + "needs repair: " + fix;
+    }
+  }
+}
+
+// What to do about node `id` answering as another cluster. Its own process running there (`ours`)
+// lost its data and started afresh: a rebuild, when one can run. Otherwise another process took
+// its port, and a rebuild would not help.
+std::string MismatchAdvice(const std::optional<ClusterMap>& map, uint32_t id, bool ours) {
+  const std::string start = "'shardkv cluster start-node " + std::to_string(id) + "'";
+  if (!ours) {
+    return ": another process took its port; stop that process (another cluster's nodes stop "
+           "with 'shardkv cluster down --dir THEIR_DIR'), then start the node with " +
+           start;
+  }
+  // Its answers are not this node's: it counts as not serving.
+  std::set<uint32_t> serving;
+  if (map) {
+    for (const ClusterNode& n : map->nodes()) {
+      if (n.id != id) serving.insert(n.id);
+    }
+  }
+  return ": it lost its data and started afresh; " +
+         (map ? RebuildAdvice(*map, id, /*running=*/true, serving)
+              : "rebuild it from its replicas once they answer");
+}
+
+// Local node directories the live map does not name: an add-node that never completed.
+void MarkNotMembers(const ClusterMap& map, const std::string& dir, std::vector<NodeRow>* rows) {
+  for (uint32_t id : ListNodeIds(dir)) {
+    if (map.FindNode(id) != nullptr) continue;
+    for (NodeRow& r : *rows) {
+      if (r.id != id) continue;
+      r.state = "not-member";
+      r.up = false;
+      r.problem = NotMemberAdvice(id, map.cluster_id());
     }
   }
 }
@@ -364,6 +408,19 @@ void PrintJson(const std::optional<ClusterMap>& map, const std::string& map_from
   std::cout << w.str() << "\n";
 }
 
+// The port of `endpoint` alone when its host is `node_address`'s, else all of it; "-" if none.
+std::string PortOnHost(const std::optional<std::string>& endpoint,
+                       const std::string& node_address) {
+  if (!endpoint || endpoint->empty()) return "-";
+  const size_t colon = endpoint->rfind(':');
+  const size_t node_colon = node_address.rfind(':');
+  if (colon == std::string::npos || node_colon == std::string::npos ||
+      endpoint->compare(0, colon, node_address, 0, node_colon) != 0) {
+    return *endpoint;
+  }
+  return endpoint->substr(colon + 1);
+}
+
 void PrintTable(const std::string& dir, const std::optional<ClusterMap>& map, uint64_t expected,
                 const std::vector<NodeRow>& rows, const Rebalance& rebalance) {
   if (map) {
@@ -379,19 +436,25 @@ void PrintTable(const std::string& dir, const std::optional<ClusterMap>& map, ui
     std::printf("cluster in %s: no node answered\n", dir.c_str());
   }
   std::printf("rebalance: %s\n\n", RebalanceLine(rebalance).c_str());
-  std::printf("%4s  %-21s  %-12s  %-7s  %-13s  %10s  %7s\n", "ID", "ADDRESS", "STATE", "MAP", "PID",
-              "KEYS", "SHARE");
+  // 98 columns: REDIS and METRICS show the port alone when the listener is on the node's host.
+  std::printf("%4s  %-21s  %-12s  %-7s  %-13s  %7s  %6s  %5s  %7s\n", "ID", "ADDRESS", "STATE",
+              "MAP", "PID", "KEYS", "SHARE", "REDIS", "METRICS");
   for (const NodeRow& r : rows) {
     std::string pid = "-";
     if (r.pid) pid = std::to_string(*r.pid) + (r.alive ? "" : " (dead)");
     const std::string keys = r.keys ? ApproxCount(*r.keys) : "-";
     char share[16] = "-";
     if (r.share_pct) std::snprintf(share, sizeof(share), "%.1f%%", *r.share_pct);
-    std::printf("%4u  %-21s  %-12s  %-7s  %-13s  %10s  %7s\n", r.id,
+    std::printf("%4u  %-21s  %-12s  %-7s  %-13s  %7s  %6s  %5s  %7s\n", r.id,
                 r.address.empty() ? "-" : r.address.c_str(), r.state.c_str(),
-                r.map_state.value_or("-").c_str(), pid.c_str(), keys.c_str(), share);
+                r.map_state.value_or("-").c_str(), pid.c_str(), keys.c_str(), share,
+                PortOnHost(r.up ? r.redis : std::nullopt, r.address).c_str(),
+                PortOnHost(r.up ? r.metrics : std::nullopt, r.address).c_str());
   }
   std::printf("\nKEYS: estimated copies stored; SHARE: share of all copies under the map\n");
+  std::printf(
+      "REDIS, METRICS: ports of its Redis and metrics listeners on its host (--json: "
+      "addresses)\n");
   for (const NodeRow& r : rows) {
     if (!r.problem.empty())
       std::printf("node %u: %s: %s\n", r.id, r.state.c_str(), r.problem.c_str());
@@ -506,10 +569,7 @@ int PrintClusterStatus(const GlobalOptions& g, const std::string& dir, NodeProbe
       } else if (p.map->cluster_id() != expected) {
         r.state = "mismatch";
         r.problem = r.address + " answers as cluster " + std::to_string(p.map->cluster_id()) +
-                    ", not cluster " + std::to_string(expected) +
-                    " (another cluster took the port, or the node lost its data and started "
-                    "afresh: then 'shardkv cluster start-node " +
-                    std::to_string(id) + " --rebuild')";
+                    ", not cluster " + std::to_string(expected) + MismatchAdvice(map, id, r.alive);
         if (foreign.empty()) {
           foreign = r.address + " belongs to cluster " + std::to_string(p.map->cluster_id());
         }
@@ -538,7 +598,8 @@ int PrintClusterStatus(const GlobalOptions& g, const std::string& dir, NodeProbe
     out.push_back(std::move(r));
   }
   // With one replica nothing needs repair (design.md "Needs repair"): no replica refuses.
-  if (map && map->EffectiveReplicas() > 1) MarkNeedsRepair(probes, expected, &out);
+  if (map && map->EffectiveReplicas() > 1) MarkNeedsRepair(probes, *map, expected, &out);
+  if (map && g.cluster.empty()) MarkNotMembers(*map, dir, &out);
   if (g.json) {
     PrintJson(map, map_from, expected, out, rebalance, outcome);
   } else {

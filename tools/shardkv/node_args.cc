@@ -123,6 +123,14 @@ std::vector<std::string> WithListenPort(std::vector<std::string> args, uint16_t 
   return args;
 }
 
+std::vector<std::string> WithRecordedPort(std::vector<std::string> args,
+                                          const std::string& node_dir) {
+  if (ListenPortInArgs(args) != uint16_t{0}) return args;
+  const std::optional<uint16_t> recorded = ReadPortFile(node_dir);
+  if (!recorded || *recorded == 0) return args;
+  return WithListenPort(std::move(args), *recorded);
+}
+
 std::vector<std::string> WithoutFlag(std::vector<std::string> args, const std::string& flag) {
   std::vector<std::string> out;
   for (size_t i = 0; i < args.size(); ++i) {
