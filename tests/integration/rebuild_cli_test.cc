@@ -87,6 +87,12 @@ TEST_CASE("rebuild: a port taken by another cluster refuses before the data is t
   CHECK(Contains(r.err, "nothing was changed"));
   CHECK_FALSE(Contains(r.out, "wiped"));
   CheckUntouched(a, 1, db, args);
+  // Status does not send the user to a rebuild that cannot help: it names what to do instead.
+  ProcessResult status = a.Run({"cluster", "status"});
+  INFO(status.Text());
+  CHECK(Contains(status.out, "another process took its port"));
+  CHECK(Contains(status.out, "'shardkv cluster start-node 1'"));
+  CHECK_FALSE(Contains(status.out, "--rebuild"));
 }
 
 TEST_CASE("rebuild: with every other node down it refuses and keeps the data",

@@ -36,7 +36,7 @@ ClusterView AskCluster(uint64_t cluster_id, const std::vector<std::string>& addr
                        NodeProber* prober, std::chrono::milliseconds timeout);
 
 // Whether a majority of a map's members answer: a membership change commits through them
-// (design.md "Map consensus"), so without it nothing can change. Commands decide on this count,
+// (design.md "Consensus"), so without it nothing can change. Commands decide on this count,
 // never on the text of an error.
 struct MemberMajority {
   size_t answering = 0;  // members answering at their address, as themselves, of the cluster

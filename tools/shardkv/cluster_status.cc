@@ -21,6 +21,7 @@
 #include "shardkv/hash_ring.h"
 #include "shardkv/shard_map.h"
 #include "shardkv/stats.h"
+#include "status_advice.h"
 
 namespace shardkv::cli {
 namespace {
@@ -250,41 +251,6 @@ void MarkNeedsRepair(const std::map<std::string, Probe>& probes, const ClusterMa
   }
 }
 
-// What to do about node `id` answering as another cluster. Its own process running there (`ours`)
-// lost its data and started afresh: a rebuild, when one can run. Otherwise another process took
-// its port, and a rebuild would not help.
-std::string MismatchAdvice(const std::optional<ClusterMap>& map, uint32_t id, bool ours) {
-  const std::string start = "'shardkv cluster start-node " + std::to_string(id) + "'";
-  if (!ours) {
-    return ": another process took its port; stop that process (another cluster's nodes stop "
-           "with 'shardkv cluster down --dir THEIR_DIR'), then start the node with " +
-           start;
-  }
-  // Its answers are not this node's: it counts as not serving.
-  std::set<uint32_t> serving;
-  if (map) {
-    for (const ClusterNode& n : map->nodes()) {
-      if (n.id != id) serving.insert(n.id);
-    }
-  }
-  return ": it lost its data and started afresh; " +
-         (map ? RebuildAdvice(*map, id, /*running=*/true, serving)
-              : "rebuild it from its replicas once they answer");
-}
-
-// Local node directories the live map does not name: an add-node that never completed.
-void MarkNotMembers(const ClusterMap& map, const std::string& dir, std::vector<NodeRow>* rows) {
-  for (uint32_t id : ListNodeIds(dir)) {
-    if (map.FindNode(id) != nullptr) continue;
-    for (NodeRow& r : *rows) {
-      if (r.id != id) continue;
-      r.state = "not-member";
-      r.up = false;
-      r.problem = NotMemberAdvice(id, map.cluster_id());
-    }
-  }
-}
-
 // The fields a node reports about itself. The clock offset is against `answering` (the node
 // whose map is shown), from two NTP-style measurements: its error is the sum of both bounds.
 void FillReported(const Probe& p, uint32_t id, const Probe* answering, NodeRow* r) {
@@ -406,19 +372,6 @@ void PrintJson(const std::optional<ClusterMap>& map, const std::string& map_from
   PrintRebalanceJson(w, rebalance);
   w.End();
   std::cout << w.str() << "\n";
-}
-
-// The port of `endpoint` alone when its host is `node_address`'s, else all of it; "-" if none.
-std::string PortOnHost(const std::optional<std::string>& endpoint,
-                       const std::string& node_address) {
-  if (!endpoint || endpoint->empty()) return "-";
-  const size_t colon = endpoint->rfind(':');
-  const size_t node_colon = node_address.rfind(':');
-  if (colon == std::string::npos || node_colon == std::string::npos ||
-      endpoint->compare(0, colon, node_address, 0, node_colon) != 0) {
-    return *endpoint;
-  }
-  return endpoint->substr(colon + 1);
 }
 
 void PrintTable(const std::string& dir, const std::optional<ClusterMap>& map, uint64_t expected,
@@ -547,6 +500,17 @@ int PrintClusterStatus(const GlobalOptions& g, const std::string& dir, NodeProbe
     rows[static_cast<uint32_t>(id)].address = a;
   }
   const Probe* answering = map_from.empty() ? nullptr : &probes[map_from];
+  // Members a rebuild could stream from: answering as themselves, not needing repair.
+  std::set<uint32_t> serving;
+  for (size_t i = 0; map && i < map->nodes().size(); ++i) {
+    const ClusterNode& n = map->nodes()[i];
+    const Probe& p = probes[n.address];
+    if (p.up && p.map && p.map->cluster_id() == expected && p.node_id == int64_t{n.id} &&
+        !p.repair.reason) {
+      serving.insert(n.id);
+    }
+  }
+
   std::vector<NodeRow> out;
   bool any_up = false;
   std::string foreign;  // "A is node N of cluster Y" for the error line when no node is ours
@@ -569,7 +533,8 @@ int PrintClusterStatus(const GlobalOptions& g, const std::string& dir, NodeProbe
       } else if (p.map->cluster_id() != expected) {
         r.state = "mismatch";
         r.problem = r.address + " answers as cluster " + std::to_string(p.map->cluster_id()) +
-                    ", not cluster " + std::to_string(expected) + MismatchAdvice(map, id, r.alive);
+                    ", not cluster " + std::to_string(expected) +
+                    MismatchAdvice(map, id, r.alive, serving);
         if (foreign.empty()) {
           foreign = r.address + " belongs to cluster " + std::to_string(p.map->cluster_id());
         }
@@ -599,7 +564,15 @@ int PrintClusterStatus(const GlobalOptions& g, const std::string& dir, NodeProbe
   }
   // With one replica nothing needs repair (design.md "Needs repair"): no replica refuses.
   if (map && map->EffectiveReplicas() > 1) MarkNeedsRepair(probes, *map, expected, &out);
-  if (map && g.cluster.empty()) MarkNotMembers(*map, dir, &out);
+  if (map && g.cluster.empty()) {
+    const std::set<uint32_t> strangers = DirectoriesNotInMap(*map, dir);
+    for (NodeRow& r : out) {
+      if (strangers.count(r.id) == 0) continue;
+      r.state = "not-member";
+      r.up = false;
+      r.problem = NotMemberAdvice(r.id, map->cluster_id());
+    }
+  }
   if (g.json) {
     PrintJson(map, map_from, expected, out, rebalance, outcome);
   } else {

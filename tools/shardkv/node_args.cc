@@ -143,6 +143,12 @@ std::vector<std::string> WithoutFlag(std::vector<std::string> args, const std::s
   return out;
 }
 
+std::vector<std::string> WithoutRebuildFlags(std::vector<std::string> args) {
+  args = WithoutFlag(std::move(args), "--seeds");
+  std::erase(args, std::string("--rebuild"));
+  return args;
+}
+
 bool NodeSupportsClusterId(const std::string& binary) {
   static std::map<std::string, bool> cache;
   if (auto it = cache.find(binary); it != cache.end()) return it->second;
@@ -229,7 +235,7 @@ std::vector<std::string> NewNodeArgs(const std::string& dir, const ClusterConf& 
   }
   // A fresh node: with the cluster id it would refuse its empty data directory. It gets the id
   // once its change began (then it is a member).
-  return WithListenPort(WithoutFlag(std::move(args), "--cluster-id"), port);
+  return WithListenPort(WithoutRebuildFlags(WithoutFlag(std::move(args), "--cluster-id")), port);
 }
 
 std::string DescribePortHolder(uint16_t port) {

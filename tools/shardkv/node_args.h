@@ -27,6 +27,9 @@ std::vector<std::string> WithRecordedPort(std::vector<std::string> args,
 
 // A copy of `args` without `flag` and its value.
 std::vector<std::string> WithoutFlag(std::vector<std::string> args, const std::string& flag);
+// A copy of `args` without --rebuild and --seeds: a rebuild is one start, never recorded (an
+// older launcher recorded it, and add-node copied it into new nodes).
+std::vector<std::string> WithoutRebuildFlags(std::vector<std::string> args);
 // A copy of `args` with "--cluster-id ID": once a cluster is formed, every node it launches is
 // told its cluster, so a node whose data directory was lost refuses to start as a fresh,
 // empty node instead of serving as a member with no data (it must be rebuilt:

@@ -67,12 +67,6 @@ std::string PortTakenWhy(uint16_t port) {
 
 }  // namespace
 
-std::vector<std::string> WithoutRebuildFlags(std::vector<std::string> args) {
-  args = WithoutFlag(std::move(args), "--seeds");
-  std::erase(args, std::string("--rebuild"));
-  return args;
-}
-
 std::optional<std::string> FinishInterruptedRebuild(const std::string& dir, uint32_t id) {
   const std::string node_dir = NodeDir(dir, id);
   const std::string marker = node_dir + "/" + kRebuildMarkerName;

@@ -1,4 +1,4 @@
-// `cluster start-node N --rebuild` (design.md "Local clusters", the rebuild): a node whose data
+// `cluster start-node N --rebuild` (design.md "CLI"): a node whose data
 // must not come back (lost, or down longer than the tombstone grace) is started with
 // `--rebuild --seeds ...` and re-streams its ranges from the other replicas before it serves.
 //
@@ -25,9 +25,6 @@ namespace shardkv::cli {
 // The names inside a node directory.
 inline constexpr const char* kKeptDbName = "db.before-rebuild";
 inline constexpr const char* kRebuildMarkerName = "rebuilding";
-
-// A copy of `args` without --rebuild and --seeds (a rebuild is one start, never recorded).
-std::vector<std::string> WithoutRebuildFlags(std::vector<std::string> args);
 
 // Rebuilds stopped node `id` of `dir` (the caller holds the directory lock and checked that it
 // is not running): `args` are its launch arguments (cluster id included), `guard` was built

@@ -91,6 +91,14 @@ bool ArgsOfMember(const std::vector<std::string>& args) {
   return std::find(args.begin(), args.end(), "--cluster-id") != args.end();
 }
 
+std::set<uint32_t> DirectoriesNotInMap(const ClusterMap& map, const std::string& dir) {
+  std::set<uint32_t> out;
+  for (uint32_t id : ListNodeIds(dir)) {
+    if (map.FindNode(id) == nullptr) out.insert(id);
+  }
+  return out;
+}
+
 std::string NotMemberAdvice(uint32_t id, uint64_t cluster_id) {
   return "the map of cluster " + std::to_string(cluster_id) +
          " does not name it: unless a 'shardkv cluster add-node' is adding it right now, it never "

@@ -1,4 +1,4 @@
-// Local node directories that never became members (design.md "Local clusters"): `cluster
+// Local node directories that never became members (design.md "CLI"): `cluster
 // add-node` creates D/node-N and starts the node before the change that adds it begins; killed
 // in between (SIGKILL, a crash), it leaves a directory of a node no map names. `cluster up`
 // recognises such a node (its args carry no --cluster-id, and the live map does not name it) and
@@ -8,10 +8,12 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "global_options.h"
+#include "shardkv/cluster_map.h"
 
 namespace shardkv::cli {
 
@@ -19,6 +21,9 @@ namespace shardkv::cli {
 // change began, or when the cluster formed). A node without it is a member only if the live map
 // says so.
 bool ArgsOfMember(const std::vector<std::string>& args);
+
+// The member directories of `dir` whose node `map` does not name.
+std::set<uint32_t> DirectoriesNotInMap(const ClusterMap& map, const std::string& dir);
 
 // What `cluster up` and `cluster status` say about local node `id`, not a member of cluster
 // `cluster_id`: why, and the command that removes its directory.

@@ -1,5 +1,5 @@
 // What `cluster start-node N --rebuild` needs before it may set the node's data aside, checked
-// with the nodes that answer (design.md "Local clusters", the rebuild). The node's rebuild
+// with the nodes that answer (design.md "CLI"). The node's rebuild
 // (Node::Impl::Rebuild, StreamSink::Rebuild) fetches the newest map from a seed of its cluster,
 // refuses unless the map names it at its own address, and then pulls every range the map places
 // on it from the other holders of that range, failing if none of them serves it; a range with no
