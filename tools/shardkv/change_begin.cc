@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "cli_common.h"
+#include "cluster_probe.h"
 #include "cluster_up.h"
 #include "plan_printer.h"
 #include "rebalance_client.h"
@@ -91,6 +92,16 @@ int PlanAndBegin(const GlobalOptions& g, const ChangeFlags& f, const ChangeJob& 
   auto check_pipe = [&c] {
     if (c.guard != nullptr) c.guard->CheckPipe();
   };
+  if (!c.majority_checked && c.map != nullptr) {
+    const std::string what =
+        c.kind == ChangeKind::kParams
+            ? std::string("change the replication")
+            : std::string(ChangeKindName(c.kind)) + " node " + std::to_string(c.node_id);
+    if (int code = RefuseWithoutMajority(g, *c.map, what); code != kExitOk) {
+      undo();
+      return code;
+    }
+  }
   Progress("planning: " +
            (c.kind == ChangeKind::kParams
                 ? std::string("replication and quorums")
@@ -120,6 +131,9 @@ int PlanAndBegin(const GlobalOptions& g, const ChangeFlags& f, const ChangeJob& 
     if (g.json) std::cout << OutcomeErrorJson(MutationOutcome::kNotApplied, why) << std::endl;
     return ReportError(why, code);
   }
+  // The plan reports the default limits; the ones this command begins the change with apply.
+  plan.report.record.rate_bytes_per_s = throttle.rate_bytes_per_s;
+  plan.report.record.streams_per_node = throttle.streams_per_node;
   const PlanContext ctx{c.address, f.weight, plan.address};
   if (!g.json) PrintPlanTable(stdout, plan.report, ctx);
   std::fflush(stdout);
@@ -222,8 +236,15 @@ int PlanAndBegin(const GlobalOptions& g, const ChangeFlags& f, const ChangeJob& 
                              begun.status.message() + "): the change was not started",
                          kExitUnreachable);
     }
+    // A refusal for want of a majority (Unavailable, and the members' count confirms it) is
+    // exit 3 like the refusal before planning, whatever the message says.
+    bool no_majority = false;
+    if (begun.status.code() == Status::Code::kUnavailable && c.map != nullptr) {
+      NodeProber prober(g.credentials);
+      no_majority = !CountMajority(*c.map, &prober, ProbeTimeout(g)).held();
+    }
     return ReportError("the cluster refused the change: " + begun.status.message(),
-                       begun.foreign || NoMajority(begun.status) ? kExitUnreachable : kExitFailed);
+                       begun.foreign || no_majority ? kExitUnreachable : kExitFailed);
   }
   // The guard stays busy: a signal that arrived meanwhile takes effect once the result is printed
   // (when the guard is destroyed), never as an undo.
@@ -239,9 +260,20 @@ int PlanAndBegin(const GlobalOptions& g, const ChangeFlags& f, const ChangeJob& 
       "(%s); watch with `%s`\n",
       static_cast<unsigned long long>(r.change_id), DescribeChange(r).c_str(),
       static_cast<unsigned long long>(r.planned_copies),
-      static_cast<unsigned long long>(r.planned_ranges), begun.report.driver, begun.address.c_str(),
-      WatchHint(g).c_str());
+      static_cast<unsigned long long>(r.planned_ranges), begun.report.driver,
+      DriverAddress(begun.report, c.map, begun.address).c_str(), WatchHint(g).c_str());
   return kExitOk;
+}
+
+int RefuseWithoutMajority(const GlobalOptions& g, const ClusterMap& map, const std::string& what) {
+  NodeProber prober(g.credentials);
+  const MemberMajority m = CountMajority(map, &prober, ProbeTimeout(g));
+  if (m.held()) return kExitOk;
+  const std::string why = "cannot " + what + ": " + m.Describe(map) +
+                          " (a membership change commits through a majority of them); start "
+                          "the others first; nothing was changed";
+  if (g.json) std::cout << OutcomeErrorJson(MutationOutcome::kNotApplied, why) << std::endl;
+  return ReportError(why, kExitUnreachable);
 }
 
 StatusOr<ClusterMap> CurrentMap(const GlobalOptions& g, const std::string& dir,

@@ -35,6 +35,9 @@ struct ChangeJob {
   uint32_t replicas = 0, write_quorum = 0, read_quorum = 0;  // params (0 keeps one)
   std::string address;                                       // add
   std::vector<std::string> askees;  // members to ask for the plan, in order
+  // The command already checked that a majority of the members answer (add-node does, before
+  // it starts the new node); else PlanAndBegin checks first.
+  bool majority_checked = false;
   // Undoes what the command did before planning (add-node: the new node); runs when nothing
   // was begun.
   std::function<void()> undo = [] {};
@@ -49,6 +52,10 @@ bool RefuseUnconfirmable(const ChangeFlags& f);
 std::chrono::milliseconds ProbeTimeout(const GlobalOptions& g);
 // Plan, show, confirm, begin. Returns the exit code.
 int PlanAndBegin(const GlobalOptions& g, const ChangeFlags& f, const ChangeJob& c);
+// Refuses (prints the error, --json outcome included; returns exit 3) unless a majority of
+// `map`'s members answer: a change cannot commit without them. `what`: "add node 4". Returns 0
+// when they do.
+int RefuseWithoutMajority(const GlobalOptions& g, const ClusterMap& map, const std::string& what);
 // The members to ask, from the newest map the directory's nodes (or --cluster) know.
 StatusOr<ClusterMap> CurrentMap(const GlobalOptions& g, const std::string& dir,
                                 const std::vector<std::string>& addresses);

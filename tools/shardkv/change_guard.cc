@@ -67,6 +67,11 @@ void InterruptGuard::UndoNow() {
   mode_ = Mode::kIdle;
 }
 
+int InterruptGuard::Interrupted() {
+  std::lock_guard lock(mu_);
+  return remembered_;
+}
+
 void InterruptGuard::RunUndoLocked(int sig) {
   if (mode_ != Mode::kArmed || !undo_) return;
   std::fprintf(stderr, "\ninterrupted (%s): undoing what this command started\n",

@@ -42,6 +42,9 @@ class InterruptGuard {
   // Runs the undo now (declined, refused, --plan-only; also while Busy, for a refused begin),
   // unless a signal already ran it.
   void UndoNow();
+  // The signal remembered while Busy (0: none yet): a long command (`load`) stops early on it,
+  // prints what it did, and dies of it when the guard is destroyed.
+  int Interrupted();
   // If a write of this thread raised SIGPIPE (stdout or stderr is a closed pipe), cleans up
   // like a signal would. Call after printing.
   void CheckPipe();

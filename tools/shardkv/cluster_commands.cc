@@ -4,17 +4,19 @@
 
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
+#include <optional>
 #include <random>
 #include <set>
 
+#include "change_guard.h"
 #include "cli_common.h"
 #include "cluster_init.h"
 #include "cluster_limits.h"
 #include "cluster_status.h"
 #include "cluster_up.h"
 #include "local_cluster.h"
+#include "node_rebuild.h"
 #include "shardkv/cluster_map.h"
 
 namespace shardkv::cli {
@@ -73,6 +75,9 @@ int DoStopNode(const GlobalOptions& g, uint32_t id, bool hard, uint32_t wait_s) 
 }
 
 int DoStartNode(const GlobalOptions& g, uint32_t id, bool rebuild, uint32_t wait_s) {
+  // Before any thread starts (InterruptGuard): a signal during a rebuild puts the node back.
+  std::optional<InterruptGuard> guard;
+  if (rebuild) guard.emplace();
   const std::string dir = Dir(g);
   auto node_dir = ExistingNodeDir(dir, id);
   if (!node_dir.ok()) return ReportError(node_dir.status(), kExitUsage);
@@ -83,6 +88,7 @@ int DoStartNode(const GlobalOptions& g, uint32_t id, bool rebuild, uint32_t wait
         "node " + std::to_string(id) + " is already running (pid " + std::to_string(*pid) + ")",
         kExitUsage);
   }
+  if (auto note = FinishInterruptedRebuild(dir, id)) Progress(*note);
   auto conf = ReadClusterConf(dir);
   const uint64_t grace_s = (conf.ok() ? *conf : ClusterConf{}).tombstone_grace_s;
   if (Status s = CheckTombstoneGrace(dir, id, UnixNow(), grace_s); !s.ok() && !rebuild) {
@@ -90,32 +96,17 @@ int DoStartNode(const GlobalOptions& g, uint32_t id, bool rebuild, uint32_t wait
   }
   auto args = ReadArgsFile(*node_dir);
   if (!args.ok()) return ReportError(args.status(), kExitFailed);
+  // A rebuild is one start, never repeated by a restart (older launchers recorded it); a node
+  // whose launch never learned its port comes back on the one it last had.
+  *args = WithRecordedPort(WithoutRebuildFlags(std::move(args).value()), *node_dir);
   auto binary = FindNodeBinary();
   if (!binary.ok()) return ReportError(binary.status(), kExitFailed);
   // A member is told its cluster, so that with a lost data directory it refuses to start empty.
   if (conf.ok() && conf->formed) *args = WithClusterId(std::move(*args), conf->cluster_id, *binary);
   if (rebuild) {
-    // Its old data must not come back (design.md "Replication and consistency"): wipe it; the node
-    // fetches the map from the others and re-streams its ranges before it serves.
-    std::string seeds;
-    for (uint32_t other : ListNodeIds(dir)) {
-      if (other == id) continue;
-      std::ifstream in(NodeDir(dir, other) + "/port");
-      int port = 0;
-      if (in >> port && port > 0) {
-        seeds += (seeds.empty() ? "" : ",") + std::string("127.0.0.1:") + std::to_string(port);
-      }
-    }
-    if (seeds.empty()) return ReportError("--rebuild needs another node to copy from", kExitUsage);
-    std::error_code ec;
-    fs::remove_all(*node_dir + "/db", ec);
-    if (ec) return ReportError("cannot wipe " + *node_dir + "/db: " + ec.message(), kExitFailed);
-    args->push_back("--rebuild");
-    args->push_back("--seeds");
-    args->push_back(seeds);
-    wait_s = std::max<uint32_t>(wait_s, 600);  // it listens only once its ranges are back
-    std::printf("rebuilding node %u: data wiped, re-streaming its ranges from %s\n", id,
-                seeds.c_str());
+    if (!conf.ok()) return ReportError(conf.status(), kExitFailed);
+    return RebuildNode(dir, id, *conf, std::move(args).value(), *binary, wait_s,
+                       std::chrono::milliseconds(std::min<uint32_t>(g.timeout_ms, 2000)), &*guard);
   }
   if (auto port = ListenPortInArgs(*args); port && *port != 0 && !PortFree(*port)) {
     return ReportError("cannot start node " + std::to_string(id) + ": port " +

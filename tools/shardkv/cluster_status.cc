@@ -7,17 +7,21 @@
 #include <iostream>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "cli_common.h"
 #include "json_writer.h"
+#include "orphan_nodes.h"
 #include "rebalance_client.h"
+#include "rebuild_check.h"
 #include "repair_status.h"
 #include "shardkv/cluster_map.h"
 #include "shardkv/hash_ring.h"
 #include "shardkv/shard_map.h"
 #include "shardkv/stats.h"
+#include "status_advice.h"
 
 namespace shardkv::cli {
 namespace {
@@ -26,7 +30,7 @@ struct NodeRow {
   uint32_t id = 0;
   std::string address;
   bool up = false;
-  std::string state = "down";  // up, down, mismatch, disk-full
+  std::string state = "down";  // up, down, mismatch, disk-full, not-member, ...
   std::string problem;
   std::optional<uint64_t> node_cluster_id;
   bool disk_full = false;
@@ -214,8 +218,8 @@ using Rebalance = std::optional<ChangeReport>;
 
 // Needs repair: what a node says of itself, and the marks the other answering nodes of this
 // cluster hold of it (a node marked while it was away is shown before it learned it, or down).
-void MarkNeedsRepair(const std::map<std::string, Probe>& probes, uint64_t expected,
-                     std::vector<NodeRow>* rows) {
+void MarkNeedsRepair(const std::map<std::string, Probe>& probes, const ClusterMap& map,
+                     uint64_t expected, std::vector<NodeRow>* rows) {
   std::map<uint32_t, RepairReport> reports;  // by the reporting node's id
   for (const auto& [address, p] : probes) {
     if (p.up && p.map && p.map->cluster_id() == expected && p.node_id && *p.node_id > 0) {
@@ -228,10 +232,16 @@ void MarkNeedsRepair(const std::map<std::string, Probe>& probes, uint64_t expect
     const RepairVerdict v = JudgeRepair(r.id, own, reports);
     r.needs_repair = v.needs_repair;
     r.needs_repair_reason = v.reason;
+  }
+  // The advice is the rebuild only when it can run: another replica of each range answers.
+  std::set<uint32_t> serving;
+  for (const NodeRow& r : *rows) {
+    if (r.up && !r.needs_repair) serving.insert(r.id);
+  }
+  for (NodeRow& r : *rows) {
     if (!r.needs_repair) continue;
-    const std::string fix = r.needs_repair_reason +
-                            "; rebuild it with 'shardkv cluster start-node " +
-                            std::to_string(r.id) + " --rebuild'";
+    const std::string fix =
+        r.needs_repair_reason + "; " + RebuildAdvice(map, r.id, r.up || r.alive, serving);
     if (r.state == "up") {
       r.state = "needs-repair";
       r.problem = fix;
@@ -379,19 +389,25 @@ void PrintTable(const std::string& dir, const std::optional<ClusterMap>& map, ui
     std::printf("cluster in %s: no node answered\n", dir.c_str());
   }
   std::printf("rebalance: %s\n\n", RebalanceLine(rebalance).c_str());
-  std::printf("%4s  %-21s  %-12s  %-7s  %-13s  %10s  %7s\n", "ID", "ADDRESS", "STATE", "MAP", "PID",
-              "KEYS", "SHARE");
+  // 98 columns: REDIS and METRICS show the port alone when the listener is on the node's host.
+  std::printf("%4s  %-21s  %-12s  %-7s  %-13s  %7s  %6s  %5s  %7s\n", "ID", "ADDRESS", "STATE",
+              "MAP", "PID", "KEYS", "SHARE", "REDIS", "METRICS");
   for (const NodeRow& r : rows) {
     std::string pid = "-";
     if (r.pid) pid = std::to_string(*r.pid) + (r.alive ? "" : " (dead)");
     const std::string keys = r.keys ? ApproxCount(*r.keys) : "-";
     char share[16] = "-";
     if (r.share_pct) std::snprintf(share, sizeof(share), "%.1f%%", *r.share_pct);
-    std::printf("%4u  %-21s  %-12s  %-7s  %-13s  %10s  %7s\n", r.id,
+    std::printf("%4u  %-21s  %-12s  %-7s  %-13s  %7s  %6s  %5s  %7s\n", r.id,
                 r.address.empty() ? "-" : r.address.c_str(), r.state.c_str(),
-                r.map_state.value_or("-").c_str(), pid.c_str(), keys.c_str(), share);
+                r.map_state.value_or("-").c_str(), pid.c_str(), keys.c_str(), share,
+                PortOnHost(r.up ? r.redis : std::nullopt, r.address).c_str(),
+                PortOnHost(r.up ? r.metrics : std::nullopt, r.address).c_str());
   }
   std::printf("\nKEYS: estimated copies stored; SHARE: share of all copies under the map\n");
+  std::printf(
+      "REDIS, METRICS: ports of its Redis and metrics listeners on its host (--json: "
+      "addresses)\n");
   for (const NodeRow& r : rows) {
     if (!r.problem.empty())
       std::printf("node %u: %s: %s\n", r.id, r.state.c_str(), r.problem.c_str());
@@ -484,6 +500,17 @@ int PrintClusterStatus(const GlobalOptions& g, const std::string& dir, NodeProbe
     rows[static_cast<uint32_t>(id)].address = a;
   }
   const Probe* answering = map_from.empty() ? nullptr : &probes[map_from];
+  // Members a rebuild could stream from: answering as themselves, not needing repair.
+  std::set<uint32_t> serving;
+  for (size_t i = 0; map && i < map->nodes().size(); ++i) {
+    const ClusterNode& n = map->nodes()[i];
+    const Probe& p = probes[n.address];
+    if (p.up && p.map && p.map->cluster_id() == expected && p.node_id == int64_t{n.id} &&
+        !p.repair.reason) {
+      serving.insert(n.id);
+    }
+  }
+
   std::vector<NodeRow> out;
   bool any_up = false;
   std::string foreign;  // "A is node N of cluster Y" for the error line when no node is ours
@@ -507,9 +534,7 @@ int PrintClusterStatus(const GlobalOptions& g, const std::string& dir, NodeProbe
         r.state = "mismatch";
         r.problem = r.address + " answers as cluster " + std::to_string(p.map->cluster_id()) +
                     ", not cluster " + std::to_string(expected) +
-                    " (another cluster took the port, or the node lost its data and started "
-                    "afresh: then 'shardkv cluster start-node " +
-                    std::to_string(id) + " --rebuild')";
+                    MismatchAdvice(map, id, r.alive, serving);
         if (foreign.empty()) {
           foreign = r.address + " belongs to cluster " + std::to_string(p.map->cluster_id());
         }
@@ -538,7 +563,16 @@ int PrintClusterStatus(const GlobalOptions& g, const std::string& dir, NodeProbe
     out.push_back(std::move(r));
   }
   // With one replica nothing needs repair (design.md "Needs repair"): no replica refuses.
-  if (map && map->EffectiveReplicas() > 1) MarkNeedsRepair(probes, expected, &out);
+  if (map && map->EffectiveReplicas() > 1) MarkNeedsRepair(probes, *map, expected, &out);
+  if (map && g.cluster.empty()) {
+    const std::set<uint32_t> strangers = DirectoriesNotInMap(*map, dir);
+    for (NodeRow& r : out) {
+      if (strangers.count(r.id) == 0) continue;
+      r.state = "not-member";
+      r.up = false;
+      r.problem = NotMemberAdvice(r.id, map->cluster_id());
+    }
+  }
   if (g.json) {
     PrintJson(map, map_from, expected, out, rebalance, outcome);
   } else {

@@ -28,7 +28,8 @@ inline constexpr const char* kStatusHelp = R"(STATE of a node:
   mismatch   answers, but not as this node of this cluster: another cluster id (another
              cluster took the port, or the node lost its data and started afresh), no map of
              this cluster, or another node id. Its requests fail; a node that lost its data
-             comes back with 'shardkv cluster start-node ID --rebuild'
+             comes back with 'shardkv cluster start-node ID --rebuild' (problem says whether
+             that can run now, and what to do if not)
   disk-full  answers, but its writes fail: no space left on its disk
   needs-repair  answers, but refuses replica reads and streams: hints for it expired on another
              node (it was away longer than the tombstone grace), so it may hold values whose
@@ -36,6 +37,8 @@ inline constexpr const char* kStatusHelp = R"(STATE of a node:
              --rebuild'. A down node that needs repair stays "down", with the reason in problem
   unformed   answers, but belongs to no cluster yet (form one with 'cluster init', or 'cluster
              join' it)
+  not-member  a node directory in DIR that the cluster map does not name: an interrupted
+             'cluster add-node' left it; 'shardkv cluster forget-node ID' removes it
 KEYS is RocksDB's estimate of the copies the node stores (shown as ~12.3k), not an exact count.
 SHARE is the node's share of all copies (each key counted once per replica), as in the plans of
 add-node/remove-node.
@@ -48,8 +51,10 @@ add-node/remove-node.
   map_from         address of the node whose map is shown (the answering node); null if none
   nodes[]          ascending id:
     id, address    the map's address, else the directory's
-    state          "up"|"down"|"mismatch"|"disk-full"|"needs-repair"|"unformed" (above)
-    problem        why it is mismatch, disk-full or needs repair; "" otherwise
+    state          "up"|"down"|"mismatch"|"disk-full"|"needs-repair"|"unformed"|
+                   "not-member" (above)
+    problem        why it is mismatch, disk-full, needs repair or not-member, and what to
+                   do; "" otherwise
     node_cluster_id  string: the cluster id the node answered with; null if down
     map_state      "up"|"joining"|"leaving"|"down" in the map; null if not in it
     pid            from DIR/node-ID/pid; null if none

@@ -8,7 +8,10 @@
 #include <random>
 
 #include "cli_common.h"
+#include "cluster_probe.h"
 #include "cluster_status.h"
+#include "node_rebuild.h"
+#include "orphan_nodes.h"
 #include "shardkv/cluster_map.h"
 
 namespace shardkv::cli {
@@ -125,6 +128,25 @@ std::string FailureToleranceWarning(uint32_t nodes, uint32_t replicas, uint32_t 
 
 namespace {
 
+using Launches = std::vector<std::pair<uint32_t, std::vector<std::string>>>;
+
+// What keeps stopped node `id` from restarting with `args`: down past the tombstone grace, or its
+// port taken. Exit 2 like every refusal made before anything started: the user must act.
+Status CheckRestart(const std::string& dir, uint32_t id, const std::vector<std::string>& args,
+                    int64_t reference, const ClusterConf& conf) {
+  SHARDKV_RETURN_IF_ERROR(CheckTombstoneGrace(dir, id, reference, conf.tombstone_grace_s));
+  auto port = ListenPortInArgs(args);
+  if (port && *port != 0 && !PortFree(*port)) {
+    return Status::FailedPrecondition(
+        "cannot restart the cluster of " + dir + " (cluster " + std::to_string(conf.cluster_id) +
+        "): port " + std::to_string(*port) + " of node " + std::to_string(id) + " is taken by " +
+        DescribePortHolder(*port) +
+        "; stop that process (another cluster's nodes stop with 'shardkv cluster down --dir "
+        "THEIR_DIR') and run 'cluster up' again");
+  }
+  return Status::OK();
+}
+
 // `cluster up` on a directory whose cluster was stopped: bring the same nodes back with their
 // data (like `ccm start`), rather than refusing or wiping anything.
 int RestartStopped(const GlobalOptions& g, const UpFlags& f, const std::string& dir,
@@ -143,30 +165,33 @@ int RestartStopped(const GlobalOptions& g, const UpFlags& f, const std::string& 
   auto binary = FindNodeBinary();
   if (!binary.ok()) return ReportError(binary.status(), kExitFailed);
   const std::vector<uint32_t> ids = ListNodeIds(dir);
+  for (uint32_t id : ids) {
+    if (auto note = FinishInterruptedRebuild(dir, id)) Progress(*note);
+  }
   int64_t reference = 0;  // when the cluster last had a node running
   for (uint32_t id : ids) {
     reference = std::max(reference, ReadStoppedAt(NodeDir(dir, id)).value_or(0));
   }
-  std::vector<std::pair<uint32_t, std::vector<std::string>>> launches;
+  // A node whose args carry no cluster id may never have become a member (an interrupted
+  // add-node): it starts only once the live map, asked of the others, names it.
+  Launches members, unsure;
   for (uint32_t id : ids) {
-    Status s = CheckTombstoneGrace(dir, id, reference, conf.tombstone_grace_s);
-    if (!s.ok()) return ReportError(s, kExitUsage);
     auto args = ReadArgsFile(NodeDir(dir, id));
     if (!args.ok()) return ReportError(args.status(), kExitFailed);
-    auto port = ListenPortInArgs(*args);
-    if (port && *port != 0 && !PortFree(*port)) {
-      // Exit 2 like every refusal made before anything started: the user must free the port.
-      return ReportError("cannot restart the cluster of " + dir + " (cluster " +
-                             std::to_string(conf.cluster_id) + "): port " + std::to_string(*port) +
-                             " of node " + std::to_string(id) + " is taken by " +
-                             DescribePortHolder(*port) +
-                             "; stop that process (another cluster's nodes stop with 'shardkv "
-                             "cluster down --dir THEIR_DIR') and run 'cluster up' again",
-                         kExitUsage);
-    }
+    // A rebuild is one start, never repeated (older launchers recorded it); a node whose launch
+    // never learned its port comes back on the one it last had.
+    *args = WithRecordedPort(WithoutRebuildFlags(std::move(args).value()), NodeDir(dir, id));
+    const bool sure = ArgsOfMember(*args) || !NodeSupportsClusterId(*binary);
+    (sure ? members : unsure).emplace_back(id, std::move(args).value());
+  }
+  // Launched before the cluster id was recorded in args (an older launcher): all are members.
+  if (members.empty()) std::swap(members, unsure);
+  for (auto& [id, args] : members) {
+    Status s = CheckRestart(dir, id, args, reference, conf);
+    if (!s.ok()) return ReportError(s, kExitUsage);
     // Nodes launched before the cluster id was recorded in their args get it now.
-    launches.emplace_back(id, WithClusterId(std::move(args).value(), conf.cluster_id, *binary));
-    (void)WriteArgsFile(NodeDir(dir, id), launches.back().second);
+    args = WithClusterId(std::move(args), conf.cluster_id, *binary);
+    (void)WriteArgsFile(NodeDir(dir, id), args);
   }
   Progress("restarting the stopped " + std::to_string(ids.size()) + "-node cluster in " + dir +
            " with its data (remove the directory for a fresh cluster)");
@@ -174,8 +199,32 @@ int RestartStopped(const GlobalOptions& g, const UpFlags& f, const std::string& 
   std::vector<PendingNode> started;
   std::vector<uint16_t> ports;
   uint32_t exited_id = 0;
-  Status s = LaunchAndWait(*binary, dir, launches, f.wait_s, &started, &ports, &prober, &exited_id);
+  Status s = LaunchAndWait(*binary, dir, members, f.wait_s, &started, &ports, &prober, &exited_id);
   if (!s.ok()) return FailLaunch(s, dir, exited_id, started);
+  if (!unsure.empty()) {
+    std::vector<std::string> addresses;
+    for (uint16_t port : ports) addresses.push_back("127.0.0.1:" + std::to_string(port));
+    const ClusterView view =
+        AskCluster(conf.cluster_id, addresses, &prober,
+                   std::chrono::milliseconds(std::min<uint32_t>(g.timeout_ms, 2000)));
+    Launches late;
+    for (auto& [id, args] : unsure) {
+      if (view.map && view.map->FindNode(id) == nullptr) {
+        std::fprintf(stderr, "node %u not started: %s\n", id,
+                     NotMemberAdvice(id, conf.cluster_id).c_str());
+        continue;
+      }
+      s = CheckRestart(dir, id, args, reference, conf);
+      if (!s.ok()) return FailLaunch(s, dir, 0, started);
+      args = WithClusterId(std::move(args), conf.cluster_id, *binary);
+      (void)WriteArgsFile(NodeDir(dir, id), args);
+      late.emplace_back(id, std::move(args));
+    }
+    if (!late.empty()) {
+      s = LaunchAndWait(*binary, dir, late, f.wait_s, &started, &ports, &prober, &exited_id);
+      if (!s.ok()) return FailLaunch(s, dir, exited_id, started);
+    }
+  }
   return PrintClusterStatus(g, dir, &prober);
 }
 

@@ -1,11 +1,14 @@
 #include "load_commands.h"
 
+#include <string.h>
+
 #include <atomic>
 #include <condition_variable>
 #include <cstdio>
 #include <iostream>
 #include <mutex>
 
+#include "change_guard.h"
 #include "cli_common.h"
 #include "json_writer.h"
 #include "kv_limits.h"
@@ -68,15 +71,16 @@ struct RunResult {
   uint64_t issued = 0;  // requests sent (all of them answered by the time Run returns)
   uint64_t errors = 0;
   bool stopped = false;  // --max-errors reached: the rest was never sent
+  int interrupted = 0;   // the signal (SIGINT, SIGTERM, SIGHUP) that stopped it early; 0: none
 };
 
 // Runs `issue(i, done)` for i in [0, count) with at most `concurrency` in flight; each issue
 // must call done(status) exactly once, from any thread. Stops issuing once `max_errors` requests
-// failed (0 = never): a dead cluster costs a bounded number of errors, not `count`. Draws
-// progress.
+// failed (0 = never): a dead cluster costs a bounded number of errors, not `count`; and once
+// `guard` caught a signal (the requests in flight are still awaited). Draws progress.
 template <typename Issue>
 RunResult RunBounded(uint64_t count, int concurrency, uint64_t max_errors, ProgressBar* bar,
-                     Issue issue, std::vector<std::string>* first_errors) {
+                     InterruptGuard* guard, Issue issue, std::vector<std::string>* first_errors) {
   std::mutex mu;
   std::condition_variable cv;
   uint64_t in_flight = 0, done = 0, errors = 0;
@@ -102,6 +106,7 @@ RunResult RunBounded(uint64_t count, int concurrency, uint64_t max_errors, Progr
         result.stopped = true;
         break;
       }
+      if ((result.interrupted = guard->Interrupted()) != 0) break;
       ++in_flight;
     }
     issue(i, finish);
@@ -137,8 +142,18 @@ int ReportErrors(const RunResult& r, const WorkloadFlags& f,
   return exit_if_failed;
 }
 
+// The signal's name for messages: "SIGINT".
+std::string SignalName(int sig) {
+  const char* abbrev = sigabbrev_np(sig);
+  return abbrev != nullptr ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
+}
+
 int DoLoad(const GlobalOptions& g, const WorkloadFlags& f) {
   if (std::string why = CheckWorkloadFlags(f); !why.empty()) return ReportError(why, kExitUsage);
+  // Before the client's threads start (InterruptGuard): SIGINT, SIGTERM or SIGHUP stop sending;
+  // the result so far is printed, then the command dies of the signal (at the guard's end).
+  InterruptGuard guard;
+  guard.Busy();
   auto client = g.Connect();
   if (!client.ok()) return Fail(client.status());
   ProgressBar bar("load", f.count, StderrIsTerminal());
@@ -147,7 +162,7 @@ int DoLoad(const GlobalOptions& g, const WorkloadFlags& f) {
   // whoever reruns the load.
   std::atomic<uint64_t> indeterminate{0};
   const RunResult r = RunBounded(
-      f.count, f.concurrency, f.max_errors, &bar,
+      f.count, f.concurrency, f.max_errors, &bar, &guard,
       [&](uint64_t i, auto finish) {
         std::string key = WorkloadKey(f.prefix, i);
         std::string value = WorkloadValue(f.seed, key, f.value_size);
@@ -166,14 +181,16 @@ int DoLoad(const GlobalOptions& g, const WorkloadFlags& f) {
   const uint64_t unknown = indeterminate.load();
   // The load as a whole: applied when every put was; indeterminate when any put's outcome is
   // unknown; else not_applied (some puts were refused or never sent, and no other is in doubt).
-  const MutationOutcome outcome = r.errors == 0 && !r.stopped ? MutationOutcome::kApplied
-                                  : unknown > 0               ? MutationOutcome::kIndeterminate
-                                                              : MutationOutcome::kNotApplied;
+  const bool complete = r.errors == 0 && !r.stopped && r.interrupted == 0;
+  const MutationOutcome outcome = complete      ? MutationOutcome::kApplied
+                                  : unknown > 0 ? MutationOutcome::kIndeterminate
+                                                : MutationOutcome::kNotApplied;
   if (g.json) {
     JsonWriter w;
     w.Begin().Field("written", written).Field("errors", r.errors).Field("seconds", secs);
     w.Field("ops_per_s", rate).Field("stopped", r.stopped);
     w.Field("not_applied", r.errors - unknown).Field("indeterminate", unknown);
+    w.Field("interrupted", r.interrupted != 0).Field("sent", r.issued).Field("count", f.count);
     w.Field("outcome", MutationOutcomeName(outcome)).End();
     std::cout << w.str() << std::endl;
   } else {
@@ -181,6 +198,14 @@ int DoLoad(const GlobalOptions& g, const WorkloadFlags& f) {
                 static_cast<unsigned long long>(written), f.value_size, secs, rate,
                 static_cast<unsigned long long>(r.errors));
     std::fflush(stdout);
+  }
+  if (r.interrupted != 0) {
+    // The guard's destructor then ends the command by the signal, as an interrupted one ends.
+    std::fprintf(stderr, "interrupted by %s after %llu of %llu keys were sent\n",
+                 SignalName(r.interrupted).c_str(), static_cast<unsigned long long>(r.issued),
+                 static_cast<unsigned long long>(f.count));
+    for (const auto& e : first_errors) std::fprintf(stderr, "error: %s\n", e.c_str());
+    return kExitFailed;
   }
   const int exit_if_unknown = unknown > 0 ? kExitIndeterminate : 0;
   return ReportErrors(r, f, first_errors,
@@ -192,6 +217,8 @@ int DoLoad(const GlobalOptions& g, const WorkloadFlags& f) {
 
 int DoVerify(const GlobalOptions& g, const WorkloadFlags& f) {
   if (std::string why = CheckWorkloadFlags(f); !why.empty()) return ReportError(why, kExitUsage);
+  InterruptGuard guard;  // as in DoLoad: a signal stops it early, after the result so far
+  guard.Busy();
   auto client = g.Connect();
   if (!client.ok()) return Fail(client.status());
   ProgressBar bar("verify", f.count, StderrIsTerminal());
@@ -204,7 +231,7 @@ int DoVerify(const GlobalOptions& g, const WorkloadFlags& f) {
     if (examples.size() < 5) examples.push_back(std::move(line));
   };
   const RunResult r = RunBounded(
-      f.count, f.concurrency, f.max_errors, &bar,
+      f.count, f.concurrency, f.max_errors, &bar, &guard,
       [&](uint64_t i, auto finish) {
         std::string key = WorkloadKey(f.prefix, i);
         (*client)->GetAsync(key, [&, key, finish](StatusOr<std::string> res) {
@@ -229,7 +256,8 @@ int DoVerify(const GlobalOptions& g, const WorkloadFlags& f) {
     JsonWriter w;
     w.Begin().Field("checked", r.issued).Field("ok", ok).Field("missing", missing.load());
     w.Field("mismatched", mismatched.load()).Field("errors", r.errors);
-    w.Field("seconds", bar.ElapsedSeconds()).Field("stopped", r.stopped).End();
+    w.Field("seconds", bar.ElapsedSeconds()).Field("stopped", r.stopped);
+    w.Field("interrupted", r.interrupted != 0).End();
     std::cout << w.str() << std::endl;
   } else {
     std::printf(
@@ -240,6 +268,12 @@ int DoVerify(const GlobalOptions& g, const WorkloadFlags& f) {
     std::fflush(stdout);
   }
   for (const auto& e : examples) std::fprintf(stderr, "  %s\n", e.c_str());
+  if (r.interrupted != 0) {
+    std::fprintf(stderr, "interrupted by %s after %llu of %llu keys were checked\n",
+                 SignalName(r.interrupted).c_str(), static_cast<unsigned long long>(r.issued),
+                 static_cast<unsigned long long>(f.count));
+    return kExitFailed;
+  }
   return ReportErrors(r, f, first_errors,
                       (missing || mismatched || r.errors) ? kExitFailed : kExitOk);
 }

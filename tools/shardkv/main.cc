@@ -8,6 +8,7 @@
 #include "global_options.h"
 #include "kv_commands.h"
 #include "membership_commands.h"
+#include "orphan_nodes.h"
 #include "placement_command.h"
 #include "rebalance_commands.h"
 #include "scan_command.h"
@@ -26,6 +27,7 @@ int main(int argc, char** argv) {
   shardkv::cli::RegisterScanCommand(app, &globals, &exit_code);
   shardkv::cli::RegisterClusterCommands(app, &globals, &exit_code);
   shardkv::cli::RegisterMembershipCommands(app, &globals, &exit_code);
+  shardkv::cli::RegisterForgetNodeCommand(app, &globals, &exit_code);
   shardkv::cli::RegisterRebalanceCommands(app, &globals, &exit_code);
   shardkv::cli::RegisterPlacementCommands(app, &exit_code);
 

@@ -60,6 +60,11 @@ int DoAddNode(const GlobalOptions& g, const ChangeFlags& f) {
   for (uint32_t existing : ListAllNodeIds(dir)) id = std::max(id, existing);
   for (const ClusterNode& n : map->nodes()) id = std::max(id, n.id);
   ++id;
+  // Before the new node starts: without a majority the change could never begin.
+  if (int code = RefuseWithoutMajority(g, *map, "add node " + std::to_string(id));
+      code != kExitOk) {
+    return code;
+  }
   auto port = ChooseNewPort(*conf, dir, id);
   if (!port.ok()) return ReportError(port.status(), kExitFailed);
   auto binary = FindNodeBinary();
@@ -107,6 +112,7 @@ int DoAddNode(const GlobalOptions& g, const ChangeFlags& f) {
   c.address = address;
   c.askees = MemberAddresses(*map, {id});
   c.guard = &guard;
+  c.majority_checked = true;
   c.map = &*map;
   c.on_begun = [&dir, id, &conf, &binary, &args, &bound] {
     RecordNodeCount(dir);

@@ -123,6 +123,14 @@ std::vector<std::string> WithListenPort(std::vector<std::string> args, uint16_t 
   return args;
 }
 
+std::vector<std::string> WithRecordedPort(std::vector<std::string> args,
+                                          const std::string& node_dir) {
+  if (ListenPortInArgs(args) != uint16_t{0}) return args;
+  const std::optional<uint16_t> recorded = ReadPortFile(node_dir);
+  if (!recorded || *recorded == 0) return args;
+  return WithListenPort(std::move(args), *recorded);
+}
+
 std::vector<std::string> WithoutFlag(std::vector<std::string> args, const std::string& flag) {
   std::vector<std::string> out;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -133,6 +141,12 @@ std::vector<std::string> WithoutFlag(std::vector<std::string> args, const std::s
     out.push_back(std::move(args[i]));
   }
   return out;
+}
+
+std::vector<std::string> WithoutRebuildFlags(std::vector<std::string> args) {
+  args = WithoutFlag(std::move(args), "--seeds");
+  std::erase(args, std::string("--rebuild"));
+  return args;
 }
 
 bool NodeSupportsClusterId(const std::string& binary) {
@@ -221,7 +235,7 @@ std::vector<std::string> NewNodeArgs(const std::string& dir, const ClusterConf& 
   }
   // A fresh node: with the cluster id it would refuse its empty data directory. It gets the id
   // once its change began (then it is a member).
-  return WithListenPort(WithoutFlag(std::move(args), "--cluster-id"), port);
+  return WithListenPort(WithoutRebuildFlags(WithoutFlag(std::move(args), "--cluster-id")), port);
 }
 
 std::string DescribePortHolder(uint16_t port) {

@@ -18,8 +18,18 @@ std::optional<uint16_t> ListenPortInArgs(const std::vector<std::string>& args);
 // A copy of `args` whose --listen port is `port`.
 std::vector<std::string> WithListenPort(std::vector<std::string> args, uint16_t port);
 
+// `args` with a --listen port of 0 replaced by the port the node last listened on (node_dir/port,
+// written by the node): a node first launched on an ephemeral port by a launcher that died before
+// recording the port (a killed `cluster add-node`) must come back at the address the cluster map
+// names, not on a new one. Unchanged without a port file or with a fixed port.
+std::vector<std::string> WithRecordedPort(std::vector<std::string> args,
+                                          const std::string& node_dir);
+
 // A copy of `args` without `flag` and its value.
 std::vector<std::string> WithoutFlag(std::vector<std::string> args, const std::string& flag);
+// A copy of `args` without --rebuild and --seeds: a rebuild is one start, never recorded (an
+// older launcher recorded it, and add-node copied it into new nodes).
+std::vector<std::string> WithoutRebuildFlags(std::vector<std::string> args);
 // A copy of `args` with "--cluster-id ID": once a cluster is formed, every node it launches is
 // told its cluster, so a node whose data directory was lost refuses to start as a fresh,
 // empty node instead of serving as a member with no data (it must be rebuilt:

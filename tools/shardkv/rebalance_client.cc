@@ -228,6 +228,15 @@ std::string HumanSeconds(double s) {
   return buf;
 }
 
+std::string DriverAddress(const ChangeReport& r, const ClusterMap* map,
+                          const std::string& answered) {
+  if (!r.driver_address.empty()) return r.driver_address;
+  if (map != nullptr) {
+    if (const ClusterNode* n = map->FindNode(r.driver)) return n->address;
+  }
+  return answered;
+}
+
 std::string DescribeChange(const ChangeRecord& r) {
   if (r.kind == ChangeKind::kParams) {
     // Configured values: the effective ones are capped by the node count (shown by the plan).

@@ -119,6 +119,11 @@ std::optional<ChangeReport> AwaitEffect(AdminClient* client,
                                         std::chrono::milliseconds wait,
                                         std::chrono::milliseconds timeout);
 
+// The address of the node driving the change `r` reports (r.driver): its own address as the
+// report or `map` names it, not that of the node that answered (`answered`, the last resort).
+std::string DriverAddress(const ChangeReport& r, const ClusterMap* map,
+                          const std::string& answered);
+
 // "4.2 MB", "812 KB", "17 B".
 std::string HumanBytes(double bytes);
 // "1m05s", "42s", "3.2s".

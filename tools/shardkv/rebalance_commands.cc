@@ -324,7 +324,7 @@ void PrintSteered(const GlobalOptions& g, const std::string& command, const Chan
                     : (HumanBytes(static_cast<double>(r.record.rate_bytes_per_s)) + "/s").c_str(),
                 r.record.streams_per_node);
   }
-  std::printf(" (node %u at %s)\n", r.driver, address.c_str());
+  std::printf(" (node %u at %s)\n", r.driver, DriverAddress(r, nullptr, address).c_str());
 }
 
 // cancel, resume, throttle: one command to the driver, then the state it left. The exit code

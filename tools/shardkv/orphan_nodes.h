@@ -1,0 +1,35 @@
+// Local node directories that never became members (design.md "CLI"): `cluster
+// add-node` creates D/node-N and starts the node before the change that adds it begins; killed
+// in between (SIGKILL, a crash), it leaves a directory of a node no map names. `cluster up`
+// recognises such a node (its args carry no --cluster-id, and the live map does not name it) and
+// skips it instead of failing the whole cluster; `cluster status` lists it; `cluster
+// forget-node N` removes its directory, refusing for a member.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "global_options.h"
+#include "shardkv/cluster_map.h"
+
+namespace shardkv::cli {
+
+// True if `args` were recorded for a member: they carry --cluster-id (given once the node's
+// change began, or when the cluster formed). A node without it is a member only if the live map
+// says so.
+bool ArgsOfMember(const std::vector<std::string>& args);
+
+// The member directories of `dir` whose node `map` does not name.
+std::set<uint32_t> DirectoriesNotInMap(const ClusterMap& map, const std::string& dir);
+
+// What `cluster up` and `cluster status` say about local node `id`, not a member of cluster
+// `cluster_id`: why, and the command that removes its directory.
+std::string NotMemberAdvice(uint32_t id, uint64_t cluster_id);
+
+// Adds `cluster forget-node ID`. REQUIRES: the `cluster` subcommand exists.
+void RegisterForgetNodeCommand(CLI::App& app, GlobalOptions* g, int* exit_code);
+
+}  // namespace shardkv::cli
