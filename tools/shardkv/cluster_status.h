@@ -30,6 +30,9 @@ inline constexpr const char* kStatusHelp = R"(STATE of a node:
              this cluster, or another node id. Its requests fail; a node that lost its data
              comes back with 'shardkv cluster start-node ID --rebuild'
   disk-full  answers, but its writes fail: no space left on its disk
+  disk-error answers, but its storage fails with an I/O error (a read-only or failing disk;
+             the line below the table has the error): it coordinates no writes, clients use the
+             other nodes, and it recovers by itself once the cause clears
   needs-repair  answers, but refuses replica reads and streams: hints for it expired on another
              node (it was away longer than the tombstone grace), so it may hold values whose
              deletes are purged elsewhere. Rebuild it with 'shardkv cluster start-node ID
@@ -48,8 +51,8 @@ add-node/remove-node.
   map_from         address of the node whose map is shown (the answering node); null if none
   nodes[]          ascending id:
     id, address    the map's address, else the directory's
-    state          "up"|"down"|"mismatch"|"disk-full"|"needs-repair"|"unformed" (above)
-    problem        why it is mismatch, disk-full or needs repair; "" otherwise
+    state          "up"|"down"|"mismatch"|"disk-full"|"disk-error"|"needs-repair"|"unformed"
+    problem        why it is mismatch, disk-full, disk-error or needs repair; "" otherwise
     node_cluster_id  string: the cluster id the node answered with; null if down
     map_state      "up"|"joining"|"leaving"|"down" in the map; null if not in it
     pid            from DIR/node-ID/pid; null if none
