@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -98,6 +99,11 @@ struct NodeOptions {
   std::string tls_cert_file;
   std::string tls_key_file;
   std::string tls_ca_file;
+
+  // For tests only: every write-side operation on a file of the node's database (create, append,
+  // sync, rename, delete) asks this first, and a non-OK Status fails it as an I/O error
+  // (ResourceExhausted: as a full disk). Null: no injection.
+  std::function<Status(const std::string& file)> storage_fault_injection_for_test;
 };
 
 // OK if Node::Start would accept `options`; otherwise InvalidArgument naming the bad field in

@@ -53,13 +53,15 @@ namespace shardkv::stats {
   X(formed, "1 once the node is in a cluster, 0 while unformed (no cluster id, no map)")          \
   X(keys_approx, "estimated keys stored (RocksDB estimate, tombstones included)")                 \
   X(bytes_approx, "estimated bytes stored")                                                       \
-  X(storage_io_errors, "storage writes that failed with an I/O error")                            \
+  X(storage_io_errors, "storage operations that failed with an I/O error")                        \
+  X(storage_failures, "storage I/O failure episodes since start (full, read-only, failing disk)") \
   X(needs_repair, "1 while the node needs repair (refuses replica reads and streams), else 0")    \
   X(rebuilt_at_ms, "when the node's last completed rebuild started (Unix ms), 0 if never")
 
 // Gauges.
 #define SHARDKV_NODE_GAUGES(X)                                       \
   X(disk_full, "1 while writes fail for lack of space, else 0")      \
+  X(storage_failing, "1 while storage fails with I/O errors")        \
   X(latency_p50_us, "median request latency, microseconds")          \
   X(latency_p99_us, "99th percentile request latency, microseconds") \
   X(latency_p999_us, "99.9th percentile request latency, microseconds")
@@ -71,7 +73,8 @@ namespace shardkv::stats {
   X(redis_address, "host:port of the node's Redis listener (reported only when it has one)") \
   X(metrics_address, "host:port of the node's metrics listener (absent without one)")        \
   X(needs_repair_reason, "why the node needs repair (reported only while it does)")          \
-  X(repair_marks, "nodes this node marked as needing repair, as id:ms,... (absent if none)")
+  X(repair_marks, "nodes this node marked as needing repair, as id:ms,... (absent if none)") \
+  X(storage_error, "the storage I/O error now (reported only while storage_failing)")
 
 #define SHARDKV_STAT_NAME_(name, help) inline constexpr std::string_view name = #name;
 SHARDKV_NODE_COUNTERS(SHARDKV_STAT_NAME_)

@@ -31,7 +31,9 @@ Status HlcClock::EnsureCeilingAboveLocked(uint64_t ts, uint64_t physical_now_ms)
   const uint64_t base_ms = std::max(PhysicalMs(ts), physical_now_ms);
   const uint64_t new_ceiling = Make(base_ms + std::max<uint64_t>(options_.ceiling_window_ms, 1), 0);
   Status s = options_.persist_ceiling(new_ceiling);
-  if (!s.ok()) return s.WithContext("persisting HLC ceiling");
+  // Unavailable whatever the hook's code: a clock that cannot persist its ceiling hands out no
+  // timestamps, so this node cannot coordinate a write now, and a client tries another node.
+  if (!s.ok()) return Status::Unavailable("persisting HLC ceiling: " + s.message());
   ceiling_ = new_ceiling;
   ++ceiling_writes_;
   return Status::OK();

@@ -47,7 +47,8 @@ struct HlcOptions {
 
   // Durably records `ceiling` (an HLC timestamp) before any timestamp >= the previous ceiling is
   // handed out or accepted. Null means no persistence (tests, tools). If it fails, the clock does
-  // not advance past the old ceiling and Now()/Update() return the hook's Status.
+  // not advance past the old ceiling, and Now()/Update() return Unavailable with the hook's
+  // message (the next call that needs a new ceiling tries to persist it again).
   std::function<Status(uint64_t ceiling)> persist_ceiling;
 
   // The clock starts strictly above this timestamp (the ceiling loaded from disk at startup).
@@ -64,12 +65,12 @@ class HlcClock {
   HlcClock& operator=(const HlcClock&) = delete;
 
   // A new timestamp, greater than every timestamp this clock returned or accepted before.
-  // Fails only if the ceiling hook fails.
+  // Fails (Unavailable) only if the ceiling hook fails.
   [[nodiscard]] StatusOr<uint64_t> Now();
 
   // Moves the clock past `remote` so that later Now() calls return larger timestamps.
   // Returns InvalidArgument if `remote` is more than max_clock_offset_ms ahead of the local wall
-  // clock (the clock is left unchanged), or the ceiling hook's error.
+  // clock (the clock is left unchanged), or Unavailable if the ceiling hook fails.
   [[nodiscard]] Status Update(uint64_t remote);
 
   // Checks `remote` against max_clock_offset_ms without changing the clock.

@@ -81,6 +81,11 @@ constexpr std::array kStatExports = {
                "Storage operations that failed with an I/O error."},
     StatExport{"disk_full", "shardkv_disk_full", kGauge,
                "1 while writes fail for lack of space, else 0."},
+    StatExport{"storage_failing", "shardkv_storage_failing", kGauge,
+               "1 while storage operations fail with I/O errors (a full, read-only or failing "
+               "disk): the node coordinates no writes and is not ready, else 0."},
+    StatExport{"storage_failures", "shardkv_storage_failures_total", kCounter,
+               "Episodes of storage I/O failure since the node started."},
     StatExport{"needs_repair", "shardkv_needs_repair", kGauge,
                "1 while the node needs repair (refuses replica reads and streams), else 0."},
 };
@@ -243,8 +248,8 @@ std::string RenderNodeMetrics(const NodeMetricsSnapshot& s, Status* status) {
            "Always 1; the version label is the shardkv release the node runs.");
   w.Sample({{"version", s.version}}, 1);
   w.Family("shardkv_ready", MetricType::kGauge,
-           "1 while the node serves (has a map, is a member, is not starting), else 0; the same "
-           "test as /readyz.");
+           "1 while the node serves (has a map, is a member, is not starting, its storage "
+           "works), else 0; the same test as /readyz.");
   w.Sample(s.ready ? 1 : 0);
 
   for (const StatExport& e : kStatExports) {

@@ -8,6 +8,7 @@
 
 #include "cluster/wire_envelope.h"
 #include "common/hlc.h"
+#include "node/storage_status.h"
 #include "rebalance/stream_sink.h"
 #include "rebalance/stream_source.h"
 #include "shardkv/stats.h"
@@ -51,6 +52,14 @@ bool IsClientDataOp(const net::RequestBody& body) {
          std::holds_alternative<net::MultiPutRequest>(body) ||
          std::holds_alternative<net::ExpireRequest>(body) ||
          std::holds_alternative<net::ScanRequest>(body);
+}
+
+// The client operations that write: a node whose storage fails coordinates none of them.
+bool IsClientWrite(const net::RequestBody& body) {
+  return std::holds_alternative<net::PutRequest>(body) ||
+         std::holds_alternative<net::DeleteRequest>(body) ||
+         std::holds_alternative<net::MultiPutRequest>(body) ||
+         std::holds_alternative<net::ExpireRequest>(body);
 }
 
 Status StatusOf(const net::ResponseBody& body) {
@@ -197,10 +206,20 @@ void KvService::Handle(net::Request request, std::function<void(net::Response)> 
       late_.fetch_add(1, std::memory_order_relaxed);
       return reply(Error(*late));
     }
+    // A node whose storage fails cannot stamp or keep a write: Unavailable sends the client to
+    // another node (design.md "Storage format": Storage health).
+    if (IsClientWrite(request.body)) {
+      if (Status sick = StorageWriteRefusal(*d_.storage, d_.self_id); !sick.ok()) {
+        return reply(Error(sick));
+      }
+    }
   }
   if (request.client_ts != 0) {
     Status s = d_.storage->clock().Update(request.client_ts);
-    if (!s.ok()) return reply(Error(s.WithContext("client timestamp rejected")));
+    // Stats, ping and map requests answer even when the clock cannot move (its ceiling cannot
+    // be persisted on a failing disk): they take no timestamp, and stats is how an operator
+    // sees the failure.
+    if (!s.ok() && !info_op) return reply(Error(s.WithContext("client timestamp rejected")));
   }
   const bool admin = adopt || std::holds_alternative<net::InstallMapRequest>(request.body) ||
                      std::holds_alternative<net::AdminRequest>(request.body);
@@ -568,9 +587,7 @@ net::ResponseBody KvService::Stats() {
     out.counters[std::string(stats::keys_approx)] = static_cast<int64_t>(range->approximate_keys);
     out.counters[std::string(stats::bytes_approx)] = static_cast<int64_t>(range->approximate_bytes);
   }
-  out.counters[std::string(stats::storage_io_errors)] =
-      static_cast<int64_t>(d_.storage->io_errors());
-  out.gauges[std::string(stats::disk_full)] = d_.storage->disk_full() ? 1.0 : 0.0;
+  AddStorageStats(*d_.storage, &out);
   out.gauges[std::string(stats::latency_p50_us)] =
       static_cast<double>(d_.stats->latency().Percentile(0.50));
   out.gauges[std::string(stats::latency_p99_us)] =

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "metrics/node_metrics.h"
+#include "node/storage_status.h"
 #include "shardkv/stats.h"
 
 namespace shardkv::node {
@@ -27,6 +28,8 @@ Status MetricsSource::Ready() const {
   if (!d_.service->ready()) {
     return Status::Unavailable(node + " is starting (loading its cluster map)");
   }
+  // Before the map's verdicts: a node whose storage fails is not ready whatever its map says.
+  if (Status storage = StorageReadiness(*d_.storage, d_.self_id); !storage.ok()) return storage;
   auto map = d_.maps->Current();
   if (map == nullptr) return Status::Unavailable(UnformedMessage(d_.self_id));
   const ClusterNode* self = map->FindNode(d_.self_id);

@@ -35,7 +35,8 @@ class MetricsSource {
   explicit MetricsSource(MetricsSourceDeps deps);
 
   std::string Render();
-  // OK while the node serves: it has started, has a map, is in it and not marked down.
+  // OK while the node serves: it has started, its storage works, it has a map, is in it and not
+  // marked down.
   // Unavailable with the reason otherwise (an unformed node is not ready).
   Status Ready() const;
 

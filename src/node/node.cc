@@ -53,6 +53,7 @@ Status Node::Impl::Start() {
   so.block_cache_bytes = options_.block_cache_bytes;
   so.max_key_bytes = options_.max_key_bytes;
   so.max_value_bytes = options_.max_value_bytes;
+  so.fault_injection_for_test = options_.storage_fault_injection_for_test;
   // A member of a known cluster must never start a fresh database: its data was lost, and
   // serving empty would answer "not found" for a third of the keys (findings row 7).
   so.create_if_missing = options_.cluster_id == 0 || options_.rebuild;

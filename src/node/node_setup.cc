@@ -5,6 +5,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include "node/atomic_file.h"
 #include "node/node_impl.h"
 
 namespace shardkv {
@@ -232,18 +233,7 @@ Status Node::Impl::WritePortFile() {
 }
 
 Status Node::Impl::WriteFileAtomically(const std::string& name, const std::string& text) {
-  // Written to a temporary name and renamed, so a reader never sees a partial line.
-  const fs::path dir(options_.data_dir);
-  const fs::path tmp = dir / (name + ".tmp");
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << text;
-    if (!out) return Status::IOError("cannot write " + tmp.string());
-  }
-  std::error_code ec;
-  fs::rename(tmp, dir / name, ec);
-  if (ec) return Status::IOError("cannot rename " + tmp.string() + ": " + ec.message());
-  return Status::OK();
+  return node::WriteFileAtomically(options_.data_dir, name, text);
 }
 
 void Node::Impl::HandOffLeadership() {

@@ -1,13 +1,11 @@
-// Free space checks, and the disk-full episode tracking behind Storage::disk_full().
+// The checks of a data directory before a node starts on it: free space, writability.
 #include "storage/disk_space.h"
 
-#include <spdlog/spdlog.h>
 #include <sys/statvfs.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
-
-#include "storage/storage_rep.h"
 
 namespace shardkv::storage {
 
@@ -27,26 +25,23 @@ Status CheckFreeSpaceForStart(const std::string& dir, uint64_t free_bytes) {
                                    " MiB to start): free some space and start it again");
 }
 
-Status Storage::Rep::Checked(const rocksdb::Status& s, std::string_view context, bool write) {
-  if (s.IsIOError()) io_errors.fetch_add(1, std::memory_order_relaxed);
-  if (s.IsNoSpace()) {
-    failed_writes.fetch_add(1, std::memory_order_relaxed);
-    // Logged once per episode: a full disk fails every write until space is freed, and a line
-    // per write would flood the log (and fill the disk holding it).
-    if (!disk_full.exchange(true)) {
-      spdlog::error("no space left on device in {}: writes fail until space is freed ({}: {})",
-                    path, context, s.ToString());
-    }
-    return Status::IOError(kNoSpaceMessage + std::to_string(options.node_id));
+Status CheckWritableForStart(const std::string& dir) {
+  // access(2) sees a read-only mount (EROFS) and missing permissions without creating anything,
+  // and without touching RocksDB's LOCK file (closing any descriptor of it would drop a lock
+  // this process may hold on it).
+  if (::access(dir.c_str(), W_OK) == 0) return Status::OK();
+  const int err = errno;
+  if (err == EROFS) {
+    return Status::FailedPrecondition("database directory " + dir +
+                                      " is on a read-only file system: remount it read-write, "
+                                      "then start the node again");
   }
-  if (write && s.ok() && disk_full.load(std::memory_order_relaxed) && disk_full.exchange(false)) {
-    spdlog::info("writes succeed again in {} ({} failed for lack of space)", path,
-                 failed_writes.exchange(0));
+  if (err == EACCES || err == EPERM) {
+    return Status::FailedPrecondition("database directory " + dir +
+                                      " is not writable by this process (" + std::strerror(err) +
+                                      "): give its user write permission, then start it again");
   }
-  return FromRocks(s, context);
+  return Status::IOError("checking that " + dir + " is writable: " + std::strerror(err));
 }
-
-bool Storage::disk_full() const { return rep_->disk_full.load(std::memory_order_relaxed); }
-uint64_t Storage::io_errors() const { return rep_->io_errors.load(std::memory_order_relaxed); }
 
 }  // namespace shardkv::storage

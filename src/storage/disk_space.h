@@ -1,8 +1,10 @@
-// Free space checks for a node's data directory (design.md "Storage format").
+// The checks of a node's data directory before it starts (design.md "Storage format").
 //
 // A RocksDB opened on a full disk can die on an internal assertion before it reports anything
 // (findings row 9), so a node checks the free space itself first and refuses to start with a
-// plain "no space left on device" instead.
+// plain "no space left on device" instead. RocksDB's open of a read-only directory fails on its
+// LOCK file with words that read like a lock held by someone else, so writability is checked
+// first too.
 //
 // Thread-safety: the functions are stateless and thread-safe.
 #pragma once
@@ -28,5 +30,10 @@ StatusOr<uint64_t> FreeBytes(const std::string& dir);
 // OK if `free_bytes` is enough to start a node on `dir`; otherwise ResourceExhausted
 // "no space left on device in <dir> (...)".
 Status CheckFreeSpaceForStart(const std::string& dir, uint64_t free_bytes);
+
+// OK if this process may create files in `dir`; otherwise FailedPrecondition "database
+// directory <dir> is on a read-only file system: ..." (EROFS) or "... is not writable by this
+// process (...)" (EACCES, EPERM), or IOError for anything else access(2) reports.
+Status CheckWritableForStart(const std::string& dir);
 
 }  // namespace shardkv::storage

@@ -3,6 +3,7 @@
 #include "storage/storage.h"
 
 #include <rocksdb/cache.h>
+#include <rocksdb/file_system.h>
 #include <rocksdb/filter_policy.h>
 #include <rocksdb/options.h>
 #include <rocksdb/table.h>
@@ -81,6 +82,8 @@ Status FromRocks(const rocksdb::Status& s, std::string_view context) {
 
 Status Storage::Rep::CloseDb() {
   if (db == nullptr) return Status::OK();
+  // The recovery probe writes to `db`.
+  if (health) health->StopRecovery();
   // The clock's ceiling hook writes to `db`; drop it first so nothing can call into a closed DB.
   clock.reset();
   for (auto** handle : {&data_cf, &meta_cf, &hints_cf, &default_cf}) {
@@ -117,6 +120,15 @@ StatusOr<std::unique_ptr<Storage>> Storage::Open(const std::string& path, Storag
   auto rep = std::make_unique<Rep>();
   rep->path = path;
   rep->options = options;
+  rep->health = std::make_unique<HealthMonitor>(
+      path, options.node_id, [r = rep.get()] { return r->WallMs(); },
+      std::chrono::milliseconds(options.health_check_interval_ms));
+  rep->file_system = rocksdb::FileSystem::Default();
+  if (options.fault_injection_for_test) {
+    rep->file_system =
+        NewFaultInjectingFileSystem(rep->file_system, options.fault_injection_for_test);
+    rep->env = rocksdb::NewCompositeEnv(rep->file_system);
+  }
 
   std::error_code ec;
   const bool existing = std::filesystem::exists(std::filesystem::path(path) / "CURRENT", ec);
@@ -175,6 +187,8 @@ StatusOr<std::unique_ptr<Storage>> Storage::Open(const std::string& path, Storag
   db_options.max_background_jobs = options.max_background_jobs;
   db_options.bytes_per_sync = size_t{1} << 20;
   db_options.info_log = NewRocksLogger();
+  db_options.listeners.push_back(NewHealthListener(rep->health.get()));
+  if (rep->env) db_options.env = rep->env.get();
 
   std::vector<rocksdb::ColumnFamilyDescriptor> descriptors = {
       {rocksdb::kDefaultColumnFamilyName, small_options},
@@ -187,15 +201,13 @@ StatusOr<std::unique_ptr<Storage>> Storage::Open(const std::string& path, Storag
   // A full disk can make RocksDB's open die on an internal assertion, so refuse first.
   SHARDKV_ASSIGN_OR_RETURN(const uint64_t free_bytes, FreeBytes(path));
   SHARDKV_RETURN_IF_ERROR(CheckFreeSpaceForStart(path, free_bytes));
+  // RocksDB's open of a read-only directory fails on its LOCK file, in words that read like a
+  // lock held by another process.
+  SHARDKV_RETURN_IF_ERROR(CheckWritableForStart(path));
   rocksdb::Status opened = rocksdb::DB::Open(db_options, path, descriptors, &handles, &raw);
   if (opened.IsNoSpace()) {
     return Status::ResourceExhausted("no space left on device in " + path + ": " +
                                      opened.ToString());
-  }
-  if (opened.IsIOError() && opened.ToString().find("lock") != std::string::npos) {
-    // RocksDB says "While lock file: .../LOCK: Resource temporarily unavailable".
-    return Status::FailedPrecondition("database directory " + path +
-                                      " is in use by another process (lock held)");
   }
   SHARDKV_RETURN_IF_ERROR(FromRocks(opened, "opening " + path));
   rep->db.reset(raw);
@@ -262,6 +274,7 @@ StatusOr<std::unique_ptr<Storage>> Storage::Open(const std::string& path, Storag
         "writing HLC ceiling");
   };
   rep->clock = std::make_unique<common::HlcClock>(std::move(hlc));
+  rep->health->StartRecovery([r] { return r->Probe(); });
 
   return std::unique_ptr<Storage>(new Storage(std::move(rep)));
 }

@@ -34,6 +34,7 @@
 #include "common/hlc.h"
 #include "shardkv/status.h"
 #include "storage/key_codec.h"
+#include "storage/storage_health.h"
 #include "storage/value_envelope.h"
 
 namespace shardkv::storage {
@@ -64,6 +65,13 @@ struct StorageOptions {
   size_t max_value_bytes = size_t{32} << 20;
   // RocksDB background flush + compaction threads.
   int max_background_jobs = 2;
+  // While storage operations fail with I/O errors, how often the recovery probe runs
+  // (storage_health.h).
+  uint64_t health_check_interval_ms = 1000;
+  // For tests: asked before every write-side operation on a file of the database (create, append,
+  // sync, rename, delete); a non-OK Status fails it as an I/O error (ResourceExhausted: as a
+  // full disk). Null: RocksDB's file system as is.
+  std::function<Status(const std::string& file)> fault_injection_for_test;
 };
 
 enum class WriteOutcome : uint8_t {
@@ -253,8 +261,13 @@ class Storage {
 
   // ---- Health -----------------------------------------------------------------------------
 
-  // True while the most recent write failed for lack of space (ENOSPC). The first such failure
-  // is logged once, and the first write to succeed afterwards logs that writes work again.
+  // Whether storage operations fail with I/O errors of any kind (storage_health.h): an episode
+  // begins with the first failure and is logged once; it ends, logged too, when a write
+  // succeeds or the recovery probe (every health_check_interval_ms) passes. RocksDB stopped by
+  // a background error is resumed by the probe, without a restart.
+  StorageHealth Health() const;
+  bool failing() const;  // Health().failing, without the copy
+  // True while an episode that began with a full disk (ENOSPC) lasts.
   bool disk_full() const;
   // RocksDB I/O errors (reads and writes) since Open.
   uint64_t io_errors() const;

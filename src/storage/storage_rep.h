@@ -4,6 +4,7 @@
 #pragma once
 
 #include <rocksdb/db.h>
+#include <rocksdb/env.h>
 
 #include <array>
 #include <atomic>
@@ -16,12 +17,20 @@
 
 #include "common/hlc.h"
 #include "storage/storage.h"
+#include "storage/storage_health.h"
 #include "storage/tombstone_filter.h"
 
 namespace shardkv::storage {
 
 // RocksDB's info log, written through spdlog instead of a LOG file (rocks_logger.cc).
 std::shared_ptr<rocksdb::Logger> NewRocksLogger();
+
+// Reports RocksDB's background errors to `monitor` (storage_health.cc).
+std::shared_ptr<rocksdb::EventListener> NewHealthListener(HealthMonitor* monitor);
+
+// `base` with every write-side file operation asking `hook` first (fault_fs.cc; tests only).
+std::shared_ptr<rocksdb::FileSystem> NewFaultInjectingFileSystem(
+    std::shared_ptr<rocksdb::FileSystem> base, std::function<Status(const std::string& file)> hook);
 
 // Converts a RocksDB status, prefixing `context`.
 Status FromRocks(const rocksdb::Status& s, std::string_view context);
@@ -49,9 +58,9 @@ struct Storage::Rep {
   ~Rep() { (void)CloseDb(); }
 
   Status CloseDb();
-  // FromRocks for a RocksDB call's status that also tracks I/O errors and the disk-full episode
-  // (disk_space.cc): a NoSpace status becomes "no space left on device on node N", and a
-  // successful `write` ends an episode.
+  // FromRocks for a RocksDB call's status that also feeds `health` (storage_health.cc): an I/O
+  // error begins an episode, a successful `write` ends one, and a NoSpace status becomes "no
+  // space left on device on node N".
   Status Checked(const rocksdb::Status& s, std::string_view context, bool write);
   Status Write(const rocksdb::Status& s, std::string_view context) {
     return Checked(s, context, true);
@@ -65,6 +74,9 @@ struct Storage::Rep {
   rocksdb::ColumnFamilyHandle* AuxHandle(AuxColumn column) const {
     return column == AuxColumn::kMeta ? meta_cf : hints_cf;
   }
+  // The recovery thread's probe: OK once the storage takes a new file and a synced write again
+  // (resuming RocksDB from a background error first).
+  Status Probe();
   uint64_t WallMs() const {
     return options.physical_clock_ms ? options.physical_clock_ms()
                                      : common::HlcClock::WallClockMs();
@@ -72,6 +84,11 @@ struct Storage::Rep {
 
   std::string path;
   StorageOptions options;
+
+  // Declared before `db`, which uses them, so they outlive it.
+  std::unique_ptr<HealthMonitor> health;
+  std::shared_ptr<rocksdb::FileSystem> file_system;  // RocksDB's, or the test's fault injection
+  std::unique_ptr<rocksdb::Env> env;                 // null: the default Env
 
   // Set once by Open, cleared by CloseDb; the handles are owned by `db`'s lifetime.
   std::unique_ptr<rocksdb::DB> db;
@@ -90,10 +107,6 @@ struct Storage::Rep {
   // stripes[StripeOf(k)] serialises read-compare-Put on data key k. Batch writers lock several
   // stripes in ascending index order, so they cannot deadlock with each other or single writers.
   std::array<std::mutex, kLockStripes> stripes;
-
-  std::atomic<bool> disk_full{false};      // the most recent write failed with NoSpace
-  std::atomic<uint64_t> failed_writes{0};  // NoSpace failures in the current episode
-  std::atomic<uint64_t> io_errors{0};      // every RocksDB IOError since Open
 };
 
 }  // namespace shardkv::storage

@@ -57,10 +57,11 @@ TEST_CASE("stats registry: a node reports exactly the registered names", "[node]
   for (const auto& s : stats::kInfo) info.insert(std::string(s.name));
   // Reported only when there is something to say (every info value is non-empty): the repair
   // ones while the node needs repair or holds needs-repair marks of others, which a fresh node
-  // does not.
+  // does not, and storage_error while its storage fails.
   CHECK(snapshot->info.count(std::string(stats::needs_repair_reason)) == 0);
   CHECK(snapshot->info.count(std::string(stats::repair_marks)) == 0);
-  CHECK(snapshot->info.size() == info.size() - 2);
+  CHECK(snapshot->info.count(std::string(stats::storage_error)) == 0);
+  CHECK(snapshot->info.size() == info.size() - 3);
   for (const auto& [name, value] : snapshot->info) {
     INFO("reported info " << name);
     CHECK(info.count(name) == 1);

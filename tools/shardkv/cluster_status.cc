@@ -30,7 +30,7 @@ struct NodeRow {
   uint32_t id = 0;
   std::string address;
   bool up = false;
-  std::string state = "down";  // up, down, mismatch, disk-full, not-member, ...
+  std::string state = "down";  // up, down, mismatch, disk-full, disk-error, not-member, ...
   std::string problem;
   std::optional<uint64_t> node_cluster_id;
   bool disk_full = false;
@@ -65,6 +65,8 @@ struct Probe {
   std::optional<int64_t> keys;
   std::optional<int64_t> node_id;
   bool disk_full = false;
+  // While its storage fails with I/O errors: the error, as it reports it.
+  std::optional<std::string> storage_error;
   std::optional<int64_t> clock_offset_ms;  // against this host's clock
   int64_t round_trip_ms = 0;
   std::optional<int64_t> uptime_s;
@@ -125,6 +127,11 @@ Probe ProbeNode(NodeProber* prober, const std::string& address) {
     if (auto it = np.stats->gauges.find(std::string(stats::disk_full));
         it != np.stats->gauges.end()) {
       p.disk_full = it->second != 0;
+    }
+    if (auto it = np.stats->gauges.find(std::string(stats::storage_failing));
+        it != np.stats->gauges.end() && it->second != 0) {
+      auto error = np.stats->info.find(std::string(stats::storage_error));
+      p.storage_error = error != np.stats->info.end() ? error->second : "an I/O error";
     }
   }
   return p;
@@ -549,6 +556,10 @@ int PrintClusterStatus(const GlobalOptions& g, const std::string& dir, NodeProbe
         if (r.disk_full) {
           r.state = "disk-full";
           r.problem = "its writes fail: no space left on its disk";
+        } else if (p.storage_error) {
+          r.state = "disk-error";
+          r.problem = "its storage fails: " + *p.storage_error +
+                      "; it coordinates no writes, and recovers by itself once the cause clears";
         }
         if (p.clock_skewed) {
           r.clock_skew = true;

@@ -31,6 +31,9 @@ inline constexpr const char* kStatusHelp = R"(STATE of a node:
              comes back with 'shardkv cluster start-node ID --rebuild' (problem says whether
              that can run now, and what to do if not)
   disk-full  answers, but its writes fail: no space left on its disk
+  disk-error answers, but its storage fails with an I/O error (a read-only or failing disk;
+             the line below the table has the error): it coordinates no writes, clients use the
+             other nodes, and it recovers by itself once the cause clears
   needs-repair  answers, but refuses replica reads and streams: hints for it expired on another
              node (it was away longer than the tombstone grace), so it may hold values whose
              deletes are purged elsewhere. Rebuild it with 'shardkv cluster start-node ID
@@ -51,10 +54,10 @@ add-node/remove-node.
   map_from         address of the node whose map is shown (the answering node); null if none
   nodes[]          ascending id:
     id, address    the map's address, else the directory's
-    state          "up"|"down"|"mismatch"|"disk-full"|"needs-repair"|"unformed"|
+    state          "up"|"down"|"mismatch"|"disk-full"|"disk-error"|"needs-repair"|"unformed"|
                    "not-member" (above)
-    problem        why it is mismatch, disk-full, needs repair or not-member, and what to
-                   do; "" otherwise
+    problem        why it is mismatch, disk-full, disk-error, needs repair or not-member, and
+                   what to do; "" otherwise
     node_cluster_id  string: the cluster id the node answered with; null if down
     map_state      "up"|"joining"|"leaving"|"down" in the map; null if not in it
     pid            from DIR/node-ID/pid; null if none
