@@ -52,6 +52,9 @@ namespace shardkv::stats {
   X(epoch, "epoch of the node's cluster map (0 while unformed)")                                  \
   X(formed, "1 once the node is in a cluster, 0 while unformed (no cluster id, no map)")          \
   X(keys_approx, "estimated keys stored (RocksDB estimate, tombstones included)")                 \
+  X(live_keys, "keys holding a live value here (counted; expired ones drop out within ~1 s)")     \
+  X(live_keys_expiring, "of live_keys: the keys with a TTL")                                      \
+  X(live_keys_counted, "1 once live_keys covers every record (0 while a background count runs)")  \
   X(bytes_approx, "estimated bytes stored")                                                       \
   X(storage_io_errors, "storage writes that failed with an I/O error")                            \
   X(needs_repair, "1 while the node needs repair (refuses replica reads and streams), else 0")    \

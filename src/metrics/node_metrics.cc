@@ -76,6 +76,14 @@ constexpr std::array kStatExports = {
                "1 once the node is in a cluster, 0 while unformed."},
     StatExport{"keys_approx", "shardkv_stored_keys", kGauge,
                "Estimated keys stored (RocksDB estimate, tombstones included)."},
+    StatExport{"live_keys", "shardkv_live_keys", kGauge,
+               "Keys holding a live value on this node (counted as writes apply; an expired key "
+               "stops counting within about a second; each replica counts its copy)."},
+    StatExport{"live_keys_expiring", "shardkv_live_keys_expiring", kGauge,
+               "Of shardkv_live_keys, the keys with a TTL."},
+    StatExport{"live_keys_counted", "shardkv_live_keys_counted", kGauge,
+               "1 once shardkv_live_keys covers every record; 0 while a background count (at "
+               "start, or of a dropped range) runs and the figure is partial."},
     StatExport{"bytes_approx", "shardkv_stored_bytes", kGauge, "Estimated bytes stored."},
     StatExport{"storage_io_errors", "shardkv_storage_io_errors_total", kCounter,
                "Storage operations that failed with an I/O error."},

@@ -568,6 +568,10 @@ net::ResponseBody KvService::Stats() {
     out.counters[std::string(stats::keys_approx)] = static_cast<int64_t>(range->approximate_keys);
     out.counters[std::string(stats::bytes_approx)] = static_cast<int64_t>(range->approximate_bytes);
   }
+  const storage::LiveKeyCounts live = d_.storage->LiveKeys();
+  out.counters[std::string(stats::live_keys)] = live.keys;
+  out.counters[std::string(stats::live_keys_expiring)] = live.expiring;
+  out.counters[std::string(stats::live_keys_counted)] = live.complete ? 1 : 0;
   out.counters[std::string(stats::storage_io_errors)] =
       static_cast<int64_t>(d_.storage->io_errors());
   out.gauges[std::string(stats::disk_full)] = d_.storage->disk_full() ? 1.0 : 0.0;

@@ -15,6 +15,8 @@
 #include <string_view>
 
 #include "common/hlc.h"
+#include "storage/key_count_worker.h"
+#include "storage/key_counter.h"
 #include "storage/storage.h"
 #include "storage/tombstone_filter.h"
 
@@ -94,6 +96,11 @@ struct Storage::Rep {
   std::atomic<bool> disk_full{false};      // the most recent write failed with NoSpace
   std::atomic<uint64_t> failed_writes{0};  // NoSpace failures in the current episode
   std::atomic<uint64_t> io_errors{0};      // every RocksDB IOError since Open
+
+  // Live keys (key_counter.h): each data write reports its record before and after; the worker
+  // counts the store at Open and subtracts the ranges DeleteRange drops. Reset first in CloseDb.
+  KeyCounter live_keys;
+  std::unique_ptr<KeyCountWorker> key_count_worker;
 };
 
 }  // namespace shardkv::storage
