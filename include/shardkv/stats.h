@@ -20,8 +20,11 @@ namespace shardkv::stats {
   X(uptime_s, "seconds since the node started")                                                   \
   X(wall_clock_ms, "the node's wall clock (Unix ms) when it answered, for clock offsets")         \
   X(client_errors, "failed client get/put/delete requests (not NotFound, StaleEpoch, Timeout)")   \
-  X(connections, "open client and peer connections")                                              \
-  X(connections_total, "connections accepted since start")                                        \
+  X(connections, "open client and peer connections (shardkv protocol; not Redis's)")              \
+  X(connections_total, "connections accepted since start (shardkv protocol; not Redis's)")        \
+  X(redis_connections, "open connections to the Redis listener (0 without one)")                  \
+  X(redis_connections_total, "Redis connections accepted since start")                            \
+  X(redis_connections_rejected, "Redis connections refused at the connection limit")              \
   X(bad_frames, "frames refused as malformed or oversized")                                       \
   X(quorum_failures, "coordinated operations that missed their quorum")                           \
   X(read_repairs, "stale replicas repaired by a read")                                            \

@@ -15,9 +15,17 @@ constexpr std::array kStatExports = {
     StatExport{"client_errors", "shardkv_client_errors_total", kCounter,
                "Failed client get/put/delete requests and batches (not NotFound, StaleEpoch or "
                "Timeout)."},
-    StatExport{"connections", "shardkv_connections", kGauge, "Open client and peer connections."},
+    StatExport{"connections", "shardkv_connections", kGauge,
+               "Open client and peer connections of the shardkv protocol (Redis's are "
+               "shardkv_redis_connections)."},
     StatExport{"connections_total", "shardkv_connections_accepted_total", kCounter,
-               "Connections accepted since the node started."},
+               "Connections of the shardkv protocol accepted since the node started."},
+    StatExport{"redis_connections", "shardkv_redis_connections", kGauge,
+               "Open connections to the Redis listener (0 without one)."},
+    StatExport{"redis_connections_total", "shardkv_redis_connections_accepted_total", kCounter,
+               "Redis connections accepted since the node started."},
+    StatExport{"redis_connections_rejected", "shardkv_redis_connections_rejected_total", kCounter,
+               "Redis connections refused because the listener was at its connection limit."},
     StatExport{"bad_frames", "shardkv_bad_frames_total", kCounter,
                "Frames refused as malformed or oversized."},
     StatExport{"quorum_failures", "shardkv_quorum_failures_total", kCounter,
@@ -168,10 +176,12 @@ void WriteChange(const NodeMetricsSnapshot& s, ExpositionWriter& w) {
     w.Sample({{"state", std::string(ChangeStateName(state))}},
              rec != nullptr && rec->state == state ? 1 : 0);
   }
-  w.Family("shardkv_change_id", MetricType::kGauge,
-           "Id of the newest membership change (0: none).");
-  w.Sample(rec != nullptr ? static_cast<double>(rec->change_id) : 0);
+  // A change id is 64 bits; a sample value is a double (53), so the id is a label, exact.
+  w.Family("shardkv_change_info", MetricType::kGauge,
+           "1, labelled with the id of the newest membership change (no sample if the cluster "
+           "never had one).");
   if (rec == nullptr) return;
+  w.Sample({{"change_id", std::to_string(rec->change_id)}}, 1);
   auto gauge = [&](std::string_view name, std::string_view help, double value) {
     w.Family(name, MetricType::kGauge, help);
     w.Sample(value);

@@ -1,5 +1,6 @@
 // The Redis listener of a real in-process node: DBSIZE and INFO keyspace count live keys (0 right
-// after FLUSHALL and once every key has expired, the same after a restart).
+// after FLUSHALL and once every key has expired, the same after a restart), and the listener's
+// connections are their own metric, apart from the shardkv protocol's.
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <fstream>
@@ -9,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "metrics/http_get.h"
 #include "redis/raw_resp_client.h"
 #include "shardkv/node.h"
 #include "testing/standalone_node.h"
@@ -17,6 +19,8 @@
 using namespace shardkv;
 using shardkv::redis::testing::RawClient;
 using shardkv::redis::testing::Resp;
+using shardkv::testing::HttpGet;
+using shardkv::testing::SampleValue;
 using shardkv::testing::TempDir;
 
 namespace {
@@ -26,6 +30,7 @@ NodeOptions RedisNodeOptions(const TempDir& dir) {
   o.data_dir = dir.Sub("node");
   o.redis_listen = "127.0.0.1:0";
   o.redis_allow_flush = true;
+  o.metrics_listen = "127.0.0.1:0";
   return o;
 }
 
@@ -98,4 +103,28 @@ TEST_CASE("redis node: DBSIZE counts live keys: 0 after FLUSHALL, after expiry, 
   node = shardkv::testing::MustStart(RedisNodeOptions(dir));
   c = std::make_unique<RawClient>(RedisPort(dir));
   CHECK(Await<std::string>(dbsize, ":10\r\n") == ":10\r\n");
+}
+
+TEST_CASE("redis node: the listener's connections are their own metric", "[redis]") {
+  TempDir dir;
+  auto node = shardkv::testing::MustStartFormed(RedisNodeOptions(dir));
+  const uint16_t metrics = node->metrics_port();
+  auto sample = [&](const std::string& series) {
+    return [metrics, series] { return SampleValue(HttpGet(metrics, "/metrics").body, series); };
+  };
+  const double native = sample("shardkv_connections")();
+  CHECK(sample("shardkv_redis_connections")() == 0);
+
+  constexpr int kClients = 40;
+  std::vector<std::unique_ptr<RawClient>> clients;
+  for (int i = 0; i < kClients; ++i) {
+    clients.push_back(std::make_unique<RawClient>(RedisPort(dir)));
+    REQUIRE(clients.back()->Call({"PING"}) == "+PONG\r\n");  // accepted and served
+  }
+  CHECK(Await<double>(sample("shardkv_redis_connections"), kClients) == kClients);
+  CHECK(sample("shardkv_redis_connections_accepted_total")() == kClients);
+  CHECK(sample("shardkv_redis_connections_rejected_total")() == 0);
+  CHECK(sample("shardkv_connections")() == native);  // the shardkv protocol's own, unchanged
+  clients.clear();
+  CHECK(Await<double>(sample("shardkv_redis_connections"), 0) == 0);
 }
