@@ -20,8 +20,11 @@ namespace shardkv::stats {
   X(uptime_s, "seconds since the node started")                                                   \
   X(wall_clock_ms, "the node's wall clock (Unix ms) when it answered, for clock offsets")         \
   X(client_errors, "failed client get/put/delete requests (not NotFound, StaleEpoch, Timeout)")   \
-  X(connections, "open client and peer connections")                                              \
-  X(connections_total, "connections accepted since start")                                        \
+  X(connections, "open client and peer connections (shardkv protocol; not Redis's)")              \
+  X(connections_total, "connections accepted since start (shardkv protocol; not Redis's)")        \
+  X(redis_connections, "open connections to the Redis listener (0 without one)")                  \
+  X(redis_connections_total, "Redis connections accepted since start")                            \
+  X(redis_connections_rejected, "Redis connections refused at the connection limit")              \
   X(bad_frames, "frames refused as malformed or oversized")                                       \
   X(quorum_failures, "coordinated operations that missed their quorum")                           \
   X(read_repairs, "stale replicas repaired by a read")                                            \
@@ -52,6 +55,9 @@ namespace shardkv::stats {
   X(epoch, "epoch of the node's cluster map (0 while unformed)")                                  \
   X(formed, "1 once the node is in a cluster, 0 while unformed (no cluster id, no map)")          \
   X(keys_approx, "estimated keys stored (RocksDB estimate, tombstones included)")                 \
+  X(live_keys, "keys holding a live value here (counted; expired ones drop out within ~1 s)")     \
+  X(live_keys_expiring, "of live_keys: the keys with a TTL")                                      \
+  X(live_keys_counted, "1 once live_keys covers every record (0 while a background count runs)")  \
   X(bytes_approx, "estimated bytes stored")                                                       \
   X(storage_io_errors, "storage operations that failed with an I/O error")                        \
   X(storage_failures, "storage I/O failure episodes since start (full, read-only, failing disk)") \

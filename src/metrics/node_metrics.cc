@@ -15,9 +15,17 @@ constexpr std::array kStatExports = {
     StatExport{"client_errors", "shardkv_client_errors_total", kCounter,
                "Failed client get/put/delete requests and batches (not NotFound, StaleEpoch or "
                "Timeout)."},
-    StatExport{"connections", "shardkv_connections", kGauge, "Open client and peer connections."},
+    StatExport{"connections", "shardkv_connections", kGauge,
+               "Open client and peer connections of the shardkv protocol (Redis's are "
+               "shardkv_redis_connections)."},
     StatExport{"connections_total", "shardkv_connections_accepted_total", kCounter,
-               "Connections accepted since the node started."},
+               "Connections of the shardkv protocol accepted since the node started."},
+    StatExport{"redis_connections", "shardkv_redis_connections", kGauge,
+               "Open connections to the Redis listener (0 without one)."},
+    StatExport{"redis_connections_total", "shardkv_redis_connections_accepted_total", kCounter,
+               "Redis connections accepted since the node started."},
+    StatExport{"redis_connections_rejected", "shardkv_redis_connections_rejected_total", kCounter,
+               "Redis connections refused because the listener was at its connection limit."},
     StatExport{"bad_frames", "shardkv_bad_frames_total", kCounter,
                "Frames refused as malformed or oversized."},
     StatExport{"quorum_failures", "shardkv_quorum_failures_total", kCounter,
@@ -76,6 +84,14 @@ constexpr std::array kStatExports = {
                "1 once the node is in a cluster, 0 while unformed."},
     StatExport{"keys_approx", "shardkv_stored_keys", kGauge,
                "Estimated keys stored (RocksDB estimate, tombstones included)."},
+    StatExport{"live_keys", "shardkv_live_keys", kGauge,
+               "Keys holding a live value on this node (counted as writes apply; an expired key "
+               "stops counting within about a second; each replica counts its copy)."},
+    StatExport{"live_keys_expiring", "shardkv_live_keys_expiring", kGauge,
+               "Of shardkv_live_keys, the keys with a TTL."},
+    StatExport{"live_keys_counted", "shardkv_live_keys_counted", kGauge,
+               "1 once shardkv_live_keys covers every record; 0 while a background count (at "
+               "start, or of a dropped range) runs and the figure is partial."},
     StatExport{"bytes_approx", "shardkv_stored_bytes", kGauge, "Estimated bytes stored."},
     StatExport{"storage_io_errors", "shardkv_storage_io_errors_total", kCounter,
                "Storage operations that failed with an I/O error."},
@@ -165,10 +181,12 @@ void WriteChange(const NodeMetricsSnapshot& s, ExpositionWriter& w) {
     w.Sample({{"state", std::string(ChangeStateName(state))}},
              rec != nullptr && rec->state == state ? 1 : 0);
   }
-  w.Family("shardkv_change_id", MetricType::kGauge,
-           "Id of the newest membership change (0: none).");
-  w.Sample(rec != nullptr ? static_cast<double>(rec->change_id) : 0);
+  // A change id is 64 bits; a sample value is a double (53), so the id is a label, exact.
+  w.Family("shardkv_change_info", MetricType::kGauge,
+           "1, labelled with the id of the newest membership change (no sample if the cluster "
+           "never had one).");
   if (rec == nullptr) return;
+  w.Sample({{"change_id", std::to_string(rec->change_id)}}, 1);
   auto gauge = [&](std::string_view name, std::string_view help, double value) {
     w.Family(name, MetricType::kGauge, help);
     w.Sample(value);

@@ -588,6 +588,10 @@ net::ResponseBody KvService::Stats() {
     out.counters[std::string(stats::bytes_approx)] = static_cast<int64_t>(range->approximate_bytes);
   }
   AddStorageStats(*d_.storage, &out);
+  const storage::LiveKeyCounts live = d_.storage->LiveKeys();
+  out.counters[std::string(stats::live_keys)] = live.keys;
+  out.counters[std::string(stats::live_keys_expiring)] = live.expiring;
+  out.counters[std::string(stats::live_keys_counted)] = live.complete ? 1 : 0;
   out.gauges[std::string(stats::latency_p50_us)] =
       static_cast<double>(d_.stats->latency().Percentile(0.50));
   out.gauges[std::string(stats::latency_p99_us)] =

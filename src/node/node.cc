@@ -198,6 +198,15 @@ Status Node::Impl::Start() {
         consensus_ && !consensus_->Fence().ok() ? 1 : 0;
     (*counters)[std::string(stats::consensus_applied_epoch)] =
         applied ? static_cast<int64_t>(applied->epoch()) : 0;
+    // The Redis listener's connections, apart from `connections` (the shardkv protocol's).
+    // redis_port_ is set once redis_ has started, so reading redis_ after it is safe.
+    const redis::ServerCounters* redis = redis_port_.load() != 0 ? &redis_->counters() : nullptr;
+    (*counters)[std::string(stats::redis_connections)] =
+        redis ? static_cast<int64_t>(redis->connected_clients.load()) : 0;
+    (*counters)[std::string(stats::redis_connections_total)] =
+        redis ? static_cast<int64_t>(redis->connections_received.load()) : 0;
+    (*counters)[std::string(stats::redis_connections_rejected)] =
+        redis ? static_cast<int64_t>(redis->rejected_connections.load()) : 0;
   };
   service_ = std::make_unique<node::KvService>(
       std::move(deps), node::KvServiceLimits{options_.max_key_bytes, options_.max_value_bytes});

@@ -96,10 +96,16 @@ std::string RedisNodeId(uint64_t cluster_id, uint32_t node_id) {
   return buf;
 }
 
-int64_t EstimateKeys(const std::vector<NodeView>& nodes, uint32_t replicas) {
-  int64_t sum = 0;
-  for (const NodeView& n : nodes) sum += Counter(n, stats::keys_approx);
-  return sum / std::max<int64_t>(1, replicas);
+KeyspaceCounts CountKeys(const std::vector<NodeView>& nodes, uint32_t replicas) {
+  int64_t keys = 0;
+  int64_t expiring = 0;
+  for (const NodeView& n : nodes) {
+    const bool counted = n.counters.count(std::string(stats::live_keys)) > 0;
+    keys += Counter(n, counted ? stats::live_keys : stats::keys_approx);
+    expiring += Counter(n, stats::live_keys_expiring);
+  }
+  const int64_t r = std::max<int64_t>(1, replicas);
+  return {(keys + r / 2) / r, (expiring + r / 2) / r};
 }
 
 void ClusterCommands::Handle(const RedisSession& session, Args args, ReplyDone done) {
@@ -118,7 +124,7 @@ void ClusterCommands::Handle(const RedisSession& session, Args args, ReplyDone d
   c_->view->Fetch([this, s, name, sub, args = std::move(args), map,
                    done = std::move(done)](std::vector<NodeView> nodes) mutable {
     if (name == "dbsize") {
-      return done(":" + std::to_string(EstimateKeys(nodes, map->EffectiveReplicas())) + "\r\n");
+      return done(":" + std::to_string(CountKeys(nodes, map->EffectiveReplicas()).keys) + "\r\n");
     }
     Cluster(*s, sub, std::move(args), std::move(nodes), std::move(done));
   });
@@ -215,7 +221,9 @@ void ClusterCommands::Info(const RedisSession& session, Args args, ReplyDone don
     }
     const NodeView empty;
     const NodeView& me = self != nullptr ? *self : empty;
-    const int64_t keys = map ? EstimateKeys(nodes, map->EffectiveReplicas()) : 0;
+    const KeyspaceCounts counts =
+        map ? CountKeys(nodes, map->EffectiveReplicas()) : KeyspaceCounts{};
+    const int64_t keys = counts.keys;
     const uint64_t uptime = static_cast<uint64_t>(Counter(me, stats::uptime_s));
     const ServerCounters zero_counters;
     const ServerCounters& sc = c_->counters != nullptr ? *c_->counters : zero_counters;
@@ -251,7 +259,9 @@ void ClusterCommands::Info(const RedisSession& session, Args args, ReplyDone don
     section("replication", "Replication",
             "role:master\r\nconnected_slaves:0\r\nmaster_repl_offset:0\r\n");
     section("keyspace", "Keyspace",
-            keys > 0 ? "db0:keys=" + std::to_string(keys) + ",expires=0,avg_ttl=0\r\n" : "");
+            keys > 0 ? "db0:keys=" + std::to_string(keys) +
+                           ",expires=" + std::to_string(counts.expiring) + ",avg_ttl=0\r\n"
+                     : "");
     section("cluster", "Cluster", "cluster_enabled:1\r\n");
     std::string change = "none";
     if (map && map->change() != nullptr) {

@@ -41,7 +41,13 @@ class ClusterCommands {
 uint32_t KeySlot(std::string_view key);
 // A 40-hex-digit Redis node id for shardkv node `node_id` of cluster `cluster_id`.
 std::string RedisNodeId(uint64_t cluster_id, uint32_t node_id);
-// DBSIZE's estimate: the members' key estimates summed and divided by the replication factor.
-int64_t EstimateKeys(const std::vector<NodeView>& nodes, uint32_t replicas);
+// DBSIZE and INFO keyspace: the live keys the members count (each holds a copy of its replicas'
+// keys), summed and divided by the replication factor, rounded; `expiring` of them have a TTL.
+// A member of an older release, which reports no live_keys, adds RocksDB's estimate instead.
+struct KeyspaceCounts {
+  int64_t keys = 0;
+  int64_t expiring = 0;
+};
+KeyspaceCounts CountKeys(const std::vector<NodeView>& nodes, uint32_t replicas);
 
 }  // namespace shardkv::redis

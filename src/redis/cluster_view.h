@@ -1,6 +1,6 @@
 // ClusterView: what the Redis front end needs to know about the cluster beyond one key: the
 // current map, and each member's stats (its Redis address for the emulated CLUSTER SLOTS, its
-// key estimate for DBSIZE). An interface so the command layer's tests run without a cluster.
+// live-key count for DBSIZE). An interface so the command layer's tests run without a cluster.
 //
 // Thread-safety: implementations are thread-safe; `done` may run on any thread.
 #pragma once

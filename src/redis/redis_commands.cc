@@ -6,6 +6,7 @@
 #include <cctype>
 #include <chrono>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "redis/ascii_case.h"
@@ -75,9 +76,45 @@ const std::map<std::string, Refusal>& Refusals() {
     for (const auto& [c, arity] : transactions) {
       (*m)[c] = {arity, Upper(c) + " is refused by shardkv: it has no multi-key transactions"};
     }
+    m->at("multi").reason += " (the commands up to EXEC or DISCARD are not run)";
     return m;
   }();
   return *refusals;
+}
+
+bool ArityOk(const Refusal& refusal, size_t argc) {
+  const auto n = static_cast<int>(argc);
+  return refusal.arity > 0 ? n == refusal.arity : n >= -refusal.arity;
+}
+
+std::string ArityError(const std::string& name) {
+  return Err("wrong number of arguments for '" + name + "' command");
+}
+
+// A pipelining client (redis-py's pipeline(), go-redis's TxPipeline) sends MULTI, its commands
+// and EXEC in one go and reads the replies after. Once MULTI is refused, none of those commands
+// may run, or a client that sees its transaction fail would find part of it applied. So the
+// connection stays in a refused transaction until EXEC (which fails with redis-server's own
+// EXECABORT reply, so clients raise the first error, MULTI's) or DISCARD; inside it every command
+// is answered as below and not run, except QUIT and RESET (which redis-server runs inside a
+// transaction too, RESET ending it). Nested MULTI and WATCH get redis-server's replies.
+constexpr char kNotRun[] =
+    "-EXECABORT MULTI was refused (shardkv has no multi-key transactions): this command is not "
+    "run, nor any other until EXEC or DISCARD\r\n";
+constexpr char kExecAbort[] = "-EXECABORT Transaction discarded because of previous errors.\r\n";
+
+// The reply of `name` inside a refused transaction; nullopt for QUIT and RESET (run as usual).
+std::optional<std::string> InRefusedTransaction(RedisSession& session, const std::string& name,
+                                                const Args& args) {
+  if (name == "quit" || name == "reset") return std::nullopt;
+  auto refused = Refusals().find(name);
+  const bool control = name == "exec" || name == "discard" || name == "multi" || name == "watch";
+  if (!control) return kNotRun;
+  if (!ArityOk(refused->second, args.size())) return ArityError(name);
+  if (name == "multi") return Err("MULTI calls can not be nested");
+  if (name == "watch") return Err("WATCH inside MULTI is not allowed");
+  session.set_in_refused_transaction(false);
+  return name == "exec" ? kExecAbort : "+OK\r\n";
 }
 
 }  // namespace
@@ -128,12 +165,12 @@ void RedisCommands::Step(const std::shared_ptr<Runner>& r, std::function<void()>
   };
   if (c_->counters != nullptr) c_->counters->commands_processed.fetch_add(1);
   const std::string name = Lower(args[0]);
+  if (session.in_refused_transaction()) {
+    if (auto answer = InRefusedTransaction(session, name, args)) return reply(std::move(*answer));
+  }
   if (auto refused = Refusals().find(name); refused != Refusals().end()) {
-    const int arity = refused->second.arity;
-    const auto argc = static_cast<int>(args.size());
-    if (arity > 0 ? argc != arity : argc < -arity) {
-      return reply(Err("wrong number of arguments for '" + name + "' command"));
-    }
+    if (!ArityOk(refused->second, args.size())) return reply(ArityError(name));
+    if (name == "multi") session.set_in_refused_transaction(true);
     return reply(Err(refused->second.reason));
   }
   const CommandSpec* spec = FindCommand(name);

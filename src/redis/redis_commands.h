@@ -5,7 +5,8 @@
 // refused, then the arity is checked against the command table, then authentication (only
 // commands flagged no_auth run before AUTH). Commands shardkv deliberately does not offer
 // (INCR, APPEND, RENAME and the like, transactions) are refused with the reason, not as
-// unknown.
+// unknown. A refused MULTI leaves the connection in a refused transaction: every command up to
+// EXEC or DISCARD is answered with EXECABORT and not run, and EXEC fails with EXECABORT.
 //
 // Pipelining: Run() is given every command a connection has buffered. A run of consecutive
 // GETs becomes one multiGet, a run of plain SETs one multiPut (one coordinator round each, as

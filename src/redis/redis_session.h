@@ -1,5 +1,5 @@
-// RedisSession: the state of one Redis connection (protocol, authentication, name, consistency),
-// and what CLIENT LIST shows of it.
+// RedisSession: the state of one Redis connection (protocol, authentication, name, consistency,
+// a refused transaction in progress), and what CLIENT LIST shows of it.
 //
 // The connection's own commands change it one at a time (a connection runs one batch at a
 // time); CLIENT LIST on another connection reads it concurrently, so the fields it shows are
@@ -37,6 +37,10 @@ class RedisSession {
   void set_authenticated(bool v) { authenticated_ = v; }
   net::Consistency consistency() const { return consistency_; }
   void set_consistency(net::Consistency c) { consistency_ = c; }
+  // Between a refused MULTI and the EXEC or DISCARD that ends it: the commands a client queues
+  // there must not run (RedisCommands answers them with EXECABORT).
+  bool in_refused_transaction() const { return in_refused_transaction_; }
+  void set_in_refused_transaction(bool v) { in_refused_transaction_ = v; }
 
   resp::Protocol protocol() const {
     common::MutexLock lock(&mu_);
@@ -67,6 +71,7 @@ class RedisSession {
   void Reset() {
     authenticated_ = !auth_required_;
     consistency_ = net::Consistency::kDefault;
+    in_refused_transaction_ = false;
     common::MutexLock lock(&mu_);
     protocol_ = resp::Protocol::kResp2;
     name_.clear();
@@ -94,6 +99,7 @@ class RedisSession {
   const bool auth_required_;
   bool authenticated_;
   net::Consistency consistency_ = net::Consistency::kDefault;
+  bool in_refused_transaction_ = false;
 
   mutable common::Mutex mu_;
   resp::Protocol protocol_ GUARDED_BY(mu_) = resp::Protocol::kResp2;

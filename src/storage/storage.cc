@@ -82,6 +82,7 @@ Status FromRocks(const rocksdb::Status& s, std::string_view context) {
 
 Status Storage::Rep::CloseDb() {
   if (db == nullptr) return Status::OK();
+  key_count_worker.reset();  // it reads `db` and holds snapshots
   // The recovery probe writes to `db`.
   if (health) health->StopRecovery();
   // The clock's ceiling hook writes to `db`; drop it first so nothing can call into a closed DB.
@@ -275,6 +276,10 @@ StatusOr<std::unique_ptr<Storage>> Storage::Open(const std::string& path, Storag
   };
   rep->clock = std::make_unique<common::HlcClock>(std::move(hlc));
   rep->health->StartRecovery([r] { return r->Probe(); });
+  // Count the live keys already stored in the background; writes count themselves from now on.
+  rep->key_count_worker =
+      std::make_unique<KeyCountWorker>(rep->db.get(), rep->data_cf, &rep->live_keys);
+  rep->key_count_worker->Enqueue(rep->db->GetSnapshot(), TokenRange{0, UINT64_MAX}, +1);
 
   return std::unique_ptr<Storage>(new Storage(std::move(rep)));
 }
@@ -317,10 +322,12 @@ StatusOr<WriteResult> Storage::MergeWrite(uint64_t token, std::string_view key,
   rocksdb::PinnableSlice existing;
   rocksdb::Status rs = rep_->db->Get(rocksdb::ReadOptions(), rep_->data_cf, stored_key, &existing);
   Envelope merged = incoming;
+  std::optional<KeyShape> before;  // for the live-key count
   if (rs.ok()) {
     EnvelopeView current;
     SHARDKV_RETURN_IF_ERROR(DecodeEnvelope(ToView(existing), &current)
                                 .WithContext("stored value of token " + std::to_string(token)));
+    before = KeyShape::Of(current);
     merged = current.ToEnvelope();
     switch (MergeInto(&merged, incoming)) {
       case MergeOutcome::kSuperseded:
@@ -340,6 +347,7 @@ StatusOr<WriteResult> Storage::MergeWrite(uint64_t token, std::string_view key,
   EncodeEnvelope(merged, &encoded);
   SHARDKV_RETURN_IF_ERROR(rep_->Write(
       rep_->db->Put(rep_->data_write_options, rep_->data_cf, stored_key, encoded), "writing data"));
+  rep_->live_keys.Replace(before ? &*before : nullptr, KeyShape::Of(merged));
   result.outcome = WriteOutcome::kApplied;
   result.stored = merged.newest_version();
   return result;

@@ -34,6 +34,7 @@
 #include "common/hlc.h"
 #include "shardkv/status.h"
 #include "storage/key_codec.h"
+#include "storage/key_counter.h"
 #include "storage/storage_health.h"
 #include "storage/value_envelope.h"
 
@@ -239,10 +240,17 @@ class Storage {
   [[nodiscard]] StatusOr<ApplyStats> ApplyBatch(const std::vector<RangeEntry>& entries);
 
   // Physically removes every data-CF entry in `range` (no tombstones, no LWW): for dropping
-  // ranges this node no longer owns, or partial data of a cancelled stream.
+  // ranges this node no longer owns, or partial data of a cancelled stream. Its live keys are
+  // subtracted from LiveKeys() in the background, from a snapshot taken with the delete.
   [[nodiscard]] Status DeleteRange(const TokenRange& range);
 
   [[nodiscard]] StatusOr<RangeStats> ApproximateRangeStats(const TokenRange& range);
+
+  // The live keys stored (key_counter.h): records holding a value whose expiry has not passed,
+  // counted exactly as writes apply; an expired key stops counting within granularity_ms. The
+  // records present at Open, and those of a range DeleteRange drops, are counted in the
+  // background (complete is false until that is done).
+  LiveKeyCounts LiveKeys() const;
 
   // Compacts `range` down to the bottommost level, running the tombstone filter on all of it.
   [[nodiscard]] Status CompactRange(const TokenRange& range);

@@ -139,16 +139,20 @@ StatusOr<ApplyStats> Storage::ApplyBatch(const std::vector<RangeEntry>& entries)
 
   rocksdb::WriteBatch batch;
   std::string encoded;
+  // Each applied entry's record before (none if created) and after, for the live-key count.
+  std::vector<std::pair<std::optional<KeyShape>, KeyShape>> shapes;
   for (size_t j = 0; j < n; ++j) {
     const size_t i = winners[j];
     const Envelope& incoming = incoming_of(i);
     Envelope merged;
+    std::optional<KeyShape> before;
     if (statuses[j].ok()) {
       EnvelopeView current;
       SHARDKV_RETURN_IF_ERROR(
           DecodeEnvelope(ToView(existing[j]), &current)
               .WithContext("stored value of token " + std::to_string(entries[i].token)));
       merged = current.ToEnvelope();
+      before = KeyShape::Of(current);
       const MergeOutcome outcome = MergeInto(&merged, incoming);
       if (outcome == MergeOutcome::kSuperseded) {
         ++stats.superseded;
@@ -169,18 +173,26 @@ StatusOr<ApplyStats> Storage::ApplyBatch(const std::vector<RangeEntry>& entries)
     EncodeEnvelope(merged, &encoded);
     SHARDKV_RETURN_IF_ERROR(
         FromRocks(batch.Put(rep_->data_cf, slices[j], encoded), "building write batch"));
+    shapes.emplace_back(before, KeyShape::Of(merged));
     ++stats.applied;
   }
   if (batch.Count() > 0) {
     SHARDKV_RETURN_IF_ERROR(
         rep_->Write(rep_->db->Write(rep_->data_write_options, &batch), "writing batch"));
   }
+  for (const auto& [was, now] : shapes) rep_->live_keys.Replace(was ? &*was : nullptr, now);
   return stats;
 }
 
 Status Storage::DeleteRange(const TokenRange& range) {
   if (rep_->db == nullptr) return Status::FailedPrecondition("storage is closed");
   if (!range.Valid()) return Status::InvalidArgument("token range has first > last");
+  // The live-key count loses what the range held: a snapshot taken with every key stripe held
+  // (no write lands between it and the delete, and none between listing the keys of token
+  // UINT64_MAX and deleting them) holds exactly that, subtracted in the background.
+  std::vector<std::unique_lock<std::mutex>> locks;
+  locks.reserve(Rep::kLockStripes);
+  for (auto& stripe : rep_->stripes) locks.emplace_back(stripe);
   rocksdb::WriteBatch batch;
   const std::string begin = TokenKey(range.first);
   if (range.last != UINT64_MAX) {
@@ -201,7 +213,22 @@ Status Storage::DeleteRange(const TokenRange& range) {
     }
     SHARDKV_RETURN_IF_ERROR(rep_->Read(it->status(), "scanning token UINT64_MAX"));
   }
-  return rep_->Write(rep_->db->Write(rep_->data_write_options, &batch), "deleting range");
+  const rocksdb::Snapshot* before = rep_->db->GetSnapshot();
+  Status deleted = rep_->Write(rep_->db->Write(rep_->data_write_options, &batch), "deleting range");
+  locks.clear();
+  if (!deleted.ok()) {
+    rep_->db->ReleaseSnapshot(before);
+    return deleted;
+  }
+  rep_->key_count_worker->Enqueue(before, range, -1);
+  return Status::OK();
+}
+
+LiveKeyCounts Storage::LiveKeys() const {
+  if (rep_->db == nullptr) return {};
+  LiveKeyCounts counts = rep_->live_keys.Counts(rep_->WallMs());
+  counts.complete = rep_->key_count_worker->Idle();
+  return counts;
 }
 
 std::optional<uint64_t> Storage::RocksIntProperty(std::string_view name) const {

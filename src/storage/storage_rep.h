@@ -16,6 +16,8 @@
 #include <string_view>
 
 #include "common/hlc.h"
+#include "storage/key_count_worker.h"
+#include "storage/key_counter.h"
 #include "storage/storage.h"
 #include "storage/storage_health.h"
 #include "storage/tombstone_filter.h"
@@ -107,6 +109,11 @@ struct Storage::Rep {
   // stripes[StripeOf(k)] serialises read-compare-Put on data key k. Batch writers lock several
   // stripes in ascending index order, so they cannot deadlock with each other or single writers.
   std::array<std::mutex, kLockStripes> stripes;
+
+  // Live keys (key_counter.h): each data write reports its record before and after; the worker
+  // counts the store at Open and subtracts the ranges DeleteRange drops. Reset first in CloseDb.
+  KeyCounter live_keys;
+  std::unique_ptr<KeyCountWorker> key_count_worker;
 };
 
 }  // namespace shardkv::storage

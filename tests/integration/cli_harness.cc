@@ -125,6 +125,8 @@ std::map<int, StatusNode> ParseStatus(const std::string& json) {
     n.alive = Field(o, "alive") == "true";
     const std::string share = Field(o, "share_pct");
     n.share_pct = share == "null" || share.empty() ? -1 : std::stod(share);
+    const std::string keys = Field(o, "keys");
+    n.keys = keys == "null" || keys.empty() ? -1 : std::stoll(keys);
     nodes[n.id] = n;
   }
   return nodes;

@@ -50,6 +50,7 @@ struct StatusNode {
   std::string state;
   bool alive = false;
   double share_pct = -1;
+  int64_t keys = -1;  // -1: null
 };
 
 // The value of "key" in a flat JSON object (strings unquoted; "" when absent).

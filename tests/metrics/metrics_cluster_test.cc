@@ -79,7 +79,7 @@ TEST_CASE("metrics cluster: every node's metrics through a scale-out", "[multipr
     CHECK(HttpGet(e.metrics_port, "/readyz").status == 200);
     const std::string text = MustScrape(e.metrics_port);
     CHECK(SampleValue(text, "shardkv_node_id") == id);
-    CHECK(SampleValue(text, "shardkv_change_id") == 0);
+    CHECK(text.find("shardkv_change_info{") == std::string::npos);
   }
   CHECK(ports.size() == 3);
 
@@ -135,10 +135,15 @@ TEST_CASE("metrics cluster: every node's metrics through a scale-out", "[multipr
   REQUIRE(done);
   CHECK(states_seen.count("failed") == 0);
 
+  // The change's 64-bit id, exactly as the CLI prints it, is every node's label.
+  const ProcessResult rebalance = c.Run({"rebalance", "status", "--json"});
+  const std::string change_id = Field(rebalance.out, "change_id");
+  INFO(rebalance.Text());
+  REQUIRE(change_id.size() > 5);
   for (const auto& [id, e] : nodes) {
     INFO("node " << id);
     const std::string text = MustScrape(e.metrics_port);
-    CHECK(SampleValue(text, "shardkv_change_id") > 0);
+    CHECK(SampleValue(text, "shardkv_change_info{change_id=\"" + change_id + "\"}") == 1);
     CHECK(SampleValue(text, "shardkv_change_planned_copies") > 0);
     CHECK(SampleValue(text, "shardkv_change_planned_bytes") > 0);
     CHECK(SampleValue(text, "shardkv_change_client_errors") == 0);

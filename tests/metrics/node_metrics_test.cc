@@ -92,7 +92,7 @@ TEST_CASE("node metrics: a full scrape is valid for promtool and carries every s
   CHECK(Has(text, "shardkv_rocksdb_write_stops_total 2"));
   CHECK(Has(text, "shardkv_change_state{state=\"streaming\"} 1"));
   CHECK(Has(text, "shardkv_change_state{state=\"done\"} 0"));
-  CHECK(Has(text, "shardkv_change_id 77"));
+  CHECK(Has(text, "shardkv_change_info{change_id=\"77\"} 1"));
   CHECK(Has(text, "shardkv_change_planned_copies 1000"));
   CHECK(Has(text, "shardkv_change_planned_bytes 64000"));
   CHECK(Has(text, "shardkv_change_moved_copies 10"));
@@ -121,9 +121,34 @@ TEST_CASE("node metrics: an empty snapshot (unformed node, closed store) is stil
   INFO(check.output);
   CHECK(check.exit_code == 0);
   CHECK(Has(text, "shardkv_ready 0"));
-  CHECK(Has(text, "shardkv_change_id 0"));
+  CHECK(text.find("shardkv_change_info{") == std::string::npos);  // no change, no sample
   CHECK(Has(text, "shardkv_change_state{state=\"planned\"} 0"));
   CHECK(text.find("shardkv_change_planned_copies") == std::string::npos);
+}
+
+TEST_CASE("node metrics: a 64-bit change id round-trips exactly through the exposition") {
+  // Change ids are random 64-bit numbers (odd); a double holds 53 bits, so as a sample value
+  // 2^53 + 1 and 2^64 - 1 would come back as other numbers.
+  for (const uint64_t id : {(uint64_t{1} << 53) + 1, UINT64_MAX, uint64_t{0x8000000000000001}}) {
+    NodeMetricsSnapshot s = FullSnapshot();
+    s.change->change_id = id;
+    Status status;
+    const std::string text = RenderNodeMetrics(s, &status);
+    REQUIRE(status.ok());
+    const auto check = testing::PromtoolCheckMetrics(text);
+    INFO(check.output);
+    CHECK(check.exit_code == 0);
+    CHECK(check.output.empty());
+    const std::string prefix = "\nshardkv_change_info{change_id=\"";
+    const size_t at = text.find(prefix);
+    REQUIRE(at != std::string::npos);
+    const size_t begin = at + prefix.size();
+    const std::string label = text.substr(begin, text.find('"', begin) - begin);
+    INFO(label);
+    CHECK(std::stoull(label) == id);
+    // What a gauge would have lost: the id and its neighbour are the same double.
+    CHECK(static_cast<double>(id) == static_cast<double>(id - 1));
+  }
 }
 
 TEST_CASE("node metrics: result labels are snake_case code names") {

@@ -88,6 +88,65 @@ TEST_CASE("redis: refusals say why", "[redis]") {
   CHECK(f.handler.calls == 0);
 }
 
+TEST_CASE("redis: nothing sent after a refused MULTI runs, and EXEC fails with EXECABORT",
+          "[redis]") {
+  Fixture f;
+  const std::string execabort = "-EXECABORT Transaction discarded because of previous errors.\r\n";
+  // What redis-py's pipeline() sends, in one batch: MULTI, the commands, EXEC.
+  const std::string out = f.Run({{"MULTI"},
+                                 {"SET", "a", "1"},
+                                 {"SET", "b", "2"},
+                                 {"DEL", "k"},
+                                 {"GET", "a"},
+                                 {"INCR", "n"},
+                                 {"NOSUCH"},
+                                 {"EXEC"},
+                                 {"GET", "a"}});
+  INFO(out);
+  const std::string multi =
+      "-ERR MULTI is refused by shardkv: it has no multi-key transactions (the commands up to "
+      "EXEC or DISCARD are not run)\r\n";
+  const std::string not_run =
+      "-EXECABORT MULTI was refused (shardkv has no multi-key transactions): this command is not "
+      "run, nor any other until EXEC or DISCARD\r\n";
+  std::string expected = multi;
+  for (int i = 0; i < 6; ++i) expected += not_run;
+  expected += execabort + "$-1\r\n";  // after EXEC, commands run again
+  CHECK(out == expected);
+  CHECK(f.handler.data.empty());
+  CHECK(f.handler.multi_puts == 0);
+  CHECK(f.handler.calls == 1);  // only the last GET
+
+  // The same sent one command at a time (redis-cli): the state lasts across batches.
+  f.handler.data["k"] = "v";
+  CHECK(f.One({"MULTI"}) == multi);
+  CHECK(f.One({"SET", "a", "1"}) == not_run);
+  CHECK(f.One({"DEL", "k"}) == not_run);
+  CHECK(f.One({"MULTI"}) == "-ERR MULTI calls can not be nested\r\n");
+  CHECK(f.One({"WATCH", "k"}) == "-ERR WATCH inside MULTI is not allowed\r\n");
+  CHECK(f.One({"EXEC", "x"}) == "-ERR wrong number of arguments for 'exec' command\r\n");
+  CHECK(f.One({"AUTH", "x"}) == not_run);
+  CHECK(f.One({"DISCARD"}) == "+OK\r\n");  // DISCARD ends it too
+  CHECK(f.handler.data.count("a") == 0);
+  CHECK(f.handler.data.at("k") == "v");
+  CHECK(f.One({"SET", "a", "1"}) == "+OK\r\n");
+  // Outside a transaction EXEC and DISCARD are refused as before.
+  CHECK(f.One({"EXEC"}).rfind("-ERR EXEC is refused by shardkv", 0) == 0);
+  CHECK(f.One({"DISCARD"}).rfind("-ERR DISCARD is refused by shardkv", 0) == 0);
+  // RESET ends the state, as it ends a transaction in redis-server; QUIT still closes.
+  CHECK(f.One({"MULTI"}) == multi);
+  CHECK(f.One({"RESET"}) == "+RESET\r\n");
+  CHECK(f.One({"SET", "c", "3"}) == "+OK\r\n");
+  // A malformed MULTI is an arity error, as redis-server answers it, and starts nothing.
+  CHECK(f.One({"MULTI", "x"}) == "-ERR wrong number of arguments for 'multi' command\r\n");
+  CHECK(f.One({"SET", "f", "6"}) == "+OK\r\n");
+  bool closed = false;
+  CHECK(f.Run({{"MULTI"}, {"SET", "d", "4"}, {"QUIT"}, {"SET", "e", "5"}}, &closed) ==
+        multi + not_run + "+OK\r\n");
+  CHECK(closed);
+  CHECK(f.handler.data.count("d") == 0);
+}
+
 TEST_CASE("redis: FUNCTION FLUSH has nothing to flush, as redis-server answers it", "[redis]") {
   Fixture f;
   CHECK(f.One({"FUNCTION", "FLUSH"}) == "+OK\r\n");

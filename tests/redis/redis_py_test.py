@@ -177,10 +177,25 @@ def test_plain_client(ports):
     check(out[100] == [str(i).encode() for i in range(100)], "MGET inside the pipeline")
     check(isinstance(out[101], redis.ResponseError), "an error reply in place in the pipeline")
     check(out[102] == b"99", "the command after the error in the pipeline")
-    # MULTI/EXEC: refused, since shardkv has no multi-key transactions.
-    check_raises(redis.ResponseError, "refused", lambda: r3.pipeline(transaction=True).set("x", 1)
-                 .execute(), "a MULTI/EXEC pipeline is refused")
+    # MULTI/EXEC: refused, since shardkv has no multi-key transactions, and none of it applied:
+    # a client that sees its transaction fail finds nothing of it (the default pipeline() is a
+    # transaction: MULTI, the commands, EXEC in one write).
+    r1.set("py:tx:kept", "before")
+
+    def transaction():
+        p = r3.pipeline()
+        p.set("py:tx:a", 1).set("py:tx:b", 2).mset({"py:tx:c": 3}).delete("py:tx:kept")
+        p.set("py:tx:d", 4, ex=100).execute()
+
+    check_raises(redis.ResponseError, "MULTI is refused", transaction,
+                 "a MULTI/EXEC pipeline raises MULTI's refusal")
+    tx_keys = ["py:tx:a", "py:tx:b", "py:tx:c", "py:tx:d"]
+    check(r1.exists(*tx_keys) == 0 and r3.exists(*tx_keys) == 0,
+          "none of the refused transaction's keys exists afterwards")
+    check(r2.get("py:tx:kept") == b"before", "its DEL did not run either")
     check(r3.ping() is True, "the connection serves after the refused transaction")
+    check(r3.set("py:tx:a", 1) is True and r1.get("py:tx:a") == b"1",
+          "a plain SET on that connection runs again")
 
     # The emulated cluster commands, as cluster clients read them.
     check(r1.execute_command("CLUSTER", "KEYSLOT", "foo") == 12182, "CLUSTER KEYSLOT foo")

@@ -87,6 +87,20 @@ std::string OneBatch(const LocalCluster& c, const std::string& cursor,
   return m[1];
 }
 
+// DBSIZE on `port`, polled until it is `want` or 30 s pass (replicas converge, and the listener
+// caches the members' stats for a second); the last answer.
+long AwaitDbsize(const std::string& port, long want) {
+  long size = -1;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  do {
+    ProcessResult r = RunProcess({kRedisCli, "-p", port, "DBSIZE"}, kLimit);
+    size = r.exit_code == 0 && !r.out.empty() ? std::stol(r.out) : -1;
+    if (size == want) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));  // polling, bounded
+  } while (std::chrono::steady_clock::now() < deadline);
+  return size;
+}
+
 }  // namespace
 
 TEST_CASE("scan: shardkv scan and redis-cli --scan through a scale-out and a restart",
@@ -157,9 +171,14 @@ TEST_CASE("scan: shardkv scan and redis-cli --scan through a scale-out and a res
   CHECK(two.size() == 1111);
   ProcessResult random = RunProcess({kRedisCli, "-p", ports[1], "RANDOMKEY"}, kLimit);
   CHECK(random.out.rfind("key:", 0) == 0);
+  // DBSIZE counts live keys: after the scale-out (the old owners dropped the ranges they gave
+  // away) and the restart (node 2 recounted its records), every key once; 0 after the wipe,
+  // though the tombstones are still stored.
+  CHECK(AwaitDbsize(ports[1], kKeys) == kKeys);
   ProcessResult flush = RunProcess({kRedisCli, "-p", ports[2], "FLUSHALL"}, kLimit);
   INFO(flush.Text());
   CHECK(flush.out == "OK\n");
+  CHECK(AwaitDbsize(ports[3], 0) == 0);
   CHECK(RedisCliScan(ports[0]).empty());
   CHECK(RunProcess({kRedisCli, "-p", ports[0], "RANDOMKEY"}, kLimit).out == "\n");
   CHECK(c.Run({"scan"}).out.empty());

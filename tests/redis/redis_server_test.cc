@@ -2,66 +2,20 @@
 // that connection closes; replies before the bad bytes are still written; Stop() closes.
 #include "redis/redis_server.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <string>
+#include <vector>
 
 #include "redis/fake_backend.h"
+#include "redis/raw_resp_client.h"
 
 using namespace shardkv;
 using namespace shardkv::redis;
+using shardkv::redis::testing::RawClient;
+using shardkv::redis::testing::Resp;
 
 namespace {
-
-class RawClient {
- public:
-  explicit RawClient(uint16_t port) {
-    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(port);
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    REQUIRE(::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-  }
-  ~RawClient() { ::close(fd_); }
-  void Send(const std::string& bytes) {
-    REQUIRE(::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL) ==
-            static_cast<ssize_t>(bytes.size()));
-  }
-  // Reads until `want` bytes arrived, EOF, or 5 s passed.
-  std::string Read(size_t want) {
-    std::string out;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-    while (out.size() < want && std::chrono::steady_clock::now() < deadline) {
-      pollfd p{fd_, POLLIN, 0};
-      if (::poll(&p, 1, 100) <= 0) continue;
-      char buf[4096];
-      const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
-      if (n <= 0) {
-        eof_ = true;
-        break;
-      }
-      out.append(buf, static_cast<size_t>(n));
-    }
-    return out;
-  }
-  // True once the server closed the connection (within 5 s).
-  bool Closed() {
-    if (eof_) return true;
-    Read(SIZE_MAX);
-    return eof_;
-  }
-
- private:
-  int fd_ = -1;
-  bool eof_ = false;
-};
 
 struct Server {
   explicit Server(std::string secret = "") {
@@ -123,4 +77,27 @@ TEST_CASE("redis server: Stop closes open connections", "[redis]") {
   CHECK(c.Read(7) == "+PONG\r\n");
   s.server->Stop();
   CHECK(c.Closed());
+}
+
+TEST_CASE("redis server: a refused MULTI/EXEC over the wire applies none of its commands",
+          "[redis]") {
+  Server s;
+  RawClient c(s.server->bound_port());
+  // A transaction as a pipelining client writes it: one write, read afterwards.
+  c.Send(Resp({"MULTI"}) + Resp({"SET", "tx:a", "1"}) + Resp({"SET", "tx:b", "2"}) +
+         Resp({"DEL", "tx:c"}) + Resp({"EXEC"}));
+  const std::string multi =
+      "-ERR MULTI is refused by shardkv: it has no multi-key transactions (the commands up to "
+      "EXEC or DISCARD are not run)\r\n";
+  const std::string not_run =
+      "-EXECABORT MULTI was refused (shardkv has no multi-key transactions): this command is not "
+      "run, nor any other until EXEC or DISCARD\r\n";
+  const std::string expected = multi + not_run + not_run + not_run +
+                               "-EXECABORT Transaction discarded because of previous errors.\r\n";
+  CHECK(c.Read(expected.size()) == expected);
+  // None of it ran; the connection serves as usual afterwards.
+  c.Send(Resp({"MGET", "tx:a", "tx:b"}) + Resp({"PING"}));
+  const std::string after = "*2\r\n$-1\r\n$-1\r\n+PONG\r\n";
+  CHECK(c.Read(after.size()) == after);
+  CHECK(s.handler.data.empty());
 }

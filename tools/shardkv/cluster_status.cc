@@ -39,6 +39,7 @@ struct NodeRow {
   std::optional<pid_t> pid;
   bool alive = false;
   std::optional<int64_t> keys;
+  bool keys_estimate = true;  // keys is RocksDB's estimate, or a count still running
   std::optional<double> share_pct;
   // As the node itself reports (null while it does not answer).
   std::optional<std::string> advertised;  // stats info `address`
@@ -63,6 +64,7 @@ struct Probe {
   bool unformed = false;
   std::optional<ClusterMap> map;
   std::optional<int64_t> keys;
+  bool keys_estimate = true;
   std::optional<int64_t> node_id;
   bool disk_full = false;
   // While its storage fails with I/O errors: the error, as it reports it.
@@ -114,8 +116,16 @@ Probe ProbeNode(NodeProber* prober, const std::string& address) {
     }
     p.repair = ReadRepairReport(*np.stats);
     const auto& counters = np.stats->counters;
-    if (auto it = counters.find(std::string(stats::keys_approx)); it != counters.end())
+    // The node's counted live keys; RocksDB's estimate (tombstones and expired records
+    // included) only from a node of an older release.
+    if (auto it = counters.find(std::string(stats::live_keys)); it != counters.end()) {
       p.keys = it->second;
+      auto counted = counters.find(std::string(stats::live_keys_counted));
+      p.keys_estimate = counted == counters.end() || counted->second == 0;
+    } else if (auto approx = counters.find(std::string(stats::keys_approx));
+               approx != counters.end()) {
+      p.keys = approx->second;
+    }
     if (auto it = counters.find(std::string(stats::node_id)); it != counters.end())
       p.node_id = it->second;
     if (auto it = counters.find(std::string(stats::clock_skewed)); it != counters.end())
@@ -206,7 +216,7 @@ std::map<uint32_t, double> CopyShares(const ClusterMap& map) {
   return shares;
 }
 
-// "~850", "~72k", "~12.3k", "~1.2M": KEYS is RocksDB's estimate, and says so.
+// "~850", "~72k", "~12.3k", "~1.2M": a KEYS figure that is an estimate says so.
 std::string ApproxCount(int64_t n) {
   char buf[32];
   if (n < 1000) {
@@ -355,7 +365,7 @@ void PrintJson(const std::optional<ClusterMap>& map, const std::string& map_from
     null_or("pid", static_cast<int64_t>(r.pid.value_or(0)), r.pid.has_value());
     w.Field("alive", r.alive);
     null_or("keys", r.keys.value_or(0), r.keys.has_value());
-    w.Field("keys_estimate", true);
+    w.Field("keys_estimate", r.keys_estimate);
     w.Field("disk_full", r.disk_full);
     null_or("share_pct", r.share_pct.value_or(0), r.share_pct.has_value());
     null_or("primary_share_pct", r.primary_pct.value_or(0), r.primary_pct.has_value());
@@ -402,7 +412,8 @@ void PrintTable(const std::string& dir, const std::optional<ClusterMap>& map, ui
   for (const NodeRow& r : rows) {
     std::string pid = "-";
     if (r.pid) pid = std::to_string(*r.pid) + (r.alive ? "" : " (dead)");
-    const std::string keys = r.keys ? ApproxCount(*r.keys) : "-";
+    std::string keys = "-";
+    if (r.keys) keys = r.keys_estimate ? ApproxCount(*r.keys) : std::to_string(*r.keys);
     char share[16] = "-";
     if (r.share_pct) std::snprintf(share, sizeof(share), "%.1f%%", *r.share_pct);
     std::printf("%4u  %-21s  %-12s  %-7s  %-13s  %7s  %6s  %5s  %7s\n", r.id,
@@ -411,7 +422,9 @@ void PrintTable(const std::string& dir, const std::optional<ClusterMap>& map, ui
                 PortOnHost(r.up ? r.redis : std::nullopt, r.address).c_str(),
                 PortOnHost(r.up ? r.metrics : std::nullopt, r.address).c_str());
   }
-  std::printf("\nKEYS: estimated copies stored; SHARE: share of all copies under the map\n");
+  std::printf(
+      "\nKEYS: live keys (a copy per replica; ~: estimate); SHARE: share of all copies "
+      "under the map\n");
   std::printf(
       "REDIS, METRICS: ports of its Redis and metrics listeners on its host (--json: "
       "addresses)\n");
@@ -553,6 +566,7 @@ int PrintClusterStatus(const GlobalOptions& g, const std::string& dir, NodeProbe
         r.up = false;  // its answers are not this node's
       } else {
         r.keys = p.keys;
+        r.keys_estimate = p.keys_estimate;
         if (r.disk_full) {
           r.state = "disk-full";
           r.problem = "its writes fail: no space left on its disk";

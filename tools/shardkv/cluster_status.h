@@ -42,7 +42,9 @@ inline constexpr const char* kStatusHelp = R"(STATE of a node:
              join' it)
   not-member  a node directory in DIR that the cluster map does not name: an interrupted
              'cluster add-node' left it; 'shardkv cluster forget-node ID' removes it
-KEYS is RocksDB's estimate of the copies the node stores (shown as ~12.3k), not an exact count.
+KEYS is the live keys the node stores (each replica counts its copy; deleted and expired keys
+do not count), counted as writes apply; shown as ~12.3k while the node is still counting what it
+held at start, or when it is a node of an older release (RocksDB's estimate).
 SHARE is the node's share of all copies (each key counted once per replica), as in the plans of
 add-node/remove-node.
 
@@ -62,8 +64,8 @@ add-node/remove-node.
     map_state      "up"|"joining"|"leaving"|"down" in the map; null if not in it
     pid            from DIR/node-ID/pid; null if none
     alive          that pid is a live shardkv-node of this node
-    keys           estimated copies stored (null if down or mismatch)
-    keys_estimate  true: keys is an estimate
+    keys           live keys stored, a copy per replica (null if down or mismatch)
+    keys_estimate  true: keys is not yet (or, from an older node, not) an exact count
     disk_full      true while the node's writes fail for lack of space
     share_pct      % of all copies it holds under the map; null if not in the map
     primary_share_pct  % of the token space it owns as primary

@@ -1,0 +1,130 @@
+// The Redis listener of a real in-process node: DBSIZE and INFO keyspace count live keys (0 right
+// after FLUSHALL and once every key has expired, the same after a restart), and the listener's
+// connections are their own metric, apart from the shardkv protocol's.
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "metrics/http_get.h"
+#include "redis/raw_resp_client.h"
+#include "shardkv/node.h"
+#include "testing/standalone_node.h"
+#include "testing/temp_dir.h"
+
+using namespace shardkv;
+using shardkv::redis::testing::RawClient;
+using shardkv::redis::testing::Resp;
+using shardkv::testing::HttpGet;
+using shardkv::testing::SampleValue;
+using shardkv::testing::TempDir;
+
+namespace {
+
+NodeOptions RedisNodeOptions(const TempDir& dir) {
+  NodeOptions o;
+  o.data_dir = dir.Sub("node");
+  o.redis_listen = "127.0.0.1:0";
+  o.redis_allow_flush = true;
+  o.metrics_listen = "127.0.0.1:0";
+  return o;
+}
+
+uint16_t RedisPort(const TempDir& dir) {
+  std::ifstream in(dir.Sub("node/redis_port"));
+  int port = 0;
+  in >> port;
+  REQUIRE(port > 0);
+  return static_cast<uint16_t>(port);
+}
+
+// Polls `get` every 20 ms until it returns `want` or 10 s pass; returns the last value. DBSIZE and
+// INFO answer from a view of the members' stats cached for a second.
+template <typename T>
+T Await(const std::function<T()>& get, const T& want) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  T value = get();
+  while (value != want && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // polling, bounded
+    value = get();
+  }
+  return value;
+}
+
+std::string Keyspace(RawClient& c) {
+  const std::string info = c.Call({"INFO", "keyspace"});
+  const size_t at = info.find("db0:");
+  return at == std::string::npos ? "" : info.substr(at, info.find("\r\n", at) - at);
+}
+
+}  // namespace
+
+TEST_CASE("redis node: DBSIZE counts live keys: 0 after FLUSHALL, after expiry, after restart",
+          "[redis]") {
+  TempDir dir;
+  auto node = shardkv::testing::MustStartFormed(RedisNodeOptions(dir));
+  auto c = std::make_unique<RawClient>(RedisPort(dir));
+  auto dbsize = [&] { return c->Call({"DBSIZE"}); };
+
+  std::string pipeline;
+  for (int i = 0; i < 500; ++i) pipeline += Resp({"SET", "k" + std::to_string(i), "v"});
+  for (int i = 0; i < 100; ++i) pipeline += Resp({"DEL", "k" + std::to_string(i)});
+  c->Send(pipeline);
+  for (int i = 0; i < 600; ++i) REQUIRE(!c->ReadReply().empty());
+  CHECK(Await<std::string>(dbsize, ":400\r\n") == ":400\r\n");
+  CHECK(Await<std::string>([&] { return Keyspace(*c); }, "db0:keys=400,expires=0,avg_ttl=0") ==
+        "db0:keys=400,expires=0,avg_ttl=0");
+
+  // FLUSHALL writes a tombstone per key: none of them counts.
+  CHECK(c->Call({"FLUSHALL"}) == "+OK\r\n");
+  CHECK(Await<std::string>(dbsize, ":0\r\n") == ":0\r\n");
+  CHECK(Keyspace(*c).empty());  // redis-server lists no db0 line for an empty database
+
+  // Keys with a TTL: counted, in expires=, and gone once it passes (within a second).
+  pipeline.clear();
+  for (int i = 0; i < 50; ++i)
+    pipeline += Resp({"SET", "t" + std::to_string(i), "v", "PX", "1500"});
+  for (int i = 0; i < 10; ++i) pipeline += Resp({"SET", "p" + std::to_string(i), "v"});
+  c->Send(pipeline);
+  for (int i = 0; i < 60; ++i) REQUIRE(c->ReadReply() == "+OK\r\n");
+  CHECK(Await<std::string>([&] { return Keyspace(*c); }, "db0:keys=60,expires=50,avg_ttl=0") ==
+        "db0:keys=60,expires=50,avg_ttl=0");
+  CHECK(Await<std::string>(dbsize, ":10\r\n") == ":10\r\n");
+  CHECK(Keyspace(*c) == "db0:keys=10,expires=0,avg_ttl=0");
+
+  // A restart recounts from the records.
+  c.reset();
+  node->Stop();
+  node.reset();
+  node = shardkv::testing::MustStart(RedisNodeOptions(dir));
+  c = std::make_unique<RawClient>(RedisPort(dir));
+  CHECK(Await<std::string>(dbsize, ":10\r\n") == ":10\r\n");
+}
+
+TEST_CASE("redis node: the listener's connections are their own metric", "[redis]") {
+  TempDir dir;
+  auto node = shardkv::testing::MustStartFormed(RedisNodeOptions(dir));
+  const uint16_t metrics = node->metrics_port();
+  auto sample = [&](const std::string& series) {
+    return [metrics, series] { return SampleValue(HttpGet(metrics, "/metrics").body, series); };
+  };
+  const double native = sample("shardkv_connections")();
+  CHECK(sample("shardkv_redis_connections")() == 0);
+
+  constexpr int kClients = 40;
+  std::vector<std::unique_ptr<RawClient>> clients;
+  for (int i = 0; i < kClients; ++i) {
+    clients.push_back(std::make_unique<RawClient>(RedisPort(dir)));
+    REQUIRE(clients.back()->Call({"PING"}) == "+PONG\r\n");  // accepted and served
+  }
+  CHECK(Await<double>(sample("shardkv_redis_connections"), kClients) == kClients);
+  CHECK(sample("shardkv_redis_connections_accepted_total")() == kClients);
+  CHECK(sample("shardkv_redis_connections_rejected_total")() == 0);
+  CHECK(sample("shardkv_connections")() == native);  // the shardkv protocol's own, unchanged
+  clients.clear();
+  CHECK(Await<double>(sample("shardkv_redis_connections"), 0) == 0);
+}
