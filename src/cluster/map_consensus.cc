@@ -324,6 +324,12 @@ Status MapConsensus::Restore(std::string_view snapshot) {
   return Status::OK();
 }
 
+void MapConsensus::Reset() {
+  // The installer keeps what it has queued: it skips maps older than the store's anyway.
+  common::MutexLock lock(&mu_);
+  applied_.reset();
+}
+
 void MapConsensus::Send(uint64_t to, const std::string& address, std::string message) {
   // The map's address, not the configuration's: a node may have moved since it was added.
   auto map = maps_->Current();

@@ -102,6 +102,7 @@ class MapConsensus final : public consensus::StateMachine, public consensus::Raf
   void Apply(uint64_t index, std::string_view command) override;
   std::string Snapshot() override;
   [[nodiscard]] Status Restore(std::string_view snapshot) override;
+  void Reset() override;
   // consensus::RaftTransport (on the Raft loop)
   void Send(uint64_t to, const std::string& address, std::string message) override;
 
