@@ -126,7 +126,7 @@ class RaftReplica {
   // and then assigns `role` (a voter is promoted once it has caught up).
   //
   // Each change has a deadline (change_deadline). A promotion whose server does not catch up
-  // within catch_up_timeout is aborted (Aborted "gave up ...": nothing took effect). A change
+  // within catch_up_timeout is aborted (Unavailable "gave up ...": nothing took effect). A change
   // still pending at its deadline is given up: `done` gets Timeout "gave up ..." (its outcome is
   // unknown: an appended configuration may still commit, and blocks the next change until it
   // does or a new leader drops it), and the log says so. FailedPrecondition "a configuration

@@ -159,10 +159,10 @@ Status RaftReplica::Impl::Outcome(int status, const ChangeRequest& c) const {
   if (status == 0) return Status::OK();
   if (status == RAFT_NOCONNECTION && c.promoting) {
     // libraft aborts a promotion whose server did not catch up within a round's bound.
-    return Status::Aborted("gave up " + c.what + ": server " + std::to_string(c.id) +
-                           " did not catch up with the log within " +
-                           std::to_string(options.catch_up_timeout.count()) +
-                           " ms; nothing changed");
+    return Status::Unavailable("gave up " + c.what + ": server " + std::to_string(c.id) +
+                               " did not catch up with the log within " +
+                               std::to_string(options.catch_up_timeout.count()) +
+                               " ms; nothing changed");
   }
   return FromRaft(status, nullptr, c.what);
 }
