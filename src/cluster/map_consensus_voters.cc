@@ -112,7 +112,9 @@ void MapConsensus::StepDone(uint64_t gen, const Step& step, const Status& s) {
                        (promotion && s.code() == Status::Code::kUnavailable && leader_);
   if (!gave_up) {
     if (s.ToString() != last_reconcile_error_) {
-      spdlog::warn("consensus: {}: {}", step.step.what, s.ToString());
+      // (The replica's errors mostly name the step already.)
+      const bool named = s.message().find(step.step.what) != std::string::npos;
+      spdlog::warn("consensus: {}{}", named ? "" : step.step.what + ": ", s.ToString());
       last_reconcile_error_ = s.ToString();
     }
     return;
