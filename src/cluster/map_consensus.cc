@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <functional>
 
 #include "consensus/raft_log_store.h"
 
@@ -24,17 +23,6 @@ uint64_t SenderOf(std::string_view message) {
   uint64_t id = 0;
   for (int i = 7; i >= 0; --i) id = (id << 8) | static_cast<uint8_t>(message[2 + i]);
   return id;
-}
-
-std::string RoleName(consensus::RaftRole role) {
-  switch (role) {
-    case consensus::RaftRole::kVoter:
-      return "voter";
-    case consensus::RaftRole::kStandby:
-      return "standby";
-    default:
-      return "spare";
-  }
 }
 
 }  // namespace
@@ -108,6 +96,8 @@ Status MapConsensus::StartReplica(const ClusterMap* bootstrap_from) {
   ro.address = self != nullptr ? self->address : "";
   ro.heartbeat_timeout = options_.heartbeat;
   ro.election_timeout = options_.election;
+  ro.change_deadline = options_.change_deadline;
+  ro.catch_up_timeout = options_.catch_up_timeout;
   auto replica = std::make_shared<consensus::RaftReplica>(ro, storage_, this, this);
   if (bootstrap_from != nullptr) {
     SHARDKV_RETURN_IF_ERROR(
@@ -324,6 +314,12 @@ Status MapConsensus::Restore(std::string_view snapshot) {
   return Status::OK();
 }
 
+void MapConsensus::Reset() {
+  // The installer keeps what it has queued: it skips maps older than the store's anyway.
+  common::MutexLock lock(&mu_);
+  applied_.reset();
+}
+
 void MapConsensus::Send(uint64_t to, const std::string& address, std::string message) {
   // The map's address, not the configuration's: a node may have moved since it was added.
   auto map = maps_->Current();
@@ -403,6 +399,10 @@ void MapConsensus::LeaderLoop() {
       }
       applied = applied_;
       fenced_ = !ComputeFence().ok();
+      store_error_ = st.recovering ? st.last_error : std::string();
+      store_errors_ = st.disk_errors;
+      recoveries_ = st.recoveries;
+      if (!leads) waiting_.clear();  // only the leader changes the configuration
     }
     if (!leads) continue;
     if (!applied) {
@@ -415,56 +415,6 @@ void MapConsensus::LeaderLoop() {
       continue;
     }
     Reconcile(st, *applied);
-  }
-}
-
-void MapConsensus::Reconcile(const consensus::RaftStatus& st, const ClusterMap& applied) {
-  const auto want = DesiredConfiguration(applied, options_.max_voters);
-  auto r = Replica();
-  if (!r) return;
-  const auto timeout = std::chrono::milliseconds(3000);
-  auto find = [](const std::vector<consensus::RaftServer>& v, uint64_t id) {
-    return std::find_if(v.begin(), v.end(), [id](const auto& x) { return x.id == id; });
-  };
-  // One change per tick (libraft's rule): removals, then additions, then role changes. A leader
-  // that would leave the configuration or lose its vote hands leadership on first.
-  std::string what;
-  std::function<Status()> step;
-  for (const auto& have : st.configuration) {
-    if (step || find(want, have.id) != want.end()) continue;
-    if (have.id == options_.self_id) {
-      what = "handing leadership on before leaving";
-      step = [&] { return r->TransferLeadershipSync(0, timeout); };
-    } else {
-      what = "removing server " + std::to_string(have.id);
-      step = [&, id = have.id] { return r->RemoveServerSync(id, timeout); };
-    }
-  }
-  for (const auto& w : want) {
-    if (step || find(st.configuration, w.id) != st.configuration.end()) continue;
-    what = "adding server " + std::to_string(w.id) + " as " + RoleName(w.role);
-    step = [&, w] { return r->AddServerSync(w, timeout); };
-  }
-  for (const auto& w : want) {
-    auto have = find(st.configuration, w.id);
-    if (step || have == st.configuration.end() || have->role == w.role) continue;
-    if (w.id == options_.self_id && w.role != consensus::RaftRole::kVoter) {
-      what = "handing leadership on before losing its vote";
-      step = [&] { return r->TransferLeadershipSync(0, timeout); };
-    } else {
-      what = "making server " + std::to_string(w.id) + " a " + RoleName(w.role);
-      step = [&, w] { return r->AssignRoleSync(w.id, w.role, timeout); };
-    }
-  }
-  if (!step) return;
-  Status s = step();
-  common::MutexLock lock(&mu_);
-  if (s.ok()) {
-    spdlog::info("consensus: {}", what);
-    last_reconcile_error_.clear();
-  } else if (s.ToString() != last_reconcile_error_) {
-    spdlog::warn("consensus: {}: {}", what, s.ToString());
-    last_reconcile_error_ = s.ToString();
   }
 }
 

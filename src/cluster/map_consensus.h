@@ -5,8 +5,14 @@
 // newer than the MapStore's (never on the Raft loop: installs run the reconciler's hooks).
 //
 // The leader also keeps the Raft configuration in line with the applied map, one change at a
-// time: the up to five lowest ids of `up` nodes vote, every other member is a standby, departed
-// nodes are removed; a leader that would lose its vote first hands leadership on.
+// time, whenever they differ (every tick, so a change that could not be made is tried again): the
+// up to five lowest ids of `up` nodes vote, every other member is a standby, departed nodes are
+// removed; a leader that would lose its vote first hands leadership on. The steps and their
+// preconditions are NextConfigurationStep's (voter_reconciler.h). A change runs in the
+// background with a deadline (change_deadline); one that is given up (its server did not catch
+// up, or it was not done by then) is logged and reported (Report), its server backs off for
+// `backoff` while the other changes go ahead, and a leader whose given-up change left an
+// uncommitted configuration hands leadership on, since only another leader can drop it.
 //
 // Lease fence: a node that has not heard from a Raft leader for `lease` does not coordinate
 // client operations (Fence()), unless the other voters could not form a majority without it.
@@ -26,6 +32,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -47,6 +54,23 @@ struct MapConsensusOptions {
   std::chrono::milliseconds lease{2500};
   std::chrono::milliseconds tick{100};
   size_t max_voters = 5;
+  // A configuration change not done by then is given up; a server being made a voter that does
+  // not catch up within catch_up_timeout too. After a change given up, its server's changes wait
+  // `backoff`.
+  std::chrono::milliseconds change_deadline{10000};
+  std::chrono::milliseconds catch_up_timeout{5000};
+  std::chrono::milliseconds backoff{20000};
+};
+
+// What this node's consensus says of itself, for its stats (design.md "Consensus").
+struct ConsensusReport {
+  std::vector<uint32_t> voters;  // of the configuration this node knows
+  std::string pending_change;    // the change under way or why none can be made ("": in line)
+  std::string given_up;          // the last change given up, how long ago and why ("": none)
+  std::string store_error;       // while this node is out of the group after a store error
+  uint64_t store_errors = 0;
+  uint64_t recoveries = 0;
+  uint64_t changes_given_up = 0;
 };
 
 // The Raft configuration a map calls for: the up to `max_voters` lowest ids of `up` nodes vote,
@@ -97,11 +121,14 @@ class MapConsensus final : public consensus::StateMachine, public consensus::Raf
   // OK, or Unavailable "fenced: ..." (see above).
   Status Fence() const;
   consensus::RaftStatus status() const;
+  // As of the leader loop's last tick (never blocks on the Raft loop).
+  ConsensusReport Report() const;
 
   // consensus::StateMachine (on the Raft loop)
   void Apply(uint64_t index, std::string_view command) override;
   std::string Snapshot() override;
   [[nodiscard]] Status Restore(std::string_view snapshot) override;
+  void Reset() override;
   // consensus::RaftTransport (on the Raft loop)
   void Send(uint64_t to, const std::string& address, std::string message) override;
 
@@ -113,6 +140,8 @@ class MapConsensus final : public consensus::StateMachine, public consensus::Raf
   void InstallLoop();
   void LeaderLoop();
   void Reconcile(const consensus::RaftStatus& st, const ClusterMap& applied);
+  struct Step;
+  void StepDone(uint64_t gen, const Step& step, const Status& s);
   Status ComputeFence() const REQUIRES(mu_);
 
   const MapConsensusOptions options_;
@@ -137,6 +166,28 @@ class MapConsensus final : public consensus::StateMachine, public consensus::Raf
   bool leader_ GUARDED_BY(mu_) = false;
   std::vector<uint32_t> voters_ GUARDED_BY(mu_);
   std::string last_reconcile_error_ GUARDED_BY(mu_);
+  // The configuration change under way (Reconcile runs one at a time), why none can be made, the
+  // servers backing off after a change given up, and the last one given up.
+  struct InFlight {
+    uint64_t gen = 0;
+    std::string what;
+    std::chrono::steady_clock::time_point since;
+  };
+  std::optional<InFlight> inflight_ GUARDED_BY(mu_);
+  uint64_t next_gen_ GUARDED_BY(mu_) = 1;
+  std::string waiting_ GUARDED_BY(mu_);
+  std::map<uint64_t, std::chrono::steady_clock::time_point> backoff_ GUARDED_BY(mu_);
+  struct GivenUp {
+    std::string what, why;
+    std::chrono::steady_clock::time_point when;
+  };
+  std::optional<GivenUp> given_up_ GUARDED_BY(mu_);
+  uint64_t changes_given_up_ GUARDED_BY(mu_) = 0;
+  bool hand_on_if_uncommitted_ GUARDED_BY(mu_) = false;
+  // From the leader loop's last status of the replica.
+  std::string store_error_ GUARDED_BY(mu_);
+  uint64_t store_errors_ GUARDED_BY(mu_) = 0;
+  uint64_t recoveries_ GUARDED_BY(mu_) = 0;
   std::atomic<bool> running_{false};
   std::atomic<bool> fenced_{false};  // ComputeFence() at the last tick: the hot path reads this
   std::thread installer_;

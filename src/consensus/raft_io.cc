@@ -71,8 +71,31 @@ int RaftIo::Failed(const Status& s) {
   ++stats_.disk_errors;
   last_error_ = s.ToString();
   std::snprintf(io_.errmsg, sizeof(io_.errmsg), "%s", last_error_.c_str());
-  spdlog::error("shardkv raft: {}", last_error_);
+  if (!failed_) {
+    spdlog::error(
+        "shardkv raft: server {}: {}; it stops taking part in consensus and starts again from "
+        "its stored log once its store takes writes again",
+        id_, last_error_);
+  }
+  failed_ = true;
   return RAFT_IOERR;
+}
+
+// While failed_, a disk request fails at once: nothing more reaches the store, so what it holds
+// stays a state this server could have crashed in.
+int RaftIo::Refused() {
+  std::snprintf(io_.errmsg, sizeof(io_.errmsg), "%s", last_error_.c_str());
+  return RAFT_IOERR;
+}
+
+void RaftIo::Reset() {
+  tick_timer_.cancel();
+  closed_ = false;
+  failed_ = false;
+  tick_cb_ = nullptr;
+  recv_cb_ = nullptr;
+  next_index_ = 1;
+  term_ = 0;
 }
 
 int RaftIo::Init(raft_io* io, raft_id id, const char* address) {
@@ -153,6 +176,7 @@ void RaftIo::ArmTick() {
 
 int RaftIo::Bootstrap(raft_io* io, const raft_configuration* conf) {
   RaftIo* self = Self(io);
+  if (self->failed_) return self->Refused();
   StatusOr<bool> empty = self->store_->Empty();
   if (!empty.ok()) return self->Failed(empty.status());
   if (!*empty) return RAFT_CANTBOOTSTRAP;
@@ -176,6 +200,7 @@ int RaftIo::Recover(raft_io* io, const raft_configuration* conf) {
   // raft_recover: force a configuration after losing a quorum, by appending it to this
   // server's log in its current term (libuv raft does the same).
   RaftIo* self = Self(io);
+  if (self->failed_) return self->Refused();
   StatusOr<StoredState> state = self->store_->Load();
   if (!state.ok()) return self->Failed(state.status());
   raft_buffer buf{};
@@ -193,6 +218,7 @@ int RaftIo::Recover(raft_io* io, const raft_configuration* conf) {
 
 int RaftIo::SetTerm(raft_io* io, raft_term term) {
   RaftIo* self = Self(io);
+  if (self->failed_) return self->Refused();
   Status s = self->store_->SetTerm(term);
   if (!s.ok()) return self->Failed(s);
   self->term_ = term;
@@ -201,6 +227,7 @@ int RaftIo::SetTerm(raft_io* io, raft_term term) {
 
 int RaftIo::SetVote(raft_io* io, raft_id id) {
   RaftIo* self = Self(io);
+  if (self->failed_) return self->Refused();
   Status s = self->store_->SetVote(id);
   if (!s.ok()) return self->Failed(s);
   return 0;
@@ -208,6 +235,11 @@ int RaftIo::SetVote(raft_io* io, raft_id id) {
 
 int RaftIo::Send(raft_io* io, raft_io_send* req, const raft_message* message, raft_io_send_cb cb) {
   RaftIo* self = Self(io);
+  if (self->failed_) {
+    // Silent: its peers must not count on a server that cannot persist what it acknowledges.
+    if (cb != nullptr) asio::post(self->loop_, [req, cb] { cb(req, RAFT_NOCONNECTION); });
+    return 0;
+  }
   std::string bytes;
   Status s = EncodeRaftMessage(*message, self->id_, self->address_, &bytes);
   if (!s.ok()) {
@@ -226,6 +258,11 @@ int RaftIo::Send(raft_io* io, raft_io_send* req, const raft_message* message, ra
 int RaftIo::Append(raft_io* io, raft_io_append* req, const raft_entry entries[], unsigned n,
                    raft_io_append_cb cb) {
   RaftIo* self = Self(io);
+  if (self->failed_) {
+    self->Refused();
+    if (cb != nullptr) asio::post(self->loop_, [req, cb] { cb(req, RAFT_IOERR); });
+    return 0;
+  }
   std::vector<StoredEntry> stored(n);
   for (unsigned i = 0; i < n; ++i) {
     stored[i].term = entries[i].term;
@@ -245,6 +282,7 @@ int RaftIo::Append(raft_io* io, raft_io_append* req, const raft_entry entries[],
 
 int RaftIo::Truncate(raft_io* io, raft_index index) {
   RaftIo* self = Self(io);
+  if (self->failed_) return self->Refused();
   Status s = self->store_->TruncateFrom(index);
   if (!s.ok()) return self->Failed(s);
   self->next_index_ = index;
@@ -254,6 +292,11 @@ int RaftIo::Truncate(raft_io* io, raft_index index) {
 int RaftIo::SnapshotPut(raft_io* io, unsigned trailing, raft_io_snapshot_put* req,
                         const raft_snapshot* snapshot, raft_io_snapshot_put_cb cb) {
   RaftIo* self = Self(io);
+  if (self->failed_) {
+    self->Refused();
+    if (cb != nullptr) asio::post(self->loop_, [req, cb] { cb(req, RAFT_IOERR); });
+    return 0;
+  }
   StoredSnapshot s;
   s.index = snapshot->index;
   s.term = snapshot->term;
@@ -327,7 +370,7 @@ void RaftIo::Receive(std::string_view bytes) {
     return;
   }
   const char* interned = Intern(address);
-  if (closed_ || recv_cb_ == nullptr || interned == nullptr) {
+  if (closed_ || failed_ || recv_cb_ == nullptr || interned == nullptr) {
     ReleaseRaftMessage(&message);
     return;
   }

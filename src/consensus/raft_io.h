@@ -7,6 +7,14 @@
 // than called from inside the request, because libraft does not expect re-entrant callbacks;
 // the loop runs them in order, so the close callback comes after every completion before it.
 //
+// A store write that fails (a full disk) fails this RaftIo as a whole until Reset(): every later
+// disk request fails without touching the store, and messages are neither sent nor received.
+// libraft does not recover from a failed write by itself (a follower keeps the entries it could
+// not persist in memory and never reports them stored; a failed term or vote write makes it
+// unavailable), and later appends would land at the wrong indexes. So the server goes silent, and
+// its owner (RaftReplica) closes libraft and starts it again from what the store holds once the
+// store takes writes again: the same as a restart of the process, which Raft is built for.
+//
 // Internal to src/consensus (it includes Asio).
 #pragma once
 
@@ -53,6 +61,10 @@ class RaftIo {
   const RaftIoStats& stats() const { return stats_; }
   // The last store error, for the replica's status.
   const std::string& last_error() const { return last_error_; }
+  // A store write failed since the last Reset(): the server no longer takes part (see above).
+  bool failed() const { return failed_; }
+  // After libraft closed: ready for another raft_init (the store is loaded again then).
+  void Reset();
 
  private:
   static RaftIo* Self(raft_io* io) { return static_cast<RaftIo*>(io->impl); }
@@ -76,6 +88,7 @@ class RaftIo {
   static int Random(raft_io* io, int min, int max);
 
   int Failed(const Status& s);
+  int Refused();
   void ArmTick();
   // Interned sender addresses: libraft may keep the pointer of a message's address.
   const char* Intern(std::string_view address);
@@ -93,6 +106,7 @@ class RaftIo {
   raft_io_tick_cb tick_cb_ = nullptr;
   raft_io_recv_cb recv_cb_ = nullptr;
   bool closed_ = false;
+  bool failed_ = false;
   uint64_t next_index_ = 1;  // index of the next appended entry
   uint64_t term_ = 0;
   std::deque<std::string> addresses_;

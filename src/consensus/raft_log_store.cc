@@ -12,6 +12,7 @@ constexpr std::string_view kTermKey = "raft/term";
 constexpr std::string_view kVoteKey = "raft/vote";
 constexpr std::string_view kSnapshotKey = "raft/snapshot";
 constexpr std::string_view kLogPrefix = "raft/log/";
+constexpr std::string_view kProbeKey = "raft/probe";
 constexpr size_t kScanBatch = 256;
 
 std::string LogKey(uint64_t index) {
@@ -34,13 +35,25 @@ StatusOr<uint64_t> GetNumber(storage::Storage* s, std::string_view key) {
   return n;
 }
 
-Status PutNumber(storage::Storage* s, std::string_view key, uint64_t n) {
+std::string Number(uint64_t n) {
   std::string v;
   PutU64(&v, n);
-  return s->PutAux(AuxColumn::kMeta, key, v);
+  return v;
 }
 
 }  // namespace
+
+Status RaftLogStore::Put(std::string_view key, std::string_view value, bool sync) {
+  SHARDKV_RETURN_IF_ERROR(Fault());
+  return storage_->PutAux(AuxColumn::kMeta, key, value, sync);
+}
+
+Status RaftLogStore::Delete(std::string_view key) {
+  SHARDKV_RETURN_IF_ERROR(Fault());
+  return storage_->DeleteAux(AuxColumn::kMeta, key);
+}
+
+Status RaftLogStore::Probe() { return Put(kProbeKey, ""); }
 
 StatusOr<bool> RaftLogStore::Empty() {
   StatusOr<uint64_t> term = GetNumber(storage_, kTermKey);
@@ -100,12 +113,11 @@ StatusOr<StoredState> RaftLogStore::Load() {
 Status RaftLogStore::SetTerm(uint64_t term) {
   // Vote first: a crash between the two leaves the old term with no vote, which is safe (this
   // server may vote again in a term it has not recorded, as if it had never voted).
-  Status s = storage_->DeleteAux(AuxColumn::kMeta, kVoteKey);
-  if (!s.ok()) return s;
-  return PutNumber(storage_, kTermKey, term);
+  SHARDKV_RETURN_IF_ERROR(Delete(kVoteKey));
+  return Put(kTermKey, Number(term));
 }
 
-Status RaftLogStore::SetVote(uint64_t id) { return PutNumber(storage_, kVoteKey, id); }
+Status RaftLogStore::SetVote(uint64_t id) { return Put(kVoteKey, Number(id)); }
 
 Status RaftLogStore::Append(uint64_t first_index, const std::vector<StoredEntry>& entries) {
   for (size_t i = 0; i < entries.size(); ++i) {
@@ -114,8 +126,7 @@ Status RaftLogStore::Append(uint64_t first_index, const std::vector<StoredEntry>
     PutU16(&v, entries[i].type);
     v.append(entries[i].data);
     const bool last = i + 1 == entries.size();
-    Status s = storage_->PutAux(AuxColumn::kMeta, LogKey(first_index + i), v, /*sync=*/last);
-    if (!s.ok()) return s;
+    SHARDKV_RETURN_IF_ERROR(Put(LogKey(first_index + i), v, /*sync=*/last));
   }
   return Status::OK();
 }
@@ -129,8 +140,7 @@ Status RaftLogStore::DeleteWhere(bool (*pred)(uint64_t, uint64_t), uint64_t boun
       if (key.size() != kLogPrefix.size() + 8) continue;
       const uint64_t index = storage::ReadBigEndian64(key.data() + kLogPrefix.size());
       if (!pred(index, bound)) continue;
-      Status s = storage_->DeleteAux(AuxColumn::kMeta, key);
-      if (!s.ok()) return s;
+      SHARDKV_RETURN_IF_ERROR(Delete(key));
     }
     if (batch->size() < kScanBatch) return Status::OK();
     after = batch->back().first;
@@ -142,15 +152,30 @@ Status RaftLogStore::Wipe() {
     auto batch = storage_->ScanAux(AuxColumn::kMeta, "raft/", "", kScanBatch);
     if (!batch.ok()) return batch.status();
     for (auto& [key, value] : *batch) {
-      Status s = storage_->DeleteAux(AuxColumn::kMeta, key);
-      if (!s.ok()) return s;
+      SHARDKV_RETURN_IF_ERROR(Delete(key));
     }
     if (batch->size() < kScanBatch) return Status::OK();
   }
 }
 
 Status RaftLogStore::TruncateFrom(uint64_t from) {
-  return DeleteWhere([](uint64_t index, uint64_t bound) { return index >= bound; }, from);
+  // The keys first, then deleted from the highest index down: a write that fails half way
+  // leaves entries [start, k) for some k, never a gap (which Load would call corruption).
+  std::vector<std::string> doomed;
+  const std::string first = LogKey(from);
+  for (std::string cursor;;) {
+    auto batch = storage_->ScanAux(AuxColumn::kMeta, kLogPrefix, cursor, kScanBatch);
+    if (!batch.ok()) return batch.status();
+    for (auto& [key, value] : *batch) {
+      if (key.size() == kLogPrefix.size() + 8 && key >= first) doomed.push_back(key);
+    }
+    if (batch->size() < kScanBatch) break;
+    cursor = batch->back().first;
+  }
+  for (auto it = doomed.rbegin(); it != doomed.rend(); ++it) {
+    SHARDKV_RETURN_IF_ERROR(Delete(*it));
+  }
+  return Status::OK();
 }
 
 Status RaftLogStore::PutSnapshot(const StoredSnapshot& snap, uint64_t delete_through) {
@@ -161,8 +186,7 @@ Status RaftLogStore::PutSnapshot(const StoredSnapshot& snap, uint64_t delete_thr
   PutU32(&v, static_cast<uint32_t>(snap.conf.size()));
   v.append(snap.conf);
   v.append(snap.data);
-  Status s = storage_->PutAux(AuxColumn::kMeta, kSnapshotKey, v);
-  if (!s.ok()) return s;
+  SHARDKV_RETURN_IF_ERROR(Put(kSnapshotKey, v));
   return DeleteWhere([](uint64_t index, uint64_t bound) { return index <= bound; }, delete_through);
 }
 

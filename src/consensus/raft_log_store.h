@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -45,9 +46,14 @@ struct StoredState {
   std::vector<StoredEntry> entries;
 };
 
+// Consulted before every write of a RaftLogStore; a non-OK status fails that write as if the
+// disk had (tests inject "no space left on device" this way). Empty: no injection.
+using StoreFault = std::function<Status()>;
+
 class RaftLogStore {
  public:
-  explicit RaftLogStore(storage::Storage* storage) : storage_(storage) {}
+  explicit RaftLogStore(storage::Storage* storage, StoreFault fault = nullptr)
+      : storage_(storage), fault_(std::move(fault)) {}
 
   // Everything, for raft_io.load. Corruption if the log has a gap.
   [[nodiscard]] StatusOr<StoredState> Load();
@@ -55,7 +61,8 @@ class RaftLogStore {
   [[nodiscard]] Status SetVote(uint64_t id);
   // Writes entries at first_index, first_index+1, ...
   [[nodiscard]] Status Append(uint64_t first_index, const std::vector<StoredEntry>& entries);
-  // Deletes every entry with index >= from.
+  // Deletes every entry with index >= from, the highest first: an interrupted truncation leaves
+  // a log without a gap.
   [[nodiscard]] Status TruncateFrom(uint64_t from);
   // Stores the snapshot, then deletes every entry with index <= delete_through.
   [[nodiscard]] Status PutSnapshot(const StoredSnapshot& snapshot, uint64_t delete_through);
@@ -64,11 +71,18 @@ class RaftLogStore {
   [[nodiscard]] StatusOr<bool> Empty();
   // Deletes everything under raft/ (a node adopted into another cluster starts over).
   [[nodiscard]] Status Wipe();
+  // A synced write of a key of its own, nothing else: OK once the store takes writes again
+  // after an I/O error (RaftReplica then reloads and takes part again).
+  [[nodiscard]] Status Probe();
 
  private:
   [[nodiscard]] Status DeleteWhere(bool (*pred)(uint64_t index, uint64_t bound), uint64_t bound);
+  [[nodiscard]] Status Fault() const { return fault_ ? fault_() : Status::OK(); }
+  [[nodiscard]] Status Put(std::string_view key, std::string_view value, bool sync = true);
+  [[nodiscard]] Status Delete(std::string_view key);
 
   storage::Storage* storage_;
+  StoreFault fault_;
 };
 
 }  // namespace shardkv::consensus

@@ -571,6 +571,7 @@ net::ResponseBody KvService::Stats() {
   out.counters[std::string(stats::requests_late)] = static_cast<int64_t>(late_.load());
   out.counters[std::string(stats::requests_sent_on)] = static_cast<int64_t>(sent_on_.load());
   if (d_.extra_counters) d_.extra_counters(&out.counters);
+  if (d_.extra_info) d_.extra_info(&out.info);
   if (d_.repair != nullptr) {
     d_.repair->AddStats(&out);
   } else {

@@ -67,6 +67,8 @@ struct KvServiceDeps {
   std::function<void(net::AdminRequest, std::function<void(net::ResponseBody)>)> admin;
   // Extra counters for stats (the rebalancer's), may be empty.
   std::function<void(std::map<std::string, int64_t>*)> extra_counters;
+  // Extra info values for stats (the consensus's), may be empty; only non-empty values are set.
+  std::function<void(std::map<std::string, std::string>*)> extra_info;
   // The address the node advertises (stats info `address`); may be empty.
   std::function<std::string()> advertised_address;
   // The Redis listener's address (stats info `redis_address`, left out when empty); may be empty.

@@ -207,6 +207,27 @@ Status Node::Impl::Start() {
         redis ? static_cast<int64_t>(redis->connections_received.load()) : 0;
     (*counters)[std::string(stats::redis_connections_rejected)] =
         redis ? static_cast<int64_t>(redis->rejected_connections.load()) : 0;
+    const cluster::ConsensusReport report =
+        consensus_ ? consensus_->Report() : cluster::ConsensusReport{};
+    (*counters)[std::string(stats::consensus_store_errors)] =
+        static_cast<int64_t>(report.store_errors);
+    (*counters)[std::string(stats::consensus_recoveries)] = static_cast<int64_t>(report.recoveries);
+    (*counters)[std::string(stats::consensus_changes_given_up)] =
+        static_cast<int64_t>(report.changes_given_up);
+  };
+  deps.extra_info = [this](std::map<std::string, std::string>* info) {
+    if (!consensus_) return;
+    const cluster::ConsensusReport report = consensus_->Report();
+    std::string voters;
+    for (uint32_t id : report.voters) voters += (voters.empty() ? "" : ",") + std::to_string(id);
+    const std::pair<std::string_view, const std::string*> values[] = {
+        {stats::consensus_voter_ids, &voters},
+        {stats::consensus_pending_change, &report.pending_change},
+        {stats::consensus_given_up, &report.given_up},
+        {stats::consensus_store_error, &report.store_error}};
+    for (const auto& [name, value] : values) {
+      if (!value->empty()) (*info)[std::string(name)] = *value;  // absent when there is none
+    }
   };
   service_ = std::make_unique<node::KvService>(
       std::move(deps), node::KvServiceLimits{options_.max_key_bytes, options_.max_value_bytes});

@@ -22,7 +22,15 @@ TEST_CASE("stats registry: a node reports exactly the registered names", "[node]
   o.redis_listen = "127.0.0.1:0";    // so that redis_address is reported too
   o.metrics_listen = "127.0.0.1:0";  // metrics_address is reported only with a metrics listener
   auto node = testing::MustStartFormed(o);
-  auto snapshot = testing::AdminFor({node->address()})->NodeStats(node->address());
+  auto admin = testing::AdminFor({node->address()});
+  StatusOr<NodeStatsSnapshot> snapshot = admin->NodeStats(node->address());
+  // The consensus reports its voters from its first tick (100 ms) on.
+  testing::PollUntil(
+      [&] {
+        snapshot = admin->NodeStats(node->address());
+        return snapshot.ok() && snapshot->info.count(std::string(stats::consensus_voter_ids)) == 1;
+      },
+      std::chrono::seconds(10));
   INFO(snapshot.status().ToString());
   REQUIRE(snapshot.ok());
 
@@ -57,11 +65,15 @@ TEST_CASE("stats registry: a node reports exactly the registered names", "[node]
   for (const auto& s : stats::kInfo) info.insert(std::string(s.name));
   // Reported only when there is something to say (every info value is non-empty): the repair
   // ones while the node needs repair or holds needs-repair marks of others, which a fresh node
-  // does not, and storage_error while its storage fails.
+  // does not; storage_error while its storage fails; the consensus ones while a voter change is
+  // under way or was given up, or its Raft store fails.
   CHECK(snapshot->info.count(std::string(stats::needs_repair_reason)) == 0);
   CHECK(snapshot->info.count(std::string(stats::repair_marks)) == 0);
   CHECK(snapshot->info.count(std::string(stats::storage_error)) == 0);
-  CHECK(snapshot->info.size() == info.size() - 3);
+  CHECK(snapshot->info.count(std::string(stats::consensus_pending_change)) == 0);
+  CHECK(snapshot->info.count(std::string(stats::consensus_given_up)) == 0);
+  CHECK(snapshot->info.count(std::string(stats::consensus_store_error)) == 0);
+  CHECK(snapshot->info.size() == info.size() - 6);
   for (const auto& [name, value] : snapshot->info) {
     INFO("reported info " << name);
     CHECK(info.count(name) == 1);
@@ -71,4 +83,5 @@ TEST_CASE("stats registry: a node reports exactly the registered names", "[node]
   CHECK(snapshot->info.at(std::string(stats::metrics_address)) ==
         "127.0.0.1:" + std::to_string(node->metrics_port()));
   CHECK(snapshot->info.at(std::string(stats::version)) == SHARDKV_VERSION);
+  CHECK(snapshot->info.at(std::string(stats::consensus_voter_ids)) == "1");
 }

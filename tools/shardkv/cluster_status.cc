@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cli_common.h"
+#include "consensus_status.h"
 #include "json_writer.h"
 #include "orphan_nodes.h"
 #include "rebalance_client.h"
@@ -75,6 +76,7 @@ struct Probe {
   std::optional<std::string> version, advertised, redis;
   std::optional<std::string> metrics;
   RepairReport repair;                // needs repair (repair_status.h)
+  ConsensusReport consensus;          // voters, voter change (consensus_status.h)
   bool clock_skewed = false;          // by its own verdict (design.md "Clock offsets")
   int64_t clock_offset_to_peers = 0;  // its clock minus the other members', by its own measure
 };
@@ -115,6 +117,7 @@ Probe ProbeNode(NodeProber* prober, const std::string& address) {
       p.metrics = it->second;
     }
     p.repair = ReadRepairReport(*np.stats);
+    p.consensus = ReadConsensusReport(*np.stats);
     const auto& counters = np.stats->counters;
     // The node's counted live keys; RocksDB's estimate (tombstones and expired records
     // included) only from a node of an older release.
@@ -334,7 +337,7 @@ std::string RebalanceLine(const Rebalance& r) {
 
 void PrintJson(const std::optional<ClusterMap>& map, const std::string& map_from, uint64_t expected,
                const std::vector<NodeRow>& rows, const Rebalance& rebalance,
-               std::string_view outcome) {
+               const ConsensusView& consensus, std::string_view outcome) {
   JsonWriter w;
   w.Begin();
   if (!outcome.empty()) w.Field("outcome", outcome);  // `cluster init` (a mutation) only
@@ -386,13 +389,15 @@ void PrintJson(const std::optional<ClusterMap>& map, const std::string& map_from
     w.End();
   }
   w.EndArray();
+  PrintConsensusJson(w, consensus);
   PrintRebalanceJson(w, rebalance);
   w.End();
   std::cout << w.str() << "\n";
 }
 
 void PrintTable(const std::string& dir, const std::optional<ClusterMap>& map, uint64_t expected,
-                const std::vector<NodeRow>& rows, const Rebalance& rebalance) {
+                const std::vector<NodeRow>& rows, const Rebalance& rebalance,
+                const ConsensusView& consensus) {
   if (map) {
     std::printf("cluster %llu: epoch %llu, %s mode, replicas %u, write quorum %u, read quorum %u\n",
                 static_cast<unsigned long long>(map->cluster_id()),
@@ -405,7 +410,8 @@ void PrintTable(const std::string& dir, const std::optional<ClusterMap>& map, ui
   } else {
     std::printf("cluster in %s: no node answered\n", dir.c_str());
   }
-  std::printf("rebalance: %s\n\n", RebalanceLine(rebalance).c_str());
+  std::printf("rebalance: %s\n%s\n", RebalanceLine(rebalance).c_str(),
+              ConsensusLines(consensus).c_str());
   // 98 columns: REDIS and METRICS show the port alone when the listener is on the node's host.
   std::printf("%4s  %-21s  %-12s  %-7s  %-13s  %7s  %6s  %5s  %7s\n", "ID", "ADDRESS", "STATE",
               "MAP", "PID", "KEYS", "SHARE", "REDIS", "METRICS");
@@ -598,10 +604,20 @@ int PrintClusterStatus(const GlobalOptions& g, const std::string& dir, NodeProbe
       r.problem = NotMemberAdvice(r.id, map->cluster_id());
     }
   }
+  std::map<uint32_t, ConsensusReport> consensus_reports;
+  std::vector<uint32_t> members, up_members;
+  for (const NodeRow& r : out) {
+    if (r.up) consensus_reports[r.id] = probes[r.address].consensus;
+  }
+  for (const ClusterNode& n : map ? map->nodes() : std::vector<ClusterNode>()) {
+    members.push_back(n.id);
+    if (n.state == NodeState::kUp) up_members.push_back(n.id);  // (the voters the map calls for)
+  }
+  const ConsensusView consensus = SummarizeConsensus(consensus_reports, members, up_members);
   if (g.json) {
-    PrintJson(map, map_from, expected, out, rebalance, outcome);
+    PrintJson(map, map_from, expected, out, rebalance, consensus, outcome);
   } else {
-    PrintTable(dir, map, expected, out, rebalance);
+    PrintTable(dir, map, expected, out, rebalance, consensus);
   }
   if (!any_up && !foreign.empty()) {
     return ReportError("no node of cluster " + std::to_string(expected) + " answered; " + foreign +
