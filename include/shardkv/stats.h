@@ -76,22 +76,18 @@ namespace shardkv::stats {
   X(latency_p999_us, "99.9th percentile request latency, microseconds")
 
 // Info: text values.
-#define SHARDKV_NODE_INFO(X)                                                                      \
-  X(version, "the shardkv release the node runs (CMake project VERSION)")                         \
-  X(address, "the address the node advertises to peers and clients (host:port)")                  \
-  X(redis_address, "host:port of the node's Redis listener (reported only when it has one)")      \
-  X(metrics_address, "host:port of the node's metrics listener (absent without one)")             \
-  X(needs_repair_reason, "why the node needs repair (reported only while it does)")               \
-  X(repair_marks, "nodes this node marked as needing repair, as id:ms,... (absent if none)") \ X( \
-      storage_error, "the storage I/O error now (reported only while storage_failing)")           \
-      X(consensus_voter_ids,                                                                      \
-        "the voters of the map consensus configuration this node knows: 1,2,3")                   \
-          X(consensus_pending_change,                                                             \
-            "the voter change under way, or why none can be made (leader)")                       \
-              X(consensus_given_up,                                                               \
-                "the last voter change given up, when and why (absent if none)")                  \
-                  X(consensus_store_error,                                                        \
-                    "while this node is out of the consensus after a Raft store error")
+#define SHARDKV_NODE_INFO(X)                                                                     \
+  X(version, "the shardkv release the node runs (CMake project VERSION)")                        \
+  X(address, "the address the node advertises to peers and clients (host:port)")                 \
+  X(redis_address, "host:port of the node's Redis listener (reported only when it has one)")     \
+  X(metrics_address, "host:port of the node's metrics listener (absent without one)")            \
+  X(needs_repair_reason, "why the node needs repair (reported only while it does)")              \
+  X(repair_marks, "nodes this node marked as needing repair, as id:ms,... (absent if none)")     \
+  X(storage_error, "the storage I/O error now (reported only while storage_failing)")            \
+  X(consensus_voter_ids, "the voters of the map consensus configuration this node knows: 1,2,3") \
+  X(consensus_pending_change, "the voter change under way, or why none can be made (leader)")    \
+  X(consensus_given_up, "the last voter change given up, when and why (absent if none)")         \
+  X(consensus_store_error, "while this node is out of the consensus after a Raft store error")
 
 #define SHARDKV_STAT_NAME_(name, help) inline constexpr std::string_view name = #name;
 SHARDKV_NODE_COUNTERS(SHARDKV_STAT_NAME_)
