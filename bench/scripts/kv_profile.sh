@@ -58,7 +58,7 @@ if [[ $NO_PERF == 1 ]] || ! perf stat -e cpu-clock true >/dev/null 2>&1; then
   echo "# no perf: callgrind on the node (instruction counts of short runs, not time)"
   for wl in ${WORKLOADS//,/ }; do
     start_node "$WORK/node" "$OUT/node.log" \
-      valgrind --tool=callgrind --callgrind-out-file="$OUT/callgrind.$wl.out" "$NODE_BIN"
+      SHARDKV_HUGEPAGE_MALLOC=0 valgrind --tool=callgrind --callgrind-out-file="$OUT/callgrind.$wl.out" "$NODE_BIN"
     extra=()
     [[ $wl == get ]] && extra=(--preload --keyspace 5000)
     # Generous timeouts: the node runs about 50x slower under callgrind.

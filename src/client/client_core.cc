@@ -57,6 +57,21 @@ bool Mutating(const net::Request& r) {
          std::holds_alternative<net::ExpireRequest>(r.body);
 }
 
+// Requests that carry at least this many bytes of keys and values are "large" (see Dispatch).
+constexpr size_t kLargeRequestBytes = size_t{1} << 20;
+
+size_t PayloadBytes(const net::Request& req) {
+  if (const auto* put = std::get_if<net::PutRequest>(&req.body)) {
+    return put->key.size() + put->value.size();
+  }
+  if (const auto* multi = std::get_if<net::MultiPutRequest>(&req.body)) {
+    size_t bytes = 0;
+    for (const net::PutRequest& item : multi->items) bytes += item.key.size() + item.value.size();
+    return bytes;
+  }
+  return 0;
+}
+
 }  // namespace
 
 struct Client::Core::Attempt {
@@ -343,9 +358,14 @@ void Client::Core::Dispatch(std::shared_ptr<Attempt> attempt) {
   }
   // Each attempt gets a share of the budget, so a node that accepts connections but never
   // answers (paused, overloaded) leaves time to try another replica.
+  // A large write is the exception: it takes its time on a healthy node (network, WAL and every
+  // replica's copy), and sending it again after a share ran out only doubles that work (a 16 MiB
+  // put failed after four resends of 1.25 s each). It gets the whole remaining budget.
   const auto per_attempt = std::chrono::milliseconds(std::max<uint32_t>(
       200, options_.timeout_ms / static_cast<uint32_t>(options_.max_retries + 1)));
-  const auto attempt_deadline = std::min(attempt->deadline, Clock::now() + per_attempt);
+  const auto attempt_deadline = PayloadBytes(req) >= kLargeRequestBytes
+                                    ? attempt->deadline
+                                    : std::min(attempt->deadline, Clock::now() + per_attempt);
   // The same deadline in wall-clock time, so a node that gets this request only after the client
   // gave up on it (it was paused) drops it instead of coordinating a stale write.
   req.deadline_ms = static_cast<uint64_t>(

@@ -153,6 +153,15 @@ void Coordinator::NoteReply(const net::Response& reply) {
   if (!s.ok()) spdlog::debug("map from a peer not installed: {}", s.ToString());
 }
 
+std::chrono::milliseconds Coordinator::ReplicaWriteTimeout(size_t bytes) const {
+  // A replica copy of a large value needs time in proportion to its size (the transfer, the
+  // replica's WAL, and fresh memory on the way): one replica timeout per started 4 MiB, so a
+  // 16 MiB value gets five. With the plain timeout, copies of 16 MiB values timed out on an idle
+  // local cluster and the writes failed for want of a quorum.
+  constexpr size_t kBytesPerTimeout = size_t{4} << 20;
+  return options_.replica_timeout * static_cast<int64_t>(1 + bytes / kBytesPerTimeout);
+}
+
 void Coordinator::SendReplicaWrite(const ClusterNode& node, uint64_t epoch, uint64_t token,
                                    const std::string& key, const storage::Envelope& envelope,
                                    std::function<void(Status)> done) {
@@ -167,9 +176,9 @@ void Coordinator::SendReplicaWriteAt(const ClusterNode& node, uint64_t epoch, ui
   auto current = maps_->Current();
   req.epoch = epoch;
   req.cluster_id = current ? current->cluster_id() : 0;
+  const std::chrono::milliseconds timeout = ReplicaWriteTimeout(key.size() + envelope.value.size());
   if (options_.clock_agrees && options_.clock_agrees(node.id)) {
-    req.deadline_ms =
-        common::HlcClock::WallClockMs() + static_cast<uint64_t>(options_.replica_timeout.count());
+    req.deadline_ms = common::HlcClock::WallClockMs() + static_cast<uint64_t>(timeout.count());
   }
   req.body = net::ReplicaWriteRequest{token,
                                       key,
@@ -179,7 +188,7 @@ void Coordinator::SendReplicaWriteAt(const ClusterNode& node, uint64_t epoch, ui
                                       envelope.value,
                                       ExpiryToWire(envelope)};
   auto self = shared_from_this();
-  peers_->Call(node.address, std::move(req), options_.replica_timeout,
+  peers_->Call(node.address, std::move(req), timeout,
                [self, done = std::move(done)](StatusOr<net::Response> reply) {
                  if (!reply.ok()) return done(ReplicaWriteReply{reply.status()});
                  self->NoteReply(*reply);
@@ -258,23 +267,30 @@ void Coordinator::StartWrite(const std::shared_ptr<WriteOp>& op) {
   op->total = targets.size();
   if (op->total == 0) return op->done(Status::Internal("the cluster map places no replica"));
   BeginOp(op->map->epoch());
+  // The peers' copies go out first and the local write (a WAL append and sync) runs while they
+  // travel: written the other way round, a 16 MiB value paid for the local disk and the network
+  // one after the other and came close to the client's timeout.
+  bool local_replica = false;
   for (uint32_t id : targets) {
-    const ClusterNode node = *op->map->FindNode(id);
     if (id == options_.self_id) {
-      auto local = storage_->Write(op->token, op->key, op->envelope);
-      ReplicaWriteReply r{local.status(), op->map->epoch()};
-      if (local.ok() && local->outcome == storage::WriteOutcome::kSuperseded) {
-        r.superseded = true;
-        r.ts = local->stored.timestamp;
-      }
-      FinishReplicaWrite(op, node, std::move(r));
+      local_replica = true;
       continue;
     }
+    const ClusterNode node = *op->map->FindNode(id);
     SendReplicaWriteAt(node, op->map->epoch(), op->token, op->key, op->envelope,
                        [self = shared_from_this(), op, node](ReplicaWriteReply r) {
                          self->FinishReplicaWrite(op, node, std::move(r));
                        });
   }
+  if (!local_replica) return;
+  const ClusterNode self_node = *op->map->FindNode(options_.self_id);
+  auto local = storage_->Write(op->token, op->key, op->envelope);
+  ReplicaWriteReply r{local.status(), op->map->epoch()};
+  if (local.ok() && local->outcome == storage::WriteOutcome::kSuperseded) {
+    r.superseded = true;
+    r.ts = local->stored.timestamp;
+  }
+  FinishReplicaWrite(op, self_node, std::move(r));
 }
 
 void Coordinator::FinishReplicaWrite(const std::shared_ptr<WriteOp>& op, const ClusterNode& node,

@@ -131,6 +131,8 @@ class Coordinator : public std::enable_shared_from_this<Coordinator> {
   void EndOp(uint64_t epoch);
   void StartWrite(const std::shared_ptr<WriteOp>& op);
   void StartRead(const std::shared_ptr<ReadOp>& op);
+  // The timeout of one replica write carrying `bytes` of key and value.
+  std::chrono::milliseconds ReplicaWriteTimeout(size_t bytes) const;
   void SendReplicaWriteAt(const ClusterNode& node, uint64_t epoch, uint64_t token,
                           const std::string& key, const storage::Envelope& envelope,
                           std::function<void(ReplicaWriteReply)> done);

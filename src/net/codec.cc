@@ -46,6 +46,9 @@ capnp::ReaderOptions MakeReaderOptions(const CodecOptions& o, size_t message_wor
   return r;
 }
 
+thread_local std::unique_ptr<uint64_t[]> tls_aligned;
+thread_local size_t tls_aligned_capacity = 0;
+
 // FlatArrayMessageReader needs word-aligned input; a payload inside a read buffer usually sits
 // 4 bytes past a word boundary, so it is copied into reusable thread-local storage.
 kj::ArrayPtr<const capnp::word> AlignedWords(std::string_view payload) {
@@ -53,14 +56,20 @@ kj::ArrayPtr<const capnp::word> AlignedWords(std::string_view payload) {
   if (reinterpret_cast<uintptr_t>(payload.data()) % alignof(capnp::word) == 0) {
     return kj::arrayPtr(reinterpret_cast<const capnp::word*>(payload.data()), words);
   }
-  thread_local std::unique_ptr<uint64_t[]> storage;
-  thread_local size_t capacity = 0;
-  if (capacity < words) {
-    capacity = std::max(words, size_t{1024});
-    storage.reset(new uint64_t[capacity]);
+  if (tls_aligned_capacity < words) {
+    tls_aligned_capacity = std::max(words, size_t{1024});
+    tls_aligned.reset(new uint64_t[tls_aligned_capacity]);
   }
-  std::memcpy(storage.get(), payload.data(), words * sizeof(capnp::word));
-  return kj::arrayPtr(reinterpret_cast<const capnp::word*>(storage.get()), words);
+  std::memcpy(tls_aligned.get(), payload.data(), words * sizeof(capnp::word));
+  return kj::arrayPtr(reinterpret_cast<const capnp::word*>(tls_aligned.get()), words);
+}
+
+// After a decode: a copy of one large message is not kept for the thread's life.
+void ReleaseLargeAlignedWords() {
+  if (tls_aligned_capacity * sizeof(uint64_t) > kKeepBufferBytes) {
+    tls_aligned.reset();
+    tls_aligned_capacity = 0;
+  }
 }
 
 // Builds a message with `fill` and appends it as one frame to `*out`.
@@ -333,7 +342,9 @@ StatusOr<Result> DecodeFrame(std::string_view payload, const CodecOptions& optio
                                 std::to_string((words.end() - reader.getEnd()) * 8) +
                                 " trailing bytes after the message");
     }
-    return read(reader.getRoot<Root>());
+    StatusOr<Result> result = read(reader.getRoot<Root>());
+    ReleaseLargeAlignedWords();
+    return result;
   } catch (const kj::Exception& e) {
     return Status::Corruption("malformed " + std::string(what) + ": " + e.getDescription().cStr());
   } catch (const std::exception& e) {

@@ -55,8 +55,16 @@ class FrameDecoder {
 
   // Bytes received but not yet returned by Next().
   size_t BufferedBytes() const { return end_ - begin_; }
+  // Those bytes themselves; valid until the next non-const call.
+  std::string_view Buffered() const {
+    return std::string_view(buf_.data() + begin_, end_ - begin_);
+  }
 
   size_t max_frame_bytes() const { return max_frame_bytes_; }
+
+  // Bytes of buffer memory held now (received or not): after a large frame is consumed, the next
+  // read gives back all but a small buffer.
+  size_t BufferCapacity() const { return buf_.size(); }
 
   // Forgets buffered bytes and any error (for a new connection). Keeps the buffer's memory.
   void Reset();

@@ -14,6 +14,35 @@ namespace {
 
 constexpr size_t kReadChunkBytes = 16 * 1024;
 constexpr size_t kKeepWriteBufferBytes = size_t{1} << 20;
+// OK if `first` (the first bytes a server sent on a connection) can start a shardkv frame;
+// otherwise an Unavailable error naming what answered. Any 4 printable bytes as a length exceed
+// the frame limit, so text is never a frame.
+Status ForeignProtocol(const std::string& address, std::string_view first) {
+  if (first.size() < kFrameHeaderBytes) return Status::OK();
+  const auto* u = reinterpret_cast<const unsigned char*>(first.data());
+  const uint32_t length =
+      uint32_t{u[0]} | uint32_t{u[1]} << 8 | uint32_t{u[2]} << 16 | uint32_t{u[3]} << 24;
+  if (length != 0 && length % 8 == 0 && length <= kDefaultMaxFrameBytes) return Status::OK();
+  std::string shown;
+  for (char c : first.substr(0, std::min<size_t>(first.size(), 60))) {
+    if (c == '\r' || c == '\n') break;
+    shown += (c >= 0x20 && c < 0x7f) ? c : '.';
+  }
+  std::string what = "a server of another protocol";
+  if (first.starts_with("HTTP/")) {
+    what = "an HTTP server (a node's metrics port?)";
+  } else if (first[0] == '-' || first[0] == '+' || first[0] == '$' || first[0] == '*' ||
+             first[0] == ':') {
+    what = "a Redis server (a node's Redis port?)";
+  }
+  return Status::Unavailable(address + " is not a shardkv node: " + what + " answered \"" + shown +
+                             "\"; give the node's own address (the ADDRESS column of 'shardkv "
+                             "cluster status')");
+}
+
+// How long a large frame may go without new bytes and still count as arriving (Sweep).
+constexpr std::chrono::milliseconds kArrivalGrace{250};
+
 // A node's reply during the handshake is a handshake message or one error Response.
 constexpr size_t kMaxHandshakeReplyBytes = 64 * 1024;
 
@@ -51,7 +80,8 @@ void RpcClient::Channel::Send(uint64_t id, const std::string& frame, Clock::time
       return;
     }
     pending_.emplace(id, PendingCall{std::move(done), deadline, timeout_ms,
-                                     reads_.load(std::memory_order_relaxed)});
+                                     reads_.load(std::memory_order_relaxed),
+                                     deadline + std::chrono::milliseconds(timeout_ms)});
     deadlines_.emplace(deadline, id);
     out_.append(frame);
     shared_->in_flight.fetch_add(1, std::memory_order_relaxed);
@@ -187,6 +217,7 @@ asio::awaitable<Status> RpcClient::Channel::Connect() {
   if (cec) co_return Status::Unavailable(address + ": " + ErrorText(cec));
   SetNoDelay(t->socket());
   decoder_.Reset();
+  frame_seen_ = false;
   write_error_ = Status::OK();
   ++generation_;
   co_return Status::OK();
@@ -269,7 +300,15 @@ asio::awaitable<Status> RpcClient::Channel::ReadLoop() {
       co_return ConnectionError(address, ": ", ec);
     }
     reads_.fetch_add(1, std::memory_order_relaxed);
+    last_read_at_ = Clock::now();
     decoder_.CommitWrite(n);
+    if (!frame_seen_ && decoder_.BufferedBytes() >= kFrameHeaderBytes) {
+      // The first bytes of the connection: a shardkv node starts with a frame length, Redis and
+      // HTTP servers with text that is no valid length.
+      Status foreign = ForeignProtocol(address, decoder_.Buffered());
+      if (!foreign.ok()) co_return foreign;
+      frame_seen_ = true;
+    }
     std::string_view payload;
     while (decoder_.Next(&payload)) {
       StatusOr<Response> response = DecodeResponse(payload, shared_->options.codec);
@@ -363,10 +402,18 @@ void RpcClient::Channel::ArmTimer() {
   });
 }
 
+bool RpcClient::Channel::LargeFrameArriving(Clock::time_point now) const {
+  return decoder_.MidFrame() && decoder_.BufferedBytes() >= kKeepBufferBytes &&
+         now - last_read_at_ < kArrivalGrace;
+}
+
 void RpcClient::Channel::Sweep() {
   const Clock::time_point now = Clock::now();
   std::vector<PendingCall> expired;
   bool silent = false;
+  // A 16 or 32 MiB reply takes its time on a loaded machine; while its bytes keep arriving the
+  // node is no paused one, and failing the call would only have it sent and read again.
+  const bool arriving = LargeFrameArriving(now);
   {
     common::MutexLock lock(&mu_);
     while (!deadlines_.empty() && deadlines_.top().first <= now) {
@@ -374,6 +421,12 @@ void RpcClient::Channel::Sweep() {
       deadlines_.pop();
       auto it = pending_.find(id);
       if (it == pending_.end()) continue;
+      if (arriving && it->second.hard_deadline > now) {
+        // The reply may be the large frame now arriving: not cut off while it moves.
+        it->second.deadline = std::min(now + kArrivalGrace, it->second.hard_deadline);
+        deadlines_.emplace(it->second.deadline, id);
+        continue;
+      }
       if (it->second.reads_at_send == reads_.load(std::memory_order_relaxed)) silent = true;
       expired.push_back(std::move(it->second));
       pending_.erase(it);

@@ -35,7 +35,12 @@ struct RpcClient::Shared {
   RpcClientOptions options;
   IoContext::Impl* io = nullptr;
 
-  std::atomic<uint64_t> next_id{1};
+  // Request ids start at kFirstRequestId: its top bytes are "\r\n" on the wire (ids are
+  // little-endian, early in every frame), so a Redis or HTTP server that a client was pointed at
+  // by mistake sees a complete line in the first request and answers at once ("-ERR ...",
+  // "400 Bad Request"), and ReadLoop names it instead of waiting out the timeout.
+  static constexpr uint64_t kFirstRequestId = 0x0A0D000000000001ULL;
+  std::atomic<uint64_t> next_id{kFirstRequestId};
   std::atomic<uint64_t> next_channel{0};
   std::atomic<bool> closed{false};
   std::atomic<uint64_t> calls{0};
@@ -74,6 +79,8 @@ class RpcClient::Channel : public std::enable_shared_from_this<Channel> {
     Clock::time_point deadline;
     int64_t timeout_ms;
     uint64_t reads_at_send;  // reads_ when the call was queued: equal at timeout = silence
+    // A call is not failed while a large frame is arriving (Sweep), up to this: twice its timeout.
+    Clock::time_point hard_deadline;
   };
   using DeadlineEntry = std::pair<Clock::time_point, uint64_t>;
 
@@ -92,6 +99,8 @@ class RpcClient::Channel : public std::enable_shared_from_this<Channel> {
   void OnWriteDone(const std::error_code& ec, uint64_t generation);
   void ArmTimer();
   void Sweep();
+  // True while a large frame is arriving and its bytes keep coming (loop thread).
+  bool LargeFrameArriving(Clock::time_point now) const;
   // After a call timed out on a silent connection: pings it, and resets it if the ping times
   // out too (RpcClientOptions::probe_timeout says why).
   void Probe();
@@ -116,6 +125,10 @@ class RpcClient::Channel : public std::enable_shared_from_this<Channel> {
   // Successful reads on this channel's connections (any bytes count as a sign of life). Written
   // on the event loop, read by Send on any thread.
   std::atomic<uint64_t> reads_{0};
+  // Whether this connection's first bytes were checked (ReadLoop; loop thread only).
+  bool frame_seen_ = false;
+  // When the last bytes arrived (ReadLoop; loop thread only).
+  Clock::time_point last_read_at_{};
 
   common::Mutex mu_;
   State state_ GUARDED_BY(mu_) = State::kIdle;

@@ -91,8 +91,10 @@ void RpcClient::Call(Request request, Clock::time_point deadline, Callback done)
     error = EncodeRequest(request, &frame, shared_->options.codec);
     if (error.ok()) {
       channel.Send(request.id, frame, deadline, std::max<int64_t>(timeout_ms, 0), std::move(done));
+      ClearKeepingSmall(&frame);
       return;
     }
+    ClearKeepingSmall(&frame);
     error = error.WithContext(shared_->address);
   }
   if (shared_->closed.load(std::memory_order_acquire) || shared_->io->stopped()) {

@@ -108,6 +108,7 @@ void Outbox::Complete(Response response) {
       }
     }
   }
+  ClearKeepingSmall(&encoded);
   if (now_idle) shared->NotifyIdleWaiters();
 }
 

@@ -129,6 +129,26 @@ TEST_CASE("cli messages: cluster status shows each node's Redis and metrics port
   }
 }
 
+TEST_CASE("cli messages: --cluster at a node's Redis or metrics port fails at once and names it",
+          "[multiprocess][cli]") {
+  LocalCluster c;
+  Up(c, 1);
+  struct Case {
+    std::string port_file;
+    std::string named;
+  };
+  for (const Case& k : {Case{"redis_port", "a Redis server (a node's Redis port?)"},
+                        Case{"metrics_port", "an HTTP server (a node's metrics port?)"}}) {
+    const std::string address = "127.0.0.1:" + PortOf(c, 1, k.port_file);
+    // A timeout far longer than the test waits for anything: the refusal must not be a timeout.
+    ProcessResult got = c.Run({"--cluster", address, "--timeout", "60000", "get", "k"});
+    INFO(got.Text());
+    CHECK(got.exit_code == 3);
+    CHECK(Contains(got.err, address + " is not a shardkv node: " + k.named));
+    CHECK_FALSE(Contains(got.err, "timed out"));
+  }
+}
+
 TEST_CASE("cli messages: an interrupted load --json prints what it did, and dies of the signal",
           "[multiprocess][cli]") {
   LocalCluster c;

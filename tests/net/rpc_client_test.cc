@@ -256,6 +256,37 @@ TEST_CASE("rpc: a server sending garbage fails the calls and drops the connectio
   CHECK(conn.WaitForClose());
 }
 
+TEST_CASE("rpc: a Redis or HTTP server at the address is named at its first bytes", "[net][rpc]") {
+  struct Case {
+    std::string answer;
+    std::string named;
+  };
+  for (const Case& c : {Case{"-ERR unknown command 'H', with args beginning with: \r\n",
+                             "a Redis server (a node's Redis port?) answered \"-ERR unknown"},
+                        Case{"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n",
+                             "an HTTP server (a node's metrics port?) answered \"HTTP/1.1 400"},
+                        Case{"SSH-2.0-OpenSSH_9.2\r\n", "a server of another protocol"}}) {
+    testing::RawListener fake;
+    const std::string address = Address(fake.port());
+    RpcClient client(address);
+    // A timeout far beyond the test's own waits: the answer must come from the first bytes.
+    auto result = std::async(std::launch::async, [&] { return client.CallSync(Get("x"), 60s); });
+    testing::RawSocket conn(fake.Accept());
+    REQUIRE(conn.ok());
+    auto frame = conn.ReadFrame();
+    REQUIRE(frame);
+    // The request holds a line end, so a line-based server has a whole line to answer.
+    CHECK(frame->find("\r\n") != std::string::npos);
+    REQUIRE(conn.SendAll(c.answer));
+    REQUIRE(result.wait_for(10s) == std::future_status::ready);
+    auto r = result.get();
+    INFO(r.status().ToString());
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.status().code() == Status::Code::kUnavailable);
+    CHECK(r.status().message().find(address + " is not a shardkv node: " + c.named) == 0);
+  }
+}
+
 TEST_CASE("rpc: Close aborts pending calls, later calls fail", "[net][rpc]") {
   DeferredHandler handler;
   auto server = StartServer(&handler);

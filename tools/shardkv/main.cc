@@ -5,6 +5,7 @@
 
 #include "cli_common.h"
 #include "cluster_commands.h"
+#include "huge_page_malloc.h"
 #include "global_options.h"
 #include "kv_commands.h"
 #include "membership_commands.h"
@@ -15,6 +16,8 @@
 #include "usage_errors.h"
 
 int main(int argc, char** argv) {
+  // Before anything else: a put or get of a large value is mostly page faults without it.
+  shardkv::process::ReexecWithHugePageMalloc(argv);
   CLI::App app{"shardkv: a sharded key-value store on consistent hashing, and its tools.",
                "shardkv"};
   app.require_subcommand(1);
