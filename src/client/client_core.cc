@@ -373,9 +373,11 @@ void Client::Core::Dispatch(std::shared_ptr<Attempt> attempt) {
           std::chrono::system_clock::now().time_since_epoch() + (attempt_deadline - Clock::now()))
           .count());
   auto self = shared_from_this();
-  rpc->Call(req, attempt_deadline, [self, attempt](StatusOr<net::Response> reply) {
-    self->OnReply(attempt, std::move(reply));
-  });
+  // Past its share the attempt pings the node: a paused one is left for the next replica, a
+  // slow but live one (a 16 MiB value on a loaded machine) may use the rest of the budget.
+  rpc->Call(
+      req, attempt_deadline, attempt->deadline,
+      [self, attempt](StatusOr<net::Response> reply) { self->OnReply(attempt, std::move(reply)); });
 }
 
 void Client::Core::OnReply(std::shared_ptr<Attempt> attempt, StatusOr<net::Response> reply) {

@@ -70,7 +70,7 @@ void Invoke(const RpcClient::Callback& done, StatusOr<Response> result) {
 }
 
 void RpcClient::Channel::Send(uint64_t id, const std::string& frame, Clock::time_point deadline,
-                              int64_t timeout_ms, Callback done) {
+                              Clock::time_point patient_until, int64_t timeout_ms, Callback done) {
   bool connect = false, write = false, arm = false;
   {
     common::MutexLock lock(&mu_);
@@ -79,9 +79,10 @@ void RpcClient::Channel::Send(uint64_t id, const std::string& frame, Clock::time
       Invoke(done, Status::Aborted(shared_->address + ": client closed"));
       return;
     }
-    pending_.emplace(id, PendingCall{std::move(done), deadline, timeout_ms,
-                                     reads_.load(std::memory_order_relaxed),
-                                     deadline + std::chrono::milliseconds(timeout_ms)});
+    pending_.emplace(
+        id,
+        PendingCall{std::move(done), deadline, timeout_ms, reads_.load(std::memory_order_relaxed),
+                    deadline + std::chrono::milliseconds(timeout_ms), patient_until});
     deadlines_.emplace(deadline, id);
     out_.append(frame);
     shared_->in_flight.fetch_add(1, std::memory_order_relaxed);
@@ -414,6 +415,7 @@ void RpcClient::Channel::Sweep() {
   // A 16 or 32 MiB reply takes its time on a loaded machine; while its bytes keep arriving the
   // node is no paused one, and failing the call would only have it sent and read again.
   const bool arriving = LargeFrameArriving(now);
+  bool probe = false;
   {
     common::MutexLock lock(&mu_);
     while (!deadlines_.empty() && deadlines_.top().first <= now) {
@@ -421,6 +423,19 @@ void RpcClient::Channel::Sweep() {
       deadlines_.pop();
       auto it = pending_.find(id);
       if (it == pending_.end()) continue;
+      PendingCall& call = it->second;
+      if (call.patient_until > now && shared_->options.probe_timeout.count() > 0) {
+        // Patience (RpcClient::Call): the ping below tells a slow node from a stopped one; the
+        // call waits on while the connection lives.
+        call.timeout_ms +=
+            std::chrono::ceil<std::chrono::milliseconds>(call.patient_until - call.deadline)
+                .count();
+        call.deadline = call.patient_until;
+        call.patient_until = call.deadline;
+        deadlines_.emplace(call.deadline, id);
+        probe = true;
+        continue;
+      }
       if (arriving && it->second.hard_deadline > now) {
         // The reply may be the large frame now arriving: not cut off while it moves.
         it->second.deadline = std::min(now + kArrivalGrace, it->second.hard_deadline);
@@ -431,7 +446,7 @@ void RpcClient::Channel::Sweep() {
       expired.push_back(std::move(it->second));
       pending_.erase(it);
     }
-    silent = silent && state_ == State::kConnected;
+    silent = (silent || probe) && state_ == State::kConnected;
     if (deadlines_.size() > 2 * pending_.size() + 1024) {
       decltype(deadlines_) live;
       for (const auto& [id, call] : pending_) live.emplace(call.deadline, id);
@@ -461,7 +476,7 @@ void RpcClient::Channel::Probe() {
   shared_->probes.fetch_add(1, std::memory_order_relaxed);
   // The callback may run on a thread closing the client (Aborted): the decision is made on the
   // event loop, and only for the connection the probe was sent on.
-  Send(ping.id, frame, Clock::now() + timeout, timeout.count(),
+  Send(ping.id, frame, Clock::now() + timeout, Clock::now() + timeout, timeout.count(),
        [self = shared_from_this(), generation = generation_](StatusOr<Response> r) {
          const bool unanswered = r.status().code() == Status::Code::kTimeout;
          asio::post(self->loop_, [self, generation, unanswered] {

@@ -67,8 +67,9 @@ class RpcClient::Channel : public std::enable_shared_from_this<Channel> {
   asio::io_context& loop() { return loop_; }
 
   // Any thread. `frame` is the encoded request carrying `id`.
-  void Send(uint64_t id, const std::string& frame, Clock::time_point deadline, int64_t timeout_ms,
-            Callback done);
+  // `patient_until` >= `deadline`: see RpcClient::Call.
+  void Send(uint64_t id, const std::string& frame, Clock::time_point deadline,
+            Clock::time_point patient_until, int64_t timeout_ms, Callback done);
   // Any thread. Fails pending calls with Aborted, on the calling thread.
   void Close();
 
@@ -81,6 +82,8 @@ class RpcClient::Channel : public std::enable_shared_from_this<Channel> {
     uint64_t reads_at_send;  // reads_ when the call was queued: equal at timeout = silence
     // A call is not failed while a large frame is arriving (Sweep), up to this: twice its timeout.
     Clock::time_point hard_deadline;
+    // RpcClient::Call's patient_until; cleared (= deadline) once the patience was granted.
+    Clock::time_point patient_until;
   };
   using DeadlineEntry = std::pair<Clock::time_point, uint64_t>;
 

@@ -73,6 +73,11 @@ RpcClient::~RpcClient() {
 }
 
 void RpcClient::Call(Request request, Clock::time_point deadline, Callback done) {
+  Call(std::move(request), deadline, deadline, std::move(done));
+}
+
+void RpcClient::Call(Request request, Clock::time_point deadline, Clock::time_point patient_until,
+                     Callback done) {
   shared_->calls.fetch_add(1, std::memory_order_relaxed);
   // Rounded up, so that Call(r, 100ms, ...) reports "timed out after 100 ms".
   const auto timeout_ms =
@@ -90,7 +95,8 @@ void RpcClient::Call(Request request, Clock::time_point deadline, Callback done)
     frame.clear();
     error = EncodeRequest(request, &frame, shared_->options.codec);
     if (error.ok()) {
-      channel.Send(request.id, frame, deadline, std::max<int64_t>(timeout_ms, 0), std::move(done));
+      channel.Send(request.id, frame, deadline, std::max(patient_until, deadline),
+                   std::max<int64_t>(timeout_ms, 0), std::move(done));
       ClearKeepingSmall(&frame);
       return;
     }

@@ -97,6 +97,13 @@ class RpcClient {
   // Sends `request` and calls `done` exactly once with the outcome (see above).
   void Call(Request request, Clock::time_point deadline, Callback done);
   void Call(Request request, std::chrono::milliseconds timeout, Callback done);
+  // The same with patience: at `deadline` the connection is pinged (probe_timeout) instead of the
+  // call failing. A node that answers the ping is alive, merely slow (a 16 MiB value on a loaded
+  // machine), and the call may wait until `patient_until`; one that does not is reset, and the
+  // call fails with Unavailable so the caller tries another replica. REQUIRES: probe_timeout > 0
+  // for the patience to apply (otherwise the call ends at `deadline`).
+  void Call(Request request, Clock::time_point deadline, Clock::time_point patient_until,
+            Callback done);
 
   // Blocking convenience over Call(). Returns FailedPrecondition if called on an I/O thread of
   // this client's IoContext (it would wait for itself).
