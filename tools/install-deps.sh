@@ -19,6 +19,8 @@ PKGS=(
   python3-redis
   # the multi-host test bed (tests/multihost): namespaces, packet filters, wall-clock skew
   iproute2 iptables faketime
+  # the architecture picture: docs/architecture.svg is generated from docs/architecture.dot
+  graphviz
 )
 
 missing=()

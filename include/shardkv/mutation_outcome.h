@@ -1,5 +1,5 @@
 // MutationOutcome: whether a write, delete or cluster change took effect, as far as its caller
-// can know from the Status it got back (README "Exit codes"; the CLI prints it as "outcome").
+// can know from the Status it got back (docs/cli.md "Exit codes"; the CLI prints it as "outcome").
 //
 // A failed mutation is not the same as one that did nothing. It is kNotApplied when nothing was
 // sent, every node refused it, or the library knows no replica kept it ("no majority", "write

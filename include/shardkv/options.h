@@ -49,8 +49,8 @@ struct NodeOptions {
   std::string advertise;
   std::string data_dir;  // REQUIRED
   // host:port of the Redis-protocol (RESP2/RESP3) listener; empty: none. Port 0 picks a free
-  // port, written to <data_dir>/redis_port. Any node serves any key (README "Using Redis
-  // clients"); with a secret, a connection must AUTH with the client secret (else the cluster's).
+  // port, written to <data_dir>/redis_port. Any node serves any key (docs/redis.md); with a
+  // secret, a connection must AUTH with the client secret (else the cluster's).
   std::string redis_listen;
   // Lets the Redis listener run FLUSHDB / FLUSHALL: a wipe of every key of the whole cluster
   // (`cluster up` sets it for local clusters). Off: both are refused with the reason.

@@ -36,7 +36,7 @@ MutationOutcome ClassifyMutation(const Status& s) {
       return MutationOutcome::kIndeterminate;
     case Status::Code::kUnavailable:
       // A quorum miss: the replicas that acked keep the value, and the coordinator keeps hints
-      // for the others, so it may still spread (README "A failed write may still be applied").
+      // for the others, so it may still spread (docs/semantics.md "A failed write").
       if (Contains(s, "write quorum not reached")) return MutationOutcome::kIndeterminate;
       // The connection broke with the request in flight (rpc_client.h: "may or may not have
       // been executed"); every other Unavailable is a node that could not be reached or would

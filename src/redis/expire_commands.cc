@@ -226,7 +226,7 @@ void ExpireCommands::Set(const RedisSession& session, Args args, ReplyDone done)
           [done, answer](std::string error) { done(error.empty() ? answer(true) : error); });
   };
   if (!o.nx && !o.xx && !o.get) return write(Stored{});
-  // NX / XX / GET: read, then write if the condition held (not atomic: README).
+  // NX / XX / GET: read, then write if the condition held (not atomic: docs/redis.md).
   Read(session, args[1], [write, done](std::string error, Stored old) {
     if (!error.empty()) return done(error);
     write(std::move(old));

@@ -4,7 +4,7 @@
 //
 // Expiry is its own last-write-wins register (design.md "Expiry"), so an EXPIRE never
 // overwrites a value. The conditional forms (EXPIRE NX|XX|GT|LT, PERSIST, GETEX, SET NX|XX|GET)
-// read first and then write: not atomic across coordinators (README "Using Redis clients").
+// read first and then write: not atomic across coordinators (docs/redis.md).
 // The node's wall clock decides "now" for relative times and for expiry.
 //
 // Thread-safety: thread-safe; replies may arrive on any thread.

@@ -165,7 +165,7 @@ void KeyCommands::Handle(const RedisSession& session, Args args, ReplyDone done)
     std::vector<std::pair<std::string, std::string>> kv;
     for (size_t i = 1; i + 1 < args.size(); i += 2) kv.emplace_back(args[i], args[i + 1]);
     return SetBatch(session, std::move(kv), [done](std::vector<std::string> replies) {
-      // MSET has one reply: the first failure, else OK (it is not atomic: README).
+      // MSET has one reply: the first failure, else OK (it is not atomic: docs/redis.md).
       for (const std::string& r : replies) {
         if (r[0] == '-') return done(r);
       }
@@ -234,8 +234,8 @@ void KeyCommands::Set(const RedisSession& session, Args args, ReplyDone done) {
     return SetBatch(session, {{args[1], args[2]}},
                     [done](std::vector<std::string> r) { done(r[0]); });
   }
-  // NX / XX / GET: read, then write if the condition held. Not atomic (README: SET NX is not a
-  // lock): another coordinator may write the key between the two steps.
+  // NX / XX / GET: read, then write if the condition held. Not atomic (docs/redis.md: SET NX is not
+  // a lock): another coordinator may write the key between the two steps.
   const resp::Protocol p = session.protocol();
   const RedisSession* s = &session;
   Read(session, {args[1]},

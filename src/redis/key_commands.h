@@ -3,8 +3,8 @@
 // consistency level. Pipelined GETs and plain SETs arrive here as one batch and become one
 // multiGet or multiPut: one coordinator round for the batch.
 //
-// Read-modify-write (SET NX|XX|GET) is a read followed by a write, not an atomic step (README
-// "Using Redis clients": SET NX is not a lock). DEL and UNLINK count the keys a read found just
+// Read-modify-write (SET NX|XX|GET) is a read followed by a write, not an atomic step
+// (docs/redis.md: SET NX is not a lock). DEL and UNLINK count the keys a read found just
 // before the delete.
 //
 // Thread-safety: thread-safe; replies may arrive on any thread.

@@ -66,7 +66,7 @@ const std::map<std::string, Refusal>& Refusals() {
     auto* m = new std::map<std::string, Refusal>;
     const std::string rmw =
         " is refused by shardkv: a read-modify-write is not atomic under last-write-wins "
-        "replication across coordinators (README \"Using Redis clients\")";
+        "replication across coordinators (docs/redis.md)";
     const std::pair<const char*, int> rmw_commands[] = {
         {"incr", 2},   {"incrby", 3},   {"incrbyfloat", 3}, {"decr", 2},     {"decrby", 3},
         {"append", 3}, {"setrange", 4}, {"rename", 3},      {"renamenx", 3}, {"copy", -3}};
@@ -122,6 +122,12 @@ std::optional<std::string> InRefusedTransaction(RedisSession& session, const std
 std::string RefusalReason(const std::string& name) {
   auto it = Refusals().find(name);
   return it == Refusals().end() ? "" : it->second.reason;
+}
+
+std::vector<std::string> RefusedCommands() {
+  std::vector<std::string> out;
+  for (const auto& [name, refusal] : Refusals()) out.push_back(name);
+  return out;
 }
 
 struct RedisCommands::Runner {

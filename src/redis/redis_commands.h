@@ -75,5 +75,7 @@ class RedisCommands {
 
 // Why shardkv refuses `name` (lower case), or "" if it does not refuse it.
 std::string RefusalReason(const std::string& name);
+// The commands shardkv refuses with a reason (lower case, sorted); docs/redis.md lists each.
+std::vector<std::string> RefusedCommands();
 
 }  // namespace shardkv::redis

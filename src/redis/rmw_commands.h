@@ -1,6 +1,6 @@
 // RmwCommands: the read-modify-write string commands shardkv offers with a weaker guarantee
-// than Redis: SETNX, GETSET, GETDEL and MSETNX, each a read followed by a write (README "Using
-// Redis clients"). Under last-write-wins across coordinators nothing makes the pair atomic:
+// than Redis: SETNX, GETSET, GETDEL and MSETNX, each a read followed by a write
+// (docs/redis.md). Under last-write-wins across coordinators nothing makes the pair atomic:
 // two clients' SETNX of one key may both answer 1 (the later write wins), a GETSET or GETDEL may
 // return a value that a concurrent write has already replaced, and MSETNX may set some keys
 // while a concurrent writer sets others. Like SET NX, none of them is a lock.

@@ -5,8 +5,8 @@
 // every key reads back and that the cluster has four members. Exits non-zero, saying what
 // failed, on any error; the nodes are stopped and their data removed either way.
 //
-// tools/check.sh builds this against an installed shardkv (find_package) and runs it; the
-// README's "Embedding the library" section quotes it.
+// tools/check.sh builds this against an installed shardkv (find_package) and runs it;
+// docs/library.md quotes it.
 //
 //   consumer [KEYS]     (default 1000)
 #include <shardkv/admin.h>

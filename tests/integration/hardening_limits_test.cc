@@ -1,8 +1,9 @@
 // Every numeric flag of every command, from the one table of limits the CLI's own checks use
 // (tools/shardkv/kv_limits.h, cluster_limits.h, the lab's and the node's constants): at its
 // maximum the command works end to end, at maximum + 1 it is refused by the parser with one
-// `error:` line and exit 2, before anything starts. The README's table of ranges is checked
-// against the same rows, so the documented ranges cannot drift from the enforced ones.
+// `error:` line and exit 2, before anything starts. The table of ranges in docs/operations.md
+// ("Limits") is checked against the same rows, so the documented ranges cannot drift from the
+// enforced ones.
 //
 // A flag whose maximum would not finish within a minute on a 2-core machine has a lower cap; the
 // rows say so. Each scenario is bounded by the CLI's own deadlines (--wait, --timeout-s).
@@ -46,8 +47,8 @@ std::string S(T v) {
   return out.str();
 }
 
-// One row of the table: how the README names the flag, its range, and argv (after `shardkv`)
-// with a value just above the maximum.
+// One row of the table: how docs/operations.md names the flag, its range, and argv (after
+// `shardkv`) with a value just above the maximum.
 struct LimitRow {
   std::string label;  // "`cluster up --nodes`"
   std::string min, max;
@@ -222,15 +223,15 @@ TEST_CASE("limits: every flag at maximum + 1 is refused with one error line, exi
   std::filesystem::remove_all(data);
 }
 
-TEST_CASE("limits: the README's table of ranges is the enforced one", "[limits]") {
-  std::ifstream in(std::string(SHARDKV_SOURCE_DIR) + "/README.md");
+TEST_CASE("limits: the documented table of ranges is the enforced one", "[limits]") {
+  std::ifstream in(std::string(SHARDKV_SOURCE_DIR) + "/docs/operations.md");
   std::stringstream text;
   text << in.rdbuf();
-  const std::string readme = text.str();
+  const std::string page = text.str();
   auto check = [&](const std::string& label, const std::string& min, const std::string& max) {
     const std::string line = "| " + label + " | " + min + " | " + max + " |";
-    INFO("README.md lacks the row: " << line);
-    CHECK(readme.find(line) != std::string::npos);
+    INFO("docs/operations.md lacks the row: " << line);
+    CHECK(page.find(line) != std::string::npos);
   };
   for (const LimitRow& row : Rows()) check(row.label, row.min, row.max);
   for (const NodeRow& row : NodeRows()) check(row.label, row.min, row.max);

@@ -44,6 +44,13 @@ insecure = true
 cert = "/etc/shardkv/node.crt"
 key = "/etc/shardkv/node.key"
 ca = "/etc/shardkv/ca.crt"
+
+[metrics]
+listen = "127.0.0.1:9107"
+
+[redis]
+listen = "127.0.0.1:6307"
+allow_flush = true
 )";
 
 Status Parse(const std::string& text, NodeConfig* c) {
@@ -98,7 +105,11 @@ TEST_CASE("node config: every key sets its option", "[node][config]") {
   CHECK(o.tls_cert_file == "/etc/shardkv/node.crt");
   CHECK(o.tls_key_file == "/etc/shardkv/node.key");
   CHECK(o.tls_ca_file == "/etc/shardkv/ca.crt");
-  CHECK(c.keys.size() == 18);
+  CHECK(o.metrics_listen == "127.0.0.1:9107");
+  CHECK(o.redis_listen == "127.0.0.1:6307");
+  CHECK(o.redis_allow_flush);
+  CHECK(c.keys.size() == 21);
+  CHECK(c.keys.size() == node_tool::NodeConfigKeys().size());
   CHECK(c.keys.count("limits.max_value_bytes") == 1);
   // The file is read whole and its options pass validation (the TLS files themselves are
   // loaded when the node starts); a [tls] section with one key missing is refused.
@@ -119,6 +130,24 @@ TEST_CASE("node config: every key sets its option", "[node][config]") {
   NodeConfig empty;
   CHECK(Parse("", &empty).ok());
   CHECK(empty.keys.empty());
+}
+
+TEST_CASE("node config: every listed key is known in its section and as a dotted key",
+          "[node][config]") {
+  // A key's section must be accepted as a [section] table (the [redis] keys once were not).
+  for (const std::string& key : node_tool::NodeConfigKeys()) {
+    const size_t dot = key.find('.');
+    const std::string as_table = dot == std::string::npos ? key + " = 0\n"
+                                                          : "[" + key.substr(0, dot) + "]\n" +
+                                                                key.substr(dot + 1) + " = 0\n";
+    for (const std::string& text : {as_table, key + " = 0\n"}) {
+      NodeConfig c;
+      const Status s = Parse(text, &c);
+      INFO(text << " -> " << s.message());
+      CHECK_THAT(s.message(), !Catch::Contains("unknown key"));
+      CHECK_THAT(s.message(), !Catch::Contains("must be a table"));
+    }
+  }
 }
 
 TEST_CASE("node config: an unknown key names the file, the line and the key", "[node][config]") {

@@ -197,8 +197,12 @@ const std::map<std::string, Key>& Keys() {
   return *keys;
 }
 
+// A section is the prefix of a dotted key ("redis" of "redis.listen"), so a key added to Keys()
+// in a new section is accepted in its [section] without a second list to keep in step.
 bool IsSection(std::string_view name) {
-  return name == "limits" || name == "auth" || name == "tls" || name == "metrics";
+  const std::string prefix = std::string(name) + ".";
+  return std::any_of(Keys().begin(), Keys().end(),
+                     [&](const auto& key) { return key.first.rfind(prefix, 0) == 0; });
 }
 
 Status At(const std::string& path, const toml::source_region& where, const std::string& what) {
@@ -247,6 +251,12 @@ Status ParseNodeConfig(const std::string& text, const std::string& path, NodeCon
     return Status::InvalidArgument(path + ": " + e.what());
   }
   return ApplyTable(table, "", path, config);
+}
+
+std::vector<std::string> NodeConfigKeys() {
+  std::vector<std::string> out;
+  for (const auto& [name, key] : Keys()) out.push_back(name);
+  return out;
 }
 
 Status LoadNodeConfig(const std::string& path, NodeConfig* config) {

@@ -4,9 +4,10 @@
 //   id, cluster_id, listen, advertise, data_dir, seeds, threads, sync, log_level,
 //   tombstone_grace_s, [limits] max_key_bytes, max_value_bytes,
 //   [auth] secret_file, client_secret_file, insecure, [tls] cert, key, ca,
-//   [metrics] listen
+//   [metrics] listen, [redis] listen, allow_flush
 //
-// (conf/shardkv-node.toml documents each one.) An unreadable or missing file, a TOML syntax
+// (conf/shardkv-node.toml documents each one, and docs/operations.md lists them: a test checks
+// that page against NodeConfigKeys().) An unreadable or missing file, a TOML syntax
 // error, an unknown key, a value of the wrong type or out of range is InvalidArgument
 // "FILE:LINE: ..." naming the key, so the node refuses to start before it opens anything.
 //
@@ -15,6 +16,7 @@
 
 #include <set>
 #include <string>
+#include <vector>
 
 #include "shardkv/options.h"
 #include "shardkv/status.h"
@@ -30,6 +32,9 @@ struct NodeConfig {
   std::string log_level = "info";
   std::set<std::string> keys;  // the keys the file set, dotted ("limits.max_key_bytes")
 };
+
+// Every key the file accepts, dotted for a key of a section ("limits.max_key_bytes"), sorted.
+std::vector<std::string> NodeConfigKeys();
 
 // Reads `path` over `config` (keys the file leaves out keep their value).
 Status LoadNodeConfig(const std::string& path, NodeConfig* config);
