@@ -1,7 +1,6 @@
 #include "cluster_status.h"
 
 #include <algorithm>
-#include <cmath>
 #include <cstdio>
 #include <future>
 #include <iostream>
@@ -19,8 +18,7 @@
 #include "rebuild_check.h"
 #include "repair_status.h"
 #include "shardkv/cluster_map.h"
-#include "shardkv/hash_ring.h"
-#include "shardkv/shard_map.h"
+#include "shardkv/copy_shares.h"
 #include "shardkv/stats.h"
 #include "status_advice.h"
 
@@ -31,8 +29,7 @@ struct NodeRow {
   uint32_t id = 0;
   std::string address;
   bool up = false;
-  std::string state =
-      "down"; // up, down, mismatch, disk-full, disk-error, not-member, ...
+  std::string state = "down";  // up, down, mismatch, disk-full, disk-error, not-member, ...
   std::string problem;
   std::optional<uint64_t> node_cluster_id;
   bool disk_full = false;
@@ -41,26 +38,23 @@ struct NodeRow {
   std::optional<pid_t> pid;
   bool alive = false;
   std::optional<int64_t> keys;
-  bool keys_estimate =
-      true; // keys is RocksDB's estimate, or a count still running
+  bool keys_estimate = true;  // keys is RocksDB's estimate, or a count still running
   std::optional<double> share_pct;
   // As the node itself reports (null while it does not answer).
-  std::optional<std::string> advertised; // stats info `address`
-  std::optional<std::string> redis;      // stats info `redis_address`
-  std::optional<std::string> metrics;    // stats info `metrics_address`
-  std::optional<std::string>
-      node_state; // unformed, or its own state in the map it holds
+  std::optional<std::string> advertised;  // stats info `address`
+  std::optional<std::string> redis;       // stats info `redis_address`
+  std::optional<std::string> metrics;     // stats info `metrics_address`
+  std::optional<std::string> node_state;  // unformed, or its own state in the map it holds
   std::optional<uint64_t> epoch;
   std::optional<std::string> map_digest;
   std::optional<int64_t> clock_offset_ms, clock_offset_error_ms;
   std::optional<std::string> version;
   std::optional<int64_t> uptime_s;
-  // Needs repair (design.md "Needs repair"): by its own report, or by a mark
-  // another answering node holds and the node has not been rebuilt since.
+  // Needs repair (design.md "Needs repair"): by its own report, or by a mark another answering
+  // node holds and the node has not been rebuilt since.
   bool needs_repair = false;
   std::string needs_repair_reason;
-  bool clock_skew = false; // the node finds its clock off a majority's: it
-                           // forwards its requests
+  bool clock_skew = false;  // the node finds its clock off a majority's: it forwards its requests
 };
 
 // What one address answered.
@@ -74,36 +68,31 @@ struct Probe {
   bool disk_full = false;
   // While its storage fails with I/O errors: the error, as it reports it.
   std::optional<std::string> storage_error;
-  std::optional<int64_t> clock_offset_ms; // against this host's clock
+  std::optional<int64_t> clock_offset_ms;  // against this host's clock
   int64_t round_trip_ms = 0;
   std::optional<int64_t> uptime_s;
   std::optional<std::string> version, advertised, redis;
   std::optional<std::string> metrics;
-  RepairReport repair;       // needs repair (repair_status.h)
-  ConsensusReport consensus; // voters, voter change (consensus_status.h)
-  bool clock_skewed = false; // by its own verdict (design.md "Clock offsets")
-  int64_t clock_offset_to_peers =
-      0; // its clock minus the other members', by its own measure
+  RepairReport repair;                // needs repair (repair_status.h)
+  ConsensusReport consensus;          // voters, voter change (consensus_status.h)
+  bool clock_skewed = false;          // by its own verdict (design.md "Clock offsets")
+  int64_t clock_offset_to_peers = 0;  // its clock minus the other members', by its own measure
 };
 
 // The map's ClusterMap::ContentHash, as 16 hex digits.
-std::string Digest(const ClusterMap &map) {
+std::string Digest(const ClusterMap& map) {
   char buf[17];
-  std::snprintf(buf, sizeof(buf), "%016llx",
-                static_cast<unsigned long long>(map.ContentHash()));
+  std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(map.ContentHash()));
   return buf;
 }
 
-// Asks without an expected cluster id (Admin::Probe sends none), so a node of
-// another cluster still answers and can be shown as a mismatch rather than as
-// down.
-Probe ProbeNode(NodeProber *prober, const std::string &address) {
+// Asks without an expected cluster id (Admin::Probe sends none), so a node of another cluster
+// still answers and can be shown as a mismatch rather than as down.
+Probe ProbeNode(NodeProber* prober, const std::string& address) {
   Probe p;
-  if (address.empty())
-    return p;
+  if (address.empty()) return p;
   NodeProbe np = prober->Probe(address);
-  if (!np.reachable)
-    return p;
+  if (!np.reachable) return p;
   p.up = true;
   p.unformed = np.unformed;
   p.map = std::move(np.map);
@@ -114,11 +103,9 @@ Probe ProbeNode(NodeProber *prober, const std::string &address) {
         it != np.stats->counters.end()) {
       p.uptime_s = it->second;
     }
-    if (auto it = np.stats->info.find(std::string(stats::version));
-        it != np.stats->info.end())
+    if (auto it = np.stats->info.find(std::string(stats::version)); it != np.stats->info.end())
       p.version = it->second;
-    if (auto it = np.stats->info.find(std::string(stats::address));
-        it != np.stats->info.end())
+    if (auto it = np.stats->info.find(std::string(stats::address)); it != np.stats->info.end())
       p.advertised = it->second;
     if (auto it = np.stats->info.find(std::string(stats::redis_address));
         it != np.stats->info.end())
@@ -129,11 +116,10 @@ Probe ProbeNode(NodeProber *prober, const std::string &address) {
     }
     p.repair = ReadRepairReport(*np.stats);
     p.consensus = ReadConsensusReport(*np.stats);
-    const auto &counters = np.stats->counters;
-    // The node's counted live keys; RocksDB's estimate (tombstones and expired
-    // records included) only from a node of an older release.
-    if (auto it = counters.find(std::string(stats::live_keys));
-        it != counters.end()) {
+    const auto& counters = np.stats->counters;
+    // The node's counted live keys; RocksDB's estimate (tombstones and expired records
+    // included) only from a node of an older release.
+    if (auto it = counters.find(std::string(stats::live_keys)); it != counters.end()) {
       p.keys = it->second;
       auto counted = counters.find(std::string(stats::live_keys_counted));
       p.keys_estimate = counted == counters.end() || counted->second == 0;
@@ -141,17 +127,14 @@ Probe ProbeNode(NodeProber *prober, const std::string &address) {
                approx != counters.end()) {
       p.keys = approx->second;
     }
-    if (auto it = counters.find(std::string(stats::node_id));
-        it != counters.end())
+    if (auto it = counters.find(std::string(stats::node_id)); it != counters.end())
       p.node_id = it->second;
-    if (auto it = counters.find(std::string(stats::clock_skewed));
-        it != counters.end())
+    if (auto it = counters.find(std::string(stats::clock_skewed)); it != counters.end())
       p.clock_skewed = it->second != 0;
-    if (auto it = counters.find(std::string(stats::clock_offset_ms));
-        it != counters.end())
+    if (auto it = counters.find(std::string(stats::clock_offset_ms)); it != counters.end())
       p.clock_offset_to_peers = it->second;
-    // The gauge is 1 while the node's writes fail with no space left; a node
-    // that does not report it (older) counts as not full.
+    // The gauge is 1 while the node's writes fail with no space left; a node that does not
+    // report it (older) counts as not full.
     if (auto it = np.stats->gauges.find(std::string(stats::disk_full));
         it != np.stats->gauges.end()) {
       p.disk_full = it->second != 0;
@@ -159,91 +142,23 @@ Probe ProbeNode(NodeProber *prober, const std::string &address) {
     if (auto it = np.stats->gauges.find(std::string(stats::storage_failing));
         it != np.stats->gauges.end() && it->second != 0) {
       auto error = np.stats->info.find(std::string(stats::storage_error));
-      p.storage_error =
-          error != np.stats->info.end() ? error->second : "an I/O error";
+      p.storage_error = error != np.stats->info.end() ? error->second : "an I/O error";
     }
   }
   return p;
 }
 
 // Probes every address not yet in `probes`, in parallel.
-void ProbeAll(NodeProber *prober, const std::vector<std::string> &addresses,
-              std::chrono::milliseconds timeout,
-              std::map<std::string, Probe> *probes) {
+void ProbeAll(NodeProber* prober, const std::vector<std::string>& addresses,
+              std::chrono::milliseconds timeout, std::map<std::string, Probe>* probes) {
   prober->SetTimeout(timeout);
   std::vector<std::pair<std::string, std::future<Probe>>> pending;
-  for (const auto &a : addresses) {
-    if (probes->count(a) != 0)
-      continue;
-    (*probes)[a] = Probe{}; // also dedups addresses listed twice
-    pending.emplace_back(a,
-                         std::async(std::launch::async, ProbeNode, prober, a));
+  for (const auto& a : addresses) {
+    if (probes->count(a) != 0) continue;
+    (*probes)[a] = Probe{};  // also dedups addresses listed twice
+    pending.emplace_back(a, std::async(std::launch::async, ProbeNode, prober, a));
   }
-  for (auto &[a, f] : pending)
-    (*probes)[a] = f.get();
-}
-
-// Percent of the token space each node id owns as primary.
-std::map<uint32_t, double> PrimaryShares(const ClusterMap &map) {
-  std::map<std::string, uint32_t> id_by_name;
-  for (const ClusterNode &n : map.nodes())
-    id_by_name[PlacementName(n.id)] = n.id;
-  std::map<uint32_t, double> shares;
-  if (const HashRing *ring = map.ring()) {
-    std::map<uint32_t, long double> arcs;
-    for (const HashRing::Arc &arc : ring->Ranges()) {
-      // Inclusive ranges: the length is last - first + 1 (computed in long
-      // double, since the whole ring is 2^64).
-      const long double len =
-          static_cast<long double>(arc.range.last - arc.range.first) + 1.0L;
-      arcs[id_by_name[ring->nodes()[arc.owner].name]] += len;
-    }
-    for (const auto &[id, len] : arcs) {
-      shares[id] = static_cast<double>(len / std::ldexp(1.0L, 64) * 100.0L);
-    }
-  } else if (const ShardMap *sm = map.shard_map()) {
-    const std::vector<int32_t> primaries = sm->PrimaryCounts();
-    for (size_t i = 0; i < primaries.size() && i < sm->nodes().size(); ++i) {
-      shares[id_by_name[sm->nodes()[i].name]] =
-          100.0 * primaries[i] / std::max<int32_t>(1, sm->shard_count());
-    }
-  }
-  return shares;
-}
-
-// Percent of all copies each node id holds under the map: every token range
-// counts once per replica, as the plans count copies (share before/after), so
-// status and plan agree.
-std::map<uint32_t, double> CopyShares(const ClusterMap &map) {
-  std::map<uint32_t, double> shares;
-  if (const HashRing *ring = map.ring()) {
-    std::map<uint32_t, long double> held;
-    long double total = 0;
-    for (const HashRing::Arc &arc : ring->Ranges()) {
-      const long double len =
-          static_cast<long double>(arc.range.last - arc.range.first) + 1.0L;
-      for (uint32_t id : map.Replicas(arc.range.first)) {
-        held[id] += len;
-        total += len;
-      }
-    }
-    for (const auto &[id, len] : held) {
-      shares[id] = total > 0 ? static_cast<double>(len / total * 100.0L) : 0.0;
-    }
-  } else if (const ShardMap *sm = map.shard_map()) {
-    std::map<std::string, uint32_t> id_by_name;
-    for (const ClusterNode &n : map.nodes())
-      id_by_name[PlacementName(n.id)] = n.id;
-    const std::vector<int32_t> counts = sm->ReplicaCounts();
-    double total = 0;
-    for (int32_t c : counts)
-      total += c;
-    for (size_t i = 0; i < counts.size() && i < sm->nodes().size(); ++i) {
-      shares[id_by_name[sm->nodes()[i].name]] =
-          total > 0 ? 100.0 * counts[i] / total : 0.0;
-    }
-  }
-  return shares;
+  for (auto& [a, f] : pending) (*probes)[a] = f.get();
 }
 
 // "~850", "~72k", "~12.3k", "~1.2M": a KEYS figure that is an estimate says so.
@@ -263,54 +178,44 @@ std::string ApproxCount(int64_t n) {
 
 using Rebalance = std::optional<ChangeReport>;
 
-// Needs repair: what a node says of itself, and the marks the other answering
-// nodes of this cluster hold of it (a node marked while it was away is shown
-// before it learned it, or down).
-void MarkNeedsRepair(const std::map<std::string, Probe> &probes,
-                     const ClusterMap &map, uint64_t expected,
-                     std::vector<NodeRow> *rows) {
-  std::map<uint32_t, RepairReport> reports; // by the reporting node's id
-  for (const auto &[address, p] : probes) {
-    if (p.up && p.map && p.map->cluster_id() == expected && p.node_id &&
-        *p.node_id > 0) {
+// Needs repair: what a node says of itself, and the marks the other answering nodes of this
+// cluster hold of it (a node marked while it was away is shown before it learned it, or down).
+void MarkNeedsRepair(const std::map<std::string, Probe>& probes, const ClusterMap& map,
+                     uint64_t expected, std::vector<NodeRow>* rows) {
+  std::map<uint32_t, RepairReport> reports;  // by the reporting node's id
+  for (const auto& [address, p] : probes) {
+    if (p.up && p.map && p.map->cluster_id() == expected && p.node_id && *p.node_id > 0) {
       reports[static_cast<uint32_t>(*p.node_id)] = p.repair;
     }
   }
-  for (NodeRow &r : *rows) {
+  for (NodeRow& r : *rows) {
     auto it = probes.find(r.address);
-    const RepairReport *own =
-        r.up && it != probes.end() ? &it->second.repair : nullptr;
+    const RepairReport* own = r.up && it != probes.end() ? &it->second.repair : nullptr;
     const RepairVerdict v = JudgeRepair(r.id, own, reports);
     r.needs_repair = v.needs_repair;
     r.needs_repair_reason = v.reason;
   }
-  // The advice is the rebuild only when it can run: another replica of each
-  // range answers.
+  // The advice is the rebuild only when it can run: another replica of each range answers.
   std::set<uint32_t> serving;
-  for (const NodeRow &r : *rows) {
-    if (r.up && !r.needs_repair)
-      serving.insert(r.id);
+  for (const NodeRow& r : *rows) {
+    if (r.up && !r.needs_repair) serving.insert(r.id);
   }
-  for (NodeRow &r : *rows) {
-    if (!r.needs_repair)
-      continue;
-    const std::string fix = r.needs_repair_reason + "; " +
-                            RebuildAdvice(map, r.id, r.up || r.alive, serving);
+  for (NodeRow& r : *rows) {
+    if (!r.needs_repair) continue;
+    const std::string fix =
+        r.needs_repair_reason + "; " + RebuildAdvice(map, r.id, r.up || r.alive, serving);
     if (r.state == "up") {
       r.state = "needs-repair";
       r.problem = fix;
     } else {
-      r.problem =
-          (r.problem.empty() ? "" : r.problem + "; ") + "needs repair: " + fix;
+      r.problem = (r.problem.empty() ? "" : r.problem + "; ") + "needs repair: " + fix;
     }
   }
 }
 
-// The fields a node reports about itself. The clock offset is against
-// `answering` (the node whose map is shown), from two NTP-style measurements:
-// its error is the sum of both bounds.
-void FillReported(const Probe &p, uint32_t id, const Probe *answering,
-                  NodeRow *r) {
+// The fields a node reports about itself. The clock offset is against `answering` (the node
+// whose map is shown), from two NTP-style measurements: its error is the sum of both bounds.
+void FillReported(const Probe& p, uint32_t id, const Probe* answering, NodeRow* r) {
   r->advertised = p.advertised;
   r->redis = p.redis;
   r->metrics = p.metrics;
@@ -323,30 +228,25 @@ void FillReported(const Probe &p, uint32_t id, const Probe *answering,
   if (p.unformed) {
     r->node_state = "unformed";
   } else if (p.map) {
-    const ClusterNode *self = p.map->FindNode(id);
-    r->node_state = self != nullptr ? std::string(NodeStateName(self->state))
-                                    : "not-in-map";
+    const ClusterNode* self = p.map->FindNode(id);
+    r->node_state = self != nullptr ? std::string(NodeStateName(self->state)) : "not-in-map";
   }
   if (answering != nullptr && answering->clock_offset_ms && p.clock_offset_ms) {
     r->clock_offset_ms = *p.clock_offset_ms - *answering->clock_offset_ms;
-    // Each measurement is within half its round trip, plus 1 ms for the clocks'
-    // resolution.
-    r->clock_offset_error_ms =
-        (p.round_trip_ms + answering->round_trip_ms + 1) / 2 + 1;
+    // Each measurement is within half its round trip, plus 1 ms for the clocks' resolution.
+    r->clock_offset_error_ms = (p.round_trip_ms + answering->round_trip_ms + 1) / 2 + 1;
   }
 }
 
 // The rebalancer's view of the last change (nullopt if no node answered).
-Rebalance QueryRebalance(const GlobalOptions &g, const std::string &dir,
+Rebalance QueryRebalance(const GlobalOptions& g, const std::string& dir,
                          std::chrono::milliseconds timeout) {
-  AdminReply reply = AdminFor(g, dir)->ChangeStatus(
-      "", CallTo(AdminAddresses(g, dir), timeout));
-  if (!reply.status.ok())
-    return std::nullopt;
+  AdminReply reply = AdminFor(g, dir)->ChangeStatus("", CallTo(AdminAddresses(g, dir), timeout));
+  if (!reply.status.ok()) return std::nullopt;
   return reply.report;
 }
 
-void PrintRebalanceJson(JsonWriter &w, const Rebalance &r) {
+void PrintRebalanceJson(JsonWriter& w, const Rebalance& r) {
   w.Key("rebalance");
   if (!r || !r->has_change) {
     w.Raw("null");
@@ -364,32 +264,25 @@ void PrintRebalanceJson(JsonWriter &w, const Rebalance &r) {
       .End();
 }
 
-std::string RebalanceLine(const Rebalance &r) {
-  if (!r)
-    return "unknown (no node answered the rebalancer)";
-  if (!r->has_change)
-    return "none";
+std::string RebalanceLine(const Rebalance& r) {
+  if (!r) return "unknown (no node answered the rebalancer)";
+  if (!r->has_change) return "none";
   std::string line = std::string(ChangeEnded(*r) ? "last change " : "change ") +
-                     std::to_string(r->record.change_id) + " (" +
-                     DescribeChange(r->record) + "): " + StateName(*r) + ", " +
-                     std::to_string(MovedCopies(*r)) + "/" +
+                     std::to_string(r->record.change_id) + " (" + DescribeChange(r->record) +
+                     "): " + StateName(*r) + ", " + std::to_string(MovedCopies(*r)) + "/" +
                      std::to_string(r->record.planned_copies) + " copies moved";
-  if (!r->from_driver && !ChangeEnded(*r))
-    line += " (driver unreachable: no live progress)";
-  if (!r->record.error.empty())
-    line += "; error: " + r->record.error;
+  if (!r->from_driver && !ChangeEnded(*r)) line += " (driver unreachable: no live progress)";
+  if (!r->record.error.empty()) line += "; error: " + r->record.error;
   return line;
 }
 
-void PrintJson(const std::optional<ClusterMap> &map,
-               const std::string &map_from, uint64_t expected,
-               const std::vector<NodeRow> &rows, const Rebalance &rebalance,
-               const ConsensusView &consensus, std::string_view outcome) {
+void PrintJson(const std::optional<ClusterMap>& map, const std::string& map_from, uint64_t expected,
+               const std::vector<NodeRow>& rows, const Rebalance& rebalance,
+               const ConsensusView& consensus, std::string_view outcome) {
   JsonWriter w;
   w.Begin();
-  if (!outcome.empty())
-    w.Field("outcome", outcome); // `cluster init` (a mutation) only
-  auto null_or = [&](const char *key, auto value, bool known) {
+  if (!outcome.empty()) w.Field("outcome", outcome);  // `cluster init` (a mutation) only
+  auto null_or = [&](const char* key, auto value, bool known) {
     w.Key(key);
     if (known) {
       w.Value(value);
@@ -397,25 +290,18 @@ void PrintJson(const std::optional<ClusterMap> &map,
       w.Raw("null");
     }
   };
-  null_or("cluster_id", map ? std::to_string(map->cluster_id()) : std::string(),
-          map.has_value());
+  null_or("cluster_id", map ? std::to_string(map->cluster_id()) : std::string(), map.has_value());
   null_or("expected_cluster_id", std::to_string(expected), expected != 0);
   null_or("epoch", map ? map->epoch() : 0, map.has_value());
-  null_or("mode",
-          map ? std::string(PlacementModeName(map->params().mode))
-              : std::string(),
+  null_or("mode", map ? std::string(PlacementModeName(map->params().mode)) : std::string(),
           map.has_value());
   null_or("replicas", map ? map->EffectiveReplicas() : 0, map.has_value());
-  null_or("write_quorum", map ? map->EffectiveWriteQuorum() : 0,
-          map.has_value());
+  null_or("write_quorum", map ? map->EffectiveWriteQuorum() : 0, map.has_value());
   null_or("read_quorum", map ? map->EffectiveReadQuorum() : 0, map.has_value());
   null_or("map_from", map_from, map.has_value());
   w.Key("nodes").BeginArray();
-  for (const NodeRow &r : rows) {
-    w.Begin()
-        .Field("id", r.id)
-        .Field("address", r.address)
-        .Field("state", r.state);
+  for (const NodeRow& r : rows) {
+    w.Begin().Field("id", r.id).Field("address", r.address).Field("state", r.state);
     w.Field("problem", r.problem);
     null_or("node_cluster_id", std::to_string(r.node_cluster_id.value_or(0)),
             r.node_cluster_id.has_value());
@@ -426,17 +312,14 @@ void PrintJson(const std::optional<ClusterMap> &map,
     w.Field("keys_estimate", r.keys_estimate);
     w.Field("disk_full", r.disk_full);
     null_or("share_pct", r.share_pct.value_or(0), r.share_pct.has_value());
-    null_or("primary_share_pct", r.primary_pct.value_or(0),
-            r.primary_pct.has_value());
-    null_or("advertised_address", r.advertised.value_or(""),
-            r.advertised.has_value());
+    null_or("primary_share_pct", r.primary_pct.value_or(0), r.primary_pct.has_value());
+    null_or("advertised_address", r.advertised.value_or(""), r.advertised.has_value());
     null_or("redis_address", r.redis.value_or(""), r.redis.has_value());
     null_or("metrics_address", r.metrics.value_or(""), r.metrics.has_value());
     null_or("node_state", r.node_state.value_or(""), r.node_state.has_value());
     null_or("epoch", r.epoch.value_or(0), r.epoch.has_value());
     null_or("map_digest", r.map_digest.value_or(""), r.map_digest.has_value());
-    null_or("clock_offset_ms", r.clock_offset_ms.value_or(0),
-            r.clock_offset_ms.has_value());
+    null_or("clock_offset_ms", r.clock_offset_ms.value_or(0), r.clock_offset_ms.has_value());
     null_or("clock_offset_error_ms", r.clock_offset_error_ms.value_or(0),
             r.clock_offset_error_ms.has_value());
     null_or("version", r.version.value_or(""), r.version.has_value());
@@ -453,17 +336,15 @@ void PrintJson(const std::optional<ClusterMap> &map,
   std::cout << w.str() << "\n";
 }
 
-void PrintTable(const std::string &dir, const std::optional<ClusterMap> &map,
-                uint64_t expected, const std::vector<NodeRow> &rows,
-                const Rebalance &rebalance, const ConsensusView &consensus) {
+void PrintTable(const std::string& dir, const std::optional<ClusterMap>& map, uint64_t expected,
+                const std::vector<NodeRow>& rows, const Rebalance& rebalance,
+                const ConsensusView& consensus) {
   if (map) {
-    std::printf("cluster %llu: epoch %llu, %s mode, replicas %u, write quorum "
-                "%u, read quorum %u\n",
+    std::printf("cluster %llu: epoch %llu, %s mode, replicas %u, write quorum %u, read quorum %u\n",
                 static_cast<unsigned long long>(map->cluster_id()),
                 static_cast<unsigned long long>(map->epoch()),
                 std::string(PlacementModeName(map->params().mode)).c_str(),
-                map->EffectiveReplicas(), map->EffectiveWriteQuorum(),
-                map->EffectiveReadQuorum());
+                map->EffectiveReplicas(), map->EffectiveWriteQuorum(), map->EffectiveReadQuorum());
   } else if (expected != 0) {
     std::printf("cluster %llu in %s: no node of it answered\n",
                 static_cast<unsigned long long>(expected), dir.c_str());
@@ -472,48 +353,39 @@ void PrintTable(const std::string &dir, const std::optional<ClusterMap> &map,
   }
   std::printf("rebalance: %s\n%s\n", RebalanceLine(rebalance).c_str(),
               ConsensusLines(consensus).c_str());
-  // 98 columns: REDIS and METRICS show the port alone when the listener is on
-  // the node's host.
-  std::printf("%4s  %-21s  %-12s  %-7s  %-13s  %7s  %6s  %5s  %7s\n", "ID",
-              "ADDRESS", "STATE", "MAP", "PID", "KEYS", "SHARE", "REDIS",
-              "METRICS");
-  for (const NodeRow &r : rows) {
+  // 98 columns: REDIS and METRICS show the port alone when the listener is on the node's host.
+  std::printf("%4s  %-21s  %-12s  %-7s  %-13s  %7s  %6s  %5s  %7s\n", "ID", "ADDRESS", "STATE",
+              "MAP", "PID", "KEYS", "SHARE", "REDIS", "METRICS");
+  for (const NodeRow& r : rows) {
     std::string pid = "-";
-    if (r.pid)
-      pid = std::to_string(*r.pid) + (r.alive ? "" : " (dead)");
+    if (r.pid) pid = std::to_string(*r.pid) + (r.alive ? "" : " (dead)");
     std::string keys = "-";
-    if (r.keys)
-      keys = r.keys_estimate ? ApproxCount(*r.keys) : std::to_string(*r.keys);
+    if (r.keys) keys = r.keys_estimate ? ApproxCount(*r.keys) : std::to_string(*r.keys);
     char share[16] = "-";
-    if (r.share_pct)
-      std::snprintf(share, sizeof(share), "%.1f%%", *r.share_pct);
+    if (r.share_pct) std::snprintf(share, sizeof(share), "%.1f%%", *r.share_pct);
     std::printf("%4u  %-21s  %-12s  %-7s  %-13s  %7s  %6s  %5s  %7s\n", r.id,
                 r.address.empty() ? "-" : r.address.c_str(), r.state.c_str(),
-                r.map_state.value_or("-").c_str(), pid.c_str(), keys.c_str(),
-                share,
+                r.map_state.value_or("-").c_str(), pid.c_str(), keys.c_str(), share,
                 PortOnHost(r.up ? r.redis : std::nullopt, r.address).c_str(),
                 PortOnHost(r.up ? r.metrics : std::nullopt, r.address).c_str());
   }
-  std::printf("\nKEYS: live keys (a copy per replica; ~: estimate); SHARE: "
-              "share of all copies "
-              "under the map\n");
-  std::printf("REDIS, METRICS: ports of its Redis and metrics listeners on its "
-              "host (--json: "
-              "addresses)\n");
-  for (const NodeRow &r : rows) {
+  std::printf(
+      "\nKEYS: live keys (a copy per replica; ~: estimate); SHARE: share of all copies "
+      "under the map\n");
+  std::printf(
+      "REDIS, METRICS: ports of its Redis and metrics listeners on its host (--json: "
+      "addresses)\n");
+  for (const NodeRow& r : rows) {
     if (!r.problem.empty())
-      std::printf("node %u: %s: %s\n", r.id, r.state.c_str(),
-                  r.problem.c_str());
+      std::printf("node %u: %s: %s\n", r.id, r.state.c_str(), r.problem.c_str());
   }
 }
 
-} // namespace
+}  // namespace
 
-int PrintClusterStatus(const GlobalOptions &g, const std::string &dir,
-                       NodeProber *prober, bool retire_removed,
-                       std::string_view outcome) {
-  const auto timeout =
-      std::chrono::milliseconds(std::min<uint32_t>(g.timeout_ms, 2000));
+int PrintClusterStatus(const GlobalOptions& g, const std::string& dir, NodeProber* prober,
+                       bool retire_removed, std::string_view outcome) {
+  const auto timeout = std::chrono::milliseconds(std::min<uint32_t>(g.timeout_ms, 2000));
   const Rebalance rebalance = QueryRebalance(g, dir, timeout);
   if (rebalance && retire_removed) {
     // Before the rows are read, so the retired node's directory is skipped.
@@ -524,37 +396,32 @@ int PrintClusterStatus(const GlobalOptions &g, const std::string &dir,
   std::map<uint32_t, NodeRow> rows;
   std::vector<std::string> seeds = g.cluster;
   if (g.cluster.empty()) {
-    // The directory's nodes: address from the port file the node wrote, else
-    // the one it was launched with; pid and liveness from the launcher's files.
+    // The directory's nodes: address from the port file the node wrote, else the one it was
+    // launched with; pid and liveness from the launcher's files.
     for (uint32_t id : ListNodeIds(dir)) {
       const std::string node_dir = NodeDir(dir, id);
-      NodeRow &r = rows[id];
+      NodeRow& r = rows[id];
       r.id = id;
       std::optional<uint16_t> port = ReadPortFile(node_dir);
       if (!port) {
-        if (auto args = ReadArgsFile(node_dir); args.ok())
-          port = ListenPortInArgs(*args);
+        if (auto args = ReadArgsFile(node_dir); args.ok()) port = ListenPortInArgs(*args);
       }
-      if (port && *port != 0)
-        r.address = "127.0.0.1:" + std::to_string(*port);
+      if (port && *port != 0) r.address = "127.0.0.1:" + std::to_string(*port);
       r.pid = ReadPidFile(node_dir);
       r.alive = RunningNodePid(node_dir).has_value();
-      if (!r.address.empty())
-        seeds.push_back(r.address);
+      if (!r.address.empty()) seeds.push_back(r.address);
     }
     if (rows.empty()) {
-      return ReportError("no cluster in " + dir +
-                             " (start one with 'shardkv cluster up')",
+      return ReportError("no cluster in " + dir + " (start one with 'shardkv cluster up')",
                          kExitUnreachable);
     }
   }
   std::map<std::string, Probe> probes;
   ProbeAll(prober, seeds, timeout, &probes);
-  // This cluster: the id in cluster.conf, or with --cluster the first seed's
-  // that answered.
+  // This cluster: the id in cluster.conf, or with --cluster the first seed's that answered.
   uint64_t expected = DirClusterId(g, dir);
   if (expected == 0) {
-    for (const auto &a : seeds) {
+    for (const auto& a : seeds) {
       if (auto it = probes.find(a); it != probes.end() && it->second.map) {
         expected = it->second.map->cluster_id();
         break;
@@ -562,101 +429,88 @@ int PrintClusterStatus(const GlobalOptions &g, const std::string &dir,
     }
   }
   std::optional<ClusterMap> map;
-  std::string map_from; // the answering node: the one whose map is shown
-  for (auto &[address, p] : probes) {
-    if (!p.map || p.map->cluster_id() != expected)
-      continue; // another cluster's map
+  std::string map_from;  // the answering node: the one whose map is shown
+  for (auto& [address, p] : probes) {
+    if (!p.map || p.map->cluster_id() != expected) continue;  // another cluster's map
     if (!map || p.map->epoch() > map->epoch()) {
       map = p.map;
       map_from = address;
     }
   }
   if (map) {
-    const std::map<uint32_t, double> shares = CopyShares(*map);
+    const std::map<uint32_t, double> shares = TokenCopyShares(*map).Percents();
     const std::map<uint32_t, double> primary = PrimaryShares(*map);
     std::vector<std::string> more;
-    for (const ClusterNode &n : map->nodes()) {
-      NodeRow &r = rows[n.id];
+    for (const ClusterNode& n : map->nodes()) {
+      NodeRow& r = rows[n.id];
       r.id = n.id;
-      r.address = n.address; // what clients and peers use
+      r.address = n.address;  // what clients and peers use
       r.map_state = std::string(NodeStateName(n.state));
-      if (auto it = shares.find(n.id); it != shares.end())
-        r.share_pct = it->second;
-      if (auto it = primary.find(n.id); it != primary.end())
-        r.primary_pct = it->second;
+      if (auto it = shares.find(n.id); it != shares.end()) r.share_pct = it->second;
+      if (auto it = primary.find(n.id); it != primary.end()) r.primary_pct = it->second;
       more.push_back(n.address);
     }
     ProbeAll(prober, more, timeout, &probes);
   }
-  // With --cluster, a listed node the map does not name (unformed, or of
-  // another cluster) gets a row under the id it reports, so that it is shown
-  // rather than dropped.
-  for (const std::string &a : g.cluster) {
+  // With --cluster, a listed node the map does not name (unformed, or of another cluster) gets
+  // a row under the id it reports, so that it is shown rather than dropped.
+  for (const std::string& a : g.cluster) {
     auto it = probes.find(a);
-    if (it == probes.end() || !it->second.up)
-      continue;
+    if (it == probes.end() || !it->second.up) continue;
     bool listed = false;
-    for (const auto &[id, r] : rows)
-      listed = listed || r.address == a;
+    for (const auto& [id, r] : rows) listed = listed || r.address == a;
     const int64_t id = it->second.node_id.value_or(0);
-    if (listed || id <= 0 || id > UINT32_MAX ||
-        rows.count(static_cast<uint32_t>(id)) != 0) {
+    if (listed || id <= 0 || id > UINT32_MAX || rows.count(static_cast<uint32_t>(id)) != 0) {
       continue;
     }
     rows[static_cast<uint32_t>(id)].id = static_cast<uint32_t>(id);
     rows[static_cast<uint32_t>(id)].address = a;
   }
-  const Probe *answering = map_from.empty() ? nullptr : &probes[map_from];
-  // Members a rebuild could stream from: answering as themselves, not needing
-  // repair.
+  const Probe* answering = map_from.empty() ? nullptr : &probes[map_from];
+  // Members a rebuild could stream from: answering as themselves, not needing repair.
   std::set<uint32_t> serving;
   for (size_t i = 0; map && i < map->nodes().size(); ++i) {
-    const ClusterNode &n = map->nodes()[i];
-    const Probe &p = probes[n.address];
-    if (p.up && p.map && p.map->cluster_id() == expected &&
-        p.node_id == int64_t{n.id} && !p.repair.reason) {
+    const ClusterNode& n = map->nodes()[i];
+    const Probe& p = probes[n.address];
+    if (p.up && p.map && p.map->cluster_id() == expected && p.node_id == int64_t{n.id} &&
+        !p.repair.reason) {
       serving.insert(n.id);
     }
   }
 
   std::vector<NodeRow> out;
   bool any_up = false;
-  std::string foreign; // "A is node N of cluster Y" for the error line when no
-                       // node is ours
-  for (auto &[id, r] : rows) {
+  std::string foreign;  // "A is node N of cluster Y" for the error line when no node is ours
+  for (auto& [id, r] : rows) {
     if (auto it = probes.find(r.address); it != probes.end() && it->second.up) {
-      const Probe &p = it->second;
+      const Probe& p = it->second;
       r.up = true;
       r.state = "up";
       r.disk_full = p.disk_full;
       FillReported(p, id, answering, &r);
-      if (p.map)
-        r.node_cluster_id = p.map->cluster_id();
+      if (p.map) r.node_cluster_id = p.map->cluster_id();
       if (p.unformed) {
         r.state = "unformed";
-        r.problem = r.address + " belongs to no cluster yet: form one with "
-                                "'shardkv cluster init', or add it "
-                                "with 'shardkv cluster join'";
+        r.problem = r.address +
+                    " belongs to no cluster yet: form one with 'shardkv cluster init', or add it "
+                    "with 'shardkv cluster join'";
       } else if (!p.map) {
         r.state = "mismatch";
         r.problem = "it answers but has no cluster map";
       } else if (p.map->cluster_id() != expected) {
         r.state = "mismatch";
-        r.problem = r.address + " answers as cluster " +
-                    std::to_string(p.map->cluster_id()) + ", not cluster " +
-                    std::to_string(expected) +
+        r.problem = r.address + " answers as cluster " + std::to_string(p.map->cluster_id()) +
+                    ", not cluster " + std::to_string(expected) +
                     MismatchAdvice(map, id, r.alive, serving);
         if (foreign.empty()) {
-          foreign = r.address + " belongs to cluster " +
-                    std::to_string(p.map->cluster_id());
+          foreign = r.address + " belongs to cluster " + std::to_string(p.map->cluster_id());
         }
       } else if (p.node_id && *p.node_id != static_cast<int64_t>(id)) {
         r.state = "mismatch";
-        r.problem =
-            r.address + " answers as node " + std::to_string(*p.node_id);
+        r.problem = r.address + " answers as node " + std::to_string(*p.node_id);
       }
       if (r.state == "mismatch" || r.state == "unformed") {
-        r.up = false; // its answers are not this node's
+        r.up = false;  // its answers are not this node's
       } else {
         r.keys = p.keys;
         r.keys_estimate = p.keys_estimate;
@@ -666,33 +520,26 @@ int PrintClusterStatus(const GlobalOptions &g, const std::string &dir,
         } else if (p.storage_error) {
           r.state = "disk-error";
           r.problem = "its storage fails: " + *p.storage_error +
-                      "; it coordinates no writes, and recovers by itself once "
-                      "the cause clears";
+                      "; it coordinates no writes, and recovers by itself once the cause clears";
         }
         if (p.clock_skewed) {
           r.clock_skew = true;
-          r.problem = (r.problem.empty() ? "" : r.problem + "; ") +
-                      "clock_skew: its clock is " +
+          r.problem = (r.problem.empty() ? "" : r.problem + "; ") + "clock_skew: its clock is " +
                       std::to_string(p.clock_offset_to_peers) +
-                      " ms off the other members' (more than "
-                      "max_clock_offset_ms): it sends its "
-                      "client requests on to a node whose clock agrees; fix "
-                      "its time sync (NTP)";
+                      " ms off the other members' (more than max_clock_offset_ms): it sends its "
+                      "client requests on to a node whose clock agrees; fix its time sync (NTP)";
         }
       }
     }
     any_up = any_up || r.up;
     out.push_back(std::move(r));
   }
-  // With one replica nothing needs repair (design.md "Needs repair"): no
-  // replica refuses.
-  if (map && map->EffectiveReplicas() > 1)
-    MarkNeedsRepair(probes, *map, expected, &out);
+  // With one replica nothing needs repair (design.md "Needs repair"): no replica refuses.
+  if (map && map->EffectiveReplicas() > 1) MarkNeedsRepair(probes, *map, expected, &out);
   if (map && g.cluster.empty()) {
     const std::set<uint32_t> strangers = DirectoriesNotInMap(*map, dir);
-    for (NodeRow &r : out) {
-      if (strangers.count(r.id) == 0)
-        continue;
+    for (NodeRow& r : out) {
+      if (strangers.count(r.id) == 0) continue;
       r.state = "not-member";
       r.up = false;
       r.problem = NotMemberAdvice(r.id, map->cluster_id());
@@ -700,29 +547,25 @@ int PrintClusterStatus(const GlobalOptions &g, const std::string &dir,
   }
   std::map<uint32_t, ConsensusReport> consensus_reports;
   std::vector<uint32_t> members, up_members;
-  for (const NodeRow &r : out) {
-    if (r.up)
-      consensus_reports[r.id] = probes[r.address].consensus;
+  for (const NodeRow& r : out) {
+    if (r.up) consensus_reports[r.id] = probes[r.address].consensus;
   }
-  for (const ClusterNode &n : map ? map->nodes() : std::vector<ClusterNode>()) {
+  for (const ClusterNode& n : map ? map->nodes() : std::vector<ClusterNode>()) {
     members.push_back(n.id);
-    if (n.state == NodeState::kUp)
-      up_members.push_back(n.id); // (the voters the map calls for)
+    if (n.state == NodeState::kUp) up_members.push_back(n.id);  // (the voters the map calls for)
   }
-  const ConsensusView consensus =
-      SummarizeConsensus(consensus_reports, members, up_members);
+  const ConsensusView consensus = SummarizeConsensus(consensus_reports, members, up_members);
   if (g.json) {
     PrintJson(map, map_from, expected, out, rebalance, consensus, outcome);
   } else {
     PrintTable(dir, map, expected, out, rebalance, consensus);
   }
   if (!any_up && !foreign.empty()) {
-    return ReportError("no node of cluster " + std::to_string(expected) +
-                           " answered; " + foreign +
+    return ReportError("no node of cluster " + std::to_string(expected) + " answered; " + foreign +
                            " (another cluster took its ports?)",
                        kExitUnreachable);
   }
   return any_up ? kExitOk : kExitUnreachable;
 }
 
-} // namespace shardkv::cli
+}  // namespace shardkv::cli
