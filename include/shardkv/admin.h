@@ -3,26 +3,30 @@
 // membership changes through it (design.md "Public API"), as FoundationDB's ManagementAPI backs
 // both fdbcli and its tests.
 //
-// An Admin talks to the nodes in its seed list (AdminOptions::seeds, replaceable with SetSeeds),
-// expecting one cluster: AdminOptions::cluster_id, or with 0 the id of the first node that
-// answers. Every request carries that id, so a node of another cluster (one that took a stopped
-// cluster's ports) refuses it; such a node counts as not answering.
+// An Admin talks to the nodes in its seed list (AdminOptions::seeds, replaceable with SetSeeds, or
+// for one call with AdminCallOptions::seeds), expecting one cluster: AdminOptions::cluster_id, or
+// with 0 the id of the first node that answers. Every request carries that id, so a node of another
+// cluster (one that took a stopped cluster's ports) refuses it; such a node counts as not
+// answering.
 //
 // Results of the change commands are AdminReply values: `status` is OK, the answering node's
 // error, or why no node answered; `unreachable` and `foreign` tell the last two apart from a
 // node's refusal. A change command's outcome is never ambiguous (design.md "Rebalancing: the
 // transition protocol"): OK means it took effect; an error means nothing did, except a Timeout
 // whose message says "outcome unknown"; and when no node answered (unreachable) the request may
-// still have reached one. After an error, ChangeStatus() says whether the change took effect.
+// still have reached one. After an error, ResolveOutcome says whether the command took effect
+// after all (it polls ChangeStatus until the command's ChangeEffect shows, or a wait ends).
 //
 // Blocking: every call is synchronous and bounded by AdminOptions::timeout_ms per node asked.
 // Plan and Begin count every key of the cluster on the nodes, which takes seconds per million
-// keys; they use AdminOptions::plan_timeout_ms.
+// keys; they use AdminOptions::plan_timeout_ms. Every call takes AdminCallOptions, which replace
+// the seeds and timeouts for that call only.
 //
 // Thread-safety: an Admin is not shared between threads without external locking (it keeps the
 // adopted cluster id and the last driver it heard from). Distinct Admins are independent.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -30,8 +34,10 @@
 #include <vector>
 
 #include "shardkv/change.h"
+#include "shardkv/change_effect.h"
 #include "shardkv/client.h"
 #include "shardkv/cluster_map.h"
+#include "shardkv/mutation_outcome.h"
 #include "shardkv/status.h"
 
 namespace shardkv {
@@ -50,6 +56,16 @@ struct AdminOptions {
   std::string tls_ca_file;
   std::string tls_cert_file;
   std::string tls_key_file;
+};
+
+// The seeds and timeouts of one call, overriding AdminOptions for that call only: an empty
+// `seeds` asks AdminOptions::seeds (as last set), a 0 timeout keeps AdminOptions'. The expected
+// (or adopted) cluster id holds whatever the seeds. A call that names its node (`address`) asks
+// that node and uses `seeds` only where it says so.
+struct AdminCallOptions {
+  std::vector<std::string> seeds;
+  uint32_t timeout_ms = 0;
+  uint32_t plan_timeout_ms = 0;
 };
 
 // ChangeKind (shardkv/change.h): for kJoin, node_id 0 takes the id the node reports. kParams
@@ -81,6 +97,21 @@ struct AdminReply {
   bool foreign = false;
   std::string address;  // the node that answered
   ChangeReport report;  // valid when status.ok()
+};
+
+// Whether a change command (Begin, SetParams, Cancel, Resume, SetThrottle) took effect, from its
+// reply and, when the reply alone does not say, the change status (Admin::ResolveOutcome).
+struct ChangeOutcome {
+  // kApplied: it took effect (the reply was OK, or the status shows its effect). kNotApplied:
+  // nothing changed (refused, never sent, or it could not apply to the change as it was).
+  // kIndeterminate: sent, and neither the reply nor the status says; only a later ChangeStatus
+  // tells.
+  MutationOutcome outcome = MutationOutcome::kIndeterminate;
+  // The change as it stands once applied: the reply's report, or the status that showed the
+  // effect (then `confirmed` is true: the reply was an error, yet the command took effect).
+  std::optional<ChangeReport> report;
+  std::string address;  // the node `report` came from (the driver, for a confirmed effect)
+  bool confirmed = false;
 };
 
 // What one node says about itself, asked without an expected cluster id, so that a node of
@@ -134,10 +165,12 @@ class Admin {
 
   // The expected cluster id, or the adopted one (0 until a node answered).
   uint64_t cluster_id() const;
-  // Replaces the seed list (the expected or adopted cluster id is kept).
+  // Replaces the seed list for the calls that follow (the expected or adopted cluster id is
+  // kept). For one call, pass AdminCallOptions::seeds instead.
   void SetSeeds(std::vector<std::string> seeds);
   const std::vector<std::string>& seeds() const;
-  // Replaces AdminOptions::timeout_ms and plan_timeout_ms (0 keeps a value).
+  // Replaces AdminOptions::timeout_ms and plan_timeout_ms (0 keeps a value) for the calls that
+  // follow. For one call, pass AdminCallOptions instead.
   void SetTimeouts(uint32_t timeout_ms, uint32_t plan_timeout_ms);
 
   // ---- Forming a cluster ----
@@ -152,25 +185,27 @@ class Admin {
   // with the same `cluster_id`) counts as formable. After the checks, an error names the node
   // that did not take the map; nodes before it may have adopted it already.
   StatusOr<ClusterMap> FormCluster(const std::vector<ClusterNode>& nodes,
-                                   const ClusterParams& params, uint64_t cluster_id = 0);
+                                   const ClusterParams& params, uint64_t cluster_id = 0,
+                                   const AdminCallOptions& call = {});
 
   // ---- Reading ----
 
   // The newest map (highest epoch) among the seeds of the expected cluster. Unavailable, naming
   // each seed's failure, when none answered with one.
-  StatusOr<ClusterMap> NewestMap();
+  StatusOr<ClusterMap> NewestMap(const AdminCallOptions& call = {});
   // The newest map, and a probe of every member of it (in parallel).
-  StatusOr<ClusterDescription> Describe();
+  StatusOr<ClusterDescription> Describe(const AdminCallOptions& call = {});
   // One node, any cluster: ping, its map and its counters. Never fails; see NodeProbe.
   // Probe and Ping (unlike the other calls) may run concurrently on one Admin: they send no
   // cluster id and so never adopt one.
-  NodeProbe Probe(const std::string& address);
+  NodeProbe Probe(const std::string& address, const AdminCallOptions& call = {});
   // OK when `address` answers a ping (any cluster).
-  Status Ping(const std::string& address);
+  Status Ping(const std::string& address, const AdminCallOptions& call = {});
   // The map `address` holds, whatever its cluster (one request; Probe sends three).
-  StatusOr<ClusterMap> MapOf(const std::string& address);
+  StatusOr<ClusterMap> MapOf(const std::string& address, const AdminCallOptions& call = {});
   // One node's counters; the node must belong to the expected cluster.
-  StatusOr<NodeStatsSnapshot> NodeStats(const std::string& address);
+  StatusOr<NodeStatsSnapshot> NodeStats(const std::string& address,
+                                        const AdminCallOptions& call = {});
 
   // ---- Membership changes ----
 
@@ -178,33 +213,50 @@ class Admin {
   // the seeds in order (a node being removed is never asked: it cannot drive its own removal);
   // the first that answers (with a report or an error) wins. Removing the only node is
   // InvalidArgument ("cannot remove the last node"), as the nodes answer it.
-  AdminReply Plan(const ChangeRequest& change);
+  AdminReply Plan(const ChangeRequest& change, const AdminCallOptions& call = {});
   // Commits the change and returns once it began (state streaming); the driving node then moves
   // it on by itself. `address` non-empty: ask that node (the one that planned), else as Plan.
   // FailedPrecondition while another change runs.
   AdminReply Begin(const ChangeRequest& change, const ChangeThrottle& throttle,
-                   const std::string& address = "");
+                   const std::string& address = "", const AdminCallOptions& call = {});
   // A change of the replication factor and quorums (`shardkv cluster set`): Begin of a kParams
   // ChangeRequest with these values (0 keeps one). It runs through the same transition as a
   // membership change, streaming the new copies (RF up) or dropping the surplus ones at cleanup
   // (RF down); ChangeStatus and the other change commands follow it like any change.
   AdminReply SetParams(uint32_t replicas, uint32_t write_quorum, uint32_t read_quorum,
-                       const ChangeThrottle& throttle);
+                       const ChangeThrottle& throttle, const AdminCallOptions& call = {});
   // The change's status, from its driver when reachable (report.from_driver), else a snapshot
   // from a node's map. `preferred` (or else the last driver heard from) is asked first.
   // report.has_change is false when the cluster never had a change.
-  AdminReply ChangeStatus(const std::string& preferred = "");
+  AdminReply ChangeStatus(const std::string& preferred = "", const AdminCallOptions& call = {});
   // Sent to the driver, or with `address` to that node (a node that is not the driver commits
   // the command itself and becomes the driver). Cancel: only while streaming or failed (commits
   // the old placement). Resume: only a failed change (streams again from the checkpoints).
   // SetThrottle: changes the running change's limits; nullopt keeps a limit as it is.
-  AdminReply Cancel(const std::string& address = "");
-  AdminReply Resume(const std::string& address = "");
+  AdminReply Cancel(const std::string& address = "", const AdminCallOptions& call = {});
+  AdminReply Resume(const std::string& address = "", const AdminCallOptions& call = {});
   AdminReply SetThrottle(std::optional<uint64_t> rate_bytes_per_s,
-                         std::optional<uint32_t> streams_per_node, const std::string& address = "");
+                         std::optional<uint32_t> streams_per_node, const std::string& address = "",
+                         const AdminCallOptions& call = {});
+
+  // ---- Resolving an unknown outcome ----
+
+  // Whether the change command that answered `reply` took effect. An OK reply is kApplied; a
+  // reply from a node of another cluster, or a command that could not apply to the change as it
+  // was (!effect.Possible()), is kNotApplied at once. Otherwise the change status (asked of
+  // `call`'s seeds) is polled for up to `wait` until it shows `effect`: kApplied, confirmed.
+  // When it never does, ClassifyMutation(reply.status) decides: kIndeterminate for a request
+  // that was sent without a definite answer (a timeout, a connection lost in flight, a commit
+  // "outcome unknown"), else kNotApplied. `wait` 0 asks the status once.
+  ChangeOutcome ResolveOutcome(const AdminReply& reply, const ChangeEffect& effect,
+                               std::chrono::milliseconds wait, const AdminCallOptions& call = {});
+  // The poll underneath: the first change status (every 250 ms, for up to `wait`) that shows
+  // `effect`, and the node it came from; nullopt when none did or no node answered.
+  std::optional<AdminReply> AwaitEffect(const ChangeEffect& effect, std::chrono::milliseconds wait,
+                                        const AdminCallOptions& call = {});
 
   // Sum of one counter over the seeds that answer (e.g. "client_errors").
-  int64_t SumCounter(const std::string& name);
+  int64_t SumCounter(const std::string& name, const AdminCallOptions& call = {});
 
   class Impl;
 

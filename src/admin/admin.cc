@@ -7,6 +7,7 @@
 #include <future>
 #include <random>
 #include <set>
+#include <thread>
 
 #include "admin/admin_transport.h"
 #include "admin/formation.h"
@@ -29,17 +30,25 @@ int64_t WallClockMs() {
 
 }  // namespace
 
+// The seeds and timeouts one call uses: AdminOptions' with the call's overrides.
+struct Call {
+  std::vector<std::string> seeds;
+  std::chrono::milliseconds timeout;
+  std::chrono::milliseconds plan_timeout;  // never below `timeout`
+};
+
 class Admin::Impl {
  public:
   Impl(AdminOptions o, net::ClientSecurity security)
       : options(std::move(o)),
         transport(options.cluster_id, options.cluster_origin, std::move(security)) {}
 
-  std::chrono::milliseconds timeout() const {
-    return std::chrono::milliseconds(options.timeout_ms);
-  }
-  std::chrono::milliseconds plan_timeout() const {
-    return std::chrono::milliseconds(std::max(options.plan_timeout_ms, options.timeout_ms));
+  // Reads only `options`, so Probe may resolve its call concurrently with another Probe.
+  Call For(const AdminCallOptions& c) const {
+    const uint32_t t = c.timeout_ms != 0 ? c.timeout_ms : options.timeout_ms;
+    const uint32_t plan = c.plan_timeout_ms != 0 ? c.plan_timeout_ms : options.plan_timeout_ms;
+    return Call{c.seeds.empty() ? options.seeds : c.seeds, std::chrono::milliseconds(t),
+                std::chrono::milliseconds(std::max(plan, t))};
   }
 
   AdminReply Send(const std::string& address, const net::ChangeCommand& command,
@@ -85,45 +94,47 @@ class Admin::Impl {
     return none;
   }
 
-  AdminReply StatusFrom(const std::string& preferred) {
+  AdminReply StatusFrom(const std::string& preferred, const Call& call) {
     std::vector<std::string> order;
     const std::string first_choice = !preferred.empty() ? preferred : last_driver;
     if (!first_choice.empty()) order.push_back(first_choice);
-    for (const auto& a : options.seeds) {
+    for (const auto& a : call.seeds) {
       if (a != first_choice) order.push_back(a);
     }
-    AdminReply first = SendFirst(order, net::ChangeStatusCommand{}, timeout());
+    AdminReply first = SendFirst(order, net::ChangeStatusCommand{}, call.timeout);
     if (!first.status.ok() || first.report.from_driver || first.report.driver_address.empty() ||
         first.report.driver_address == first.address) {
       return first;
     }
-    AdminReply driver = Send(first.report.driver_address, net::ChangeStatusCommand{}, timeout());
+    AdminReply driver = Send(first.report.driver_address, net::ChangeStatusCommand{}, call.timeout);
     // A driver that answers with an older map than the first node (it was replaced, or it is a
     // removed node that learns nothing more) does not win.
     if (driver.status.ok() && driver.report.epoch >= first.report.epoch) return driver;
     return first;
   }
 
-  AdminReply SendToDriver(const net::ChangeCommand& command, const std::string& address) {
-    if (!address.empty()) return Send(address, command, plan_timeout());
-    AdminReply status = StatusFrom("");
+  AdminReply SendToDriver(const net::ChangeCommand& command, const std::string& address,
+                          const Call& call) {
+    if (!address.empty()) return Send(address, command, call.plan_timeout);
+    AdminReply status = StatusFrom("", call);
     if (!status.status.ok()) return status;
-    return Send(status.address, command, plan_timeout());
+    return Send(status.address, command, call.plan_timeout);
   }
 
   // The seeds to ask for a plan or begin: never the node being removed (it cannot drive its own
   // removal) nor the node being added.
   // A remove of the only member is refused here: the only node to ask is the one removed.
-  StatusOr<std::vector<std::string>> Askees(const ChangeRequest& c, uint32_t node_id) {
+  StatusOr<std::vector<std::string>> Askees(const ChangeRequest& c, uint32_t node_id,
+                                            const Call& call) {
     std::vector<std::string> out;
     std::optional<ClusterMap> map;
     if (c.kind == ChangeKind::kRemove) {
-      if (auto m = Newest(); m.ok()) map = std::move(*m);
+      if (auto m = Newest(call); m.ok()) map = std::move(*m);
       if (map && map->nodes().size() == 1 && map->FindNode(node_id) != nullptr) {
         return Status::InvalidArgument("cannot remove the last node");
       }
     }
-    for (const auto& a : options.seeds) {
+    for (const auto& a : call.seeds) {
       if (c.kind != ChangeKind::kRemove && a == c.address) continue;
       if (map) {
         const ClusterNode* n = map->FindNodeByAddress(a);
@@ -134,12 +145,12 @@ class Admin::Impl {
     return out;
   }
 
-  StatusOr<ClusterMap> Newest() {
+  StatusOr<ClusterMap> Newest(const Call& call) {
     std::optional<ClusterMap> best;
     std::string errors;
     bool refused = false;
-    for (const auto& a : options.seeds) {
-      auto body = transport.Call(a, net::GetClusterMapRequest{}, timeout(), nullptr);
+    for (const auto& a : call.seeds) {
+      auto body = transport.Call(a, net::GetClusterMapRequest{}, call.timeout, nullptr);
       if (!body.ok()) {
         refused = refused || body.status().code() == Status::Code::kUnauthenticated;
         errors += (errors.empty() ? "" : "; ") + body.status().message();
@@ -170,10 +181,10 @@ class Admin::Impl {
   }
 
   // The change as sent: join resolves node id 0 from the node itself.
-  StatusOr<ChangeRequest> Resolve(const ChangeRequest& c) {
+  StatusOr<ChangeRequest> Resolve(const ChangeRequest& c, const Call& call) {
     ChangeRequest out = c;
     if (c.kind == ChangeKind::kJoin && c.node_id == 0) {
-      NodeProbe p = Probe(c.address);
+      NodeProbe p = Probe(c.address, call);
       if (!p.reachable || !p.error.ok()) return p.error;
       int64_t reported = 0;
       if (p.stats) {
@@ -195,24 +206,24 @@ class Admin::Impl {
     return out;
   }
 
-  NodeProbe Probe(const std::string& address) {
+  NodeProbe Probe(const std::string& address, const Call& call) {
     NodeProbe p;
     p.address = address;
     bool down = false;
-    auto ping = transport.CallAnyCluster(address, net::PingRequest{}, timeout(), &down);
+    auto ping = transport.CallAnyCluster(address, net::PingRequest{}, call.timeout, &down);
     if (!ping.ok() && (down || ping.status().code() == Status::Code::kUnauthenticated)) {
       p.reachable = !down;  // a node that refused the secret did answer
       p.error = ping.status();
       return p;
     }
     p.reachable = true;
-    if (auto map = transport.MapOf(address, timeout(), nullptr); map.ok()) {
+    if (auto map = transport.MapOf(address, call.timeout, nullptr); map.ok()) {
       p.map = std::move(*map);
     } else {
       p.unformed = admin::IsUnformedError(map.status());
     }
     const int64_t sent_ms = WallClockMs();
-    auto body = transport.CallAnyCluster(address, net::StatsRequest{}, timeout(), nullptr);
+    auto body = transport.CallAnyCluster(address, net::StatsRequest{}, call.timeout, nullptr);
     const int64_t received_ms = WallClockMs();
     if (body.ok()) {
       if (const auto* s = std::get_if<net::StatsResponse>(&*body)) {
@@ -233,10 +244,11 @@ class Admin::Impl {
   }
 
   // Probes every address in parallel (Probe sends no cluster id: safe to run concurrently).
-  std::vector<NodeProbe> ProbeAll(const std::vector<std::string>& addresses) {
+  std::vector<NodeProbe> ProbeAll(const std::vector<std::string>& addresses, const Call& call) {
     std::vector<std::future<NodeProbe>> pending;
     for (const auto& a : addresses) {
-      pending.push_back(std::async(std::launch::async, [this, a] { return Probe(a); }));
+      pending.push_back(
+          std::async(std::launch::async, [this, a, &call] { return Probe(a, call); }));
     }
     std::vector<NodeProbe> out;
     for (auto& f : pending) out.push_back(f.get());
@@ -276,7 +288,9 @@ void Admin::SetTimeouts(uint32_t timeout_ms, uint32_t plan_timeout_ms) {
 }
 
 StatusOr<ClusterMap> Admin::FormCluster(const std::vector<ClusterNode>& nodes,
-                                        const ClusterParams& params, uint64_t cluster_id) {
+                                        const ClusterParams& params, uint64_t cluster_id,
+                                        const AdminCallOptions& options) {
+  const Call call = impl_->For(options);
   if (nodes.empty()) return Status::InvalidArgument("a cluster needs at least one node");
   if (cluster_id == 0) {
     std::random_device rd;
@@ -288,15 +302,14 @@ StatusOr<ClusterMap> Admin::FormCluster(const std::vector<ClusterNode>& nodes,
   // Every check before any install: a refusal leaves every node as it was.
   std::vector<std::string> addresses;
   for (const ClusterNode& n : map->nodes()) addresses.push_back(n.address);
-  if (Status s = admin::CheckFormation(*map, impl_->ProbeAll(addresses)); !s.ok()) {
+  if (Status s = admin::CheckFormation(*map, impl_->ProbeAll(addresses, call)); !s.ok()) {
     return s.WithContext("not forming the cluster (nothing changed)");
   }
   const std::string encoded = map->Encode();
   for (const ClusterNode& n : map->nodes()) {
     bool unreachable = false;
-    auto r = impl_->transport.CallAnyCluster(n.address,
-                                             net::InstallMapRequest{encoded, 0, /*adopt=*/true},
-                                             impl_->timeout(), &unreachable);
+    auto r = impl_->transport.CallAnyCluster(
+        n.address, net::InstallMapRequest{encoded, 0, /*adopt=*/true}, call.timeout, &unreachable);
     const std::string who = "node " + std::to_string(n.id) + " (" + n.address + ")";
     if (!r.ok()) return r.status().WithContext(who + " did not take the cluster map");
     const auto* installed = std::get_if<net::InstallMapResponse>(&*r);
@@ -308,15 +321,18 @@ StatusOr<ClusterMap> Admin::FormCluster(const std::vector<ClusterNode>& nodes,
   return map;
 }
 
-StatusOr<ClusterMap> Admin::NewestMap() { return impl_->Newest(); }
+StatusOr<ClusterMap> Admin::NewestMap(const AdminCallOptions& options) {
+  return impl_->Newest(impl_->For(options));
+}
 
-StatusOr<ClusterDescription> Admin::Describe() {
-  auto map = impl_->Newest();
+StatusOr<ClusterDescription> Admin::Describe(const AdminCallOptions& options) {
+  const Call call = impl_->For(options);
+  auto map = impl_->Newest(call);
   if (!map.ok()) return map.status();
   ClusterDescription d{*map, impl_->newest_from, {}};
   std::vector<std::string> addresses;
   for (const ClusterNode& n : map->nodes()) addresses.push_back(n.address);
-  std::vector<NodeProbe> probes = impl_->ProbeAll(addresses);
+  std::vector<NodeProbe> probes = impl_->ProbeAll(addresses, call);
   for (size_t i = 0; i < map->nodes().size(); ++i) {
     ClusterDescription::Member m;
     m.node = map->nodes()[i];
@@ -329,68 +345,75 @@ StatusOr<ClusterDescription> Admin::Describe() {
   return d;
 }
 
-NodeProbe Admin::Probe(const std::string& address) { return impl_->Probe(address); }
-
-StatusOr<ClusterMap> Admin::MapOf(const std::string& address) {
-  return impl_->transport.MapOf(address, impl_->timeout(), nullptr);
+NodeProbe Admin::Probe(const std::string& address, const AdminCallOptions& options) {
+  return impl_->Probe(address, impl_->For(options));
 }
 
-Status Admin::Ping(const std::string& address) {
-  auto r = impl_->transport.CallAnyCluster(address, net::PingRequest{}, impl_->timeout(), nullptr);
+StatusOr<ClusterMap> Admin::MapOf(const std::string& address, const AdminCallOptions& options) {
+  return impl_->transport.MapOf(address, impl_->For(options).timeout, nullptr);
+}
+
+Status Admin::Ping(const std::string& address, const AdminCallOptions& options) {
+  auto r = impl_->transport.CallAnyCluster(address, net::PingRequest{}, impl_->For(options).timeout,
+                                           nullptr);
   return r.ok() ? Status::OK() : r.status();
 }
 
-StatusOr<NodeStatsSnapshot> Admin::NodeStats(const std::string& address) {
-  auto body = impl_->transport.Call(address, net::StatsRequest{}, impl_->timeout(), nullptr);
+StatusOr<NodeStatsSnapshot> Admin::NodeStats(const std::string& address,
+                                             const AdminCallOptions& options) {
+  auto body =
+      impl_->transport.Call(address, net::StatsRequest{}, impl_->For(options).timeout, nullptr);
   if (!body.ok()) return body.status();
   const auto* s = std::get_if<net::StatsResponse>(&*body);
   if (s == nullptr) return Status::Corruption(address + " sent an unexpected reply to stats");
   return NodeStatsSnapshot{address, s->counters, s->gauges, s->info};
 }
 
-AdminReply Admin::Plan(const ChangeRequest& change) {
-  auto resolved = impl_->Resolve(change);
+AdminReply Admin::Plan(const ChangeRequest& change, const AdminCallOptions& options) {
+  const Call call = impl_->For(options);
+  auto resolved = impl_->Resolve(change, call);
   if (!resolved.ok()) return AdminReply{resolved.status(), false, false, change.address, {}};
-  auto askees = impl_->Askees(*resolved, resolved->node_id);
+  auto askees = impl_->Askees(*resolved, resolved->node_id, call);
   if (!askees.ok()) return AdminReply{askees.status(), false, false, "", {}};
   return impl_->SendFirst(*askees, net::PlanChangeCommand{*resolved, ChangeThrottle{}},
-                          impl_->plan_timeout());
+                          call.plan_timeout);
 }
 
 AdminReply Admin::Begin(const ChangeRequest& change, const ChangeThrottle& throttle,
-                        const std::string& address) {
-  auto resolved = impl_->Resolve(change);
+                        const std::string& address, const AdminCallOptions& options) {
+  const Call call = impl_->For(options);
+  auto resolved = impl_->Resolve(change, call);
   if (!resolved.ok()) return AdminReply{resolved.status(), false, false, change.address, {}};
   const net::ChangeCommand begin = net::BeginChangeCommand{*resolved, throttle};
-  if (!address.empty()) return impl_->Send(address, begin, impl_->plan_timeout());
-  auto askees = impl_->Askees(*resolved, resolved->node_id);
+  if (!address.empty()) return impl_->Send(address, begin, call.plan_timeout);
+  auto askees = impl_->Askees(*resolved, resolved->node_id, call);
   if (!askees.ok()) return AdminReply{askees.status(), false, false, "", {}};
-  return impl_->SendFirst(*askees, begin, impl_->plan_timeout());
+  return impl_->SendFirst(*askees, begin, call.plan_timeout);
 }
 
 AdminReply Admin::SetParams(uint32_t replicas, uint32_t write_quorum, uint32_t read_quorum,
-                            const ChangeThrottle& throttle) {
+                            const ChangeThrottle& throttle, const AdminCallOptions& options) {
   ChangeRequest change;
   change.kind = ChangeKind::kParams;
   change.replicas = replicas;
   change.write_quorum = write_quorum;
   change.read_quorum = read_quorum;
-  return Begin(change, throttle);
+  return Begin(change, throttle, "", options);
 }
 
-AdminReply Admin::ChangeStatus(const std::string& preferred) {
-  return impl_->StatusFrom(preferred);
+AdminReply Admin::ChangeStatus(const std::string& preferred, const AdminCallOptions& options) {
+  return impl_->StatusFrom(preferred, impl_->For(options));
 }
-AdminReply Admin::Cancel(const std::string& address) {
-  return impl_->SendToDriver(net::CancelChangeCommand{}, address);
+AdminReply Admin::Cancel(const std::string& address, const AdminCallOptions& options) {
+  return impl_->SendToDriver(net::CancelChangeCommand{}, address, impl_->For(options));
 }
-AdminReply Admin::Resume(const std::string& address) {
-  return impl_->SendToDriver(net::ResumeChangeCommand{}, address);
+AdminReply Admin::Resume(const std::string& address, const AdminCallOptions& options) {
+  return impl_->SendToDriver(net::ResumeChangeCommand{}, address, impl_->For(options));
 }
 
 AdminReply Admin::SetThrottle(std::optional<uint64_t> rate_bytes_per_s,
-                              std::optional<uint32_t> streams_per_node,
-                              const std::string& address) {
+                              std::optional<uint32_t> streams_per_node, const std::string& address,
+                              const AdminCallOptions& options) {
   if (!rate_bytes_per_s && !streams_per_node) {
     return AdminReply{Status::InvalidArgument("throttle needs a rate and/or a stream count"),
                       false,
@@ -399,13 +422,58 @@ AdminReply Admin::SetThrottle(std::optional<uint64_t> rate_bytes_per_s,
                       {}};
   }
   return impl_->SendToDriver(net::ThrottleChangeCommand{rate_bytes_per_s, streams_per_node},
-                             address);
+                             address, impl_->For(options));
 }
 
-int64_t Admin::SumCounter(const std::string& name) {
+std::optional<AdminReply> Admin::AwaitEffect(const ChangeEffect& effect,
+                                             std::chrono::milliseconds wait,
+                                             const AdminCallOptions& options) {
+  const Call call = impl_->For(options);
+  const auto deadline = std::chrono::steady_clock::now() + wait;
+  for (;;) {
+    AdminReply r = impl_->StatusFrom("", call);
+    if (r.status.ok() && effect.ShownBy(r.report)) return r;
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= deadline) return std::nullopt;
+    // Polled: a commit that landed shows within a gossip round or two.
+    std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(
+        std::chrono::milliseconds(250), deadline - now));
+  }
+}
+
+ChangeOutcome Admin::ResolveOutcome(const AdminReply& reply, const ChangeEffect& effect,
+                                    std::chrono::milliseconds wait,
+                                    const AdminCallOptions& options) {
+  ChangeOutcome out;
+  if (reply.status.ok()) {
+    out.outcome = MutationOutcome::kApplied;
+    out.report = reply.report;
+    out.address = reply.address;
+    return out;
+  }
+  // A node of another cluster refused it, or it could not apply to the change as it was: no
+  // node of this cluster can have taken it.
+  if (reply.foreign || !effect.Possible()) {
+    out.outcome = MutationOutcome::kNotApplied;
+    return out;
+  }
+  if (auto shown = AwaitEffect(effect, wait, options)) {
+    out.outcome = MutationOutcome::kApplied;
+    out.report = shown->report;
+    out.address =
+        shown->report.driver_address.empty() ? shown->address : shown->report.driver_address;
+    out.confirmed = true;
+    return out;
+  }
+  out.outcome = ClassifyMutation(reply.status);
+  return out;
+}
+
+int64_t Admin::SumCounter(const std::string& name, const AdminCallOptions& options) {
+  const Call call = impl_->For(options);
   int64_t sum = 0;
-  for (const auto& a : impl_->options.seeds) {
-    auto s = NodeStats(a);
+  for (const auto& a : call.seeds) {
+    auto s = NodeStats(a, options);
     if (!s.ok()) continue;
     if (auto it = s->counters.find(name); it != s->counters.end()) sum += it->second;
   }

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "clustermap/cluster_map_builder.h"
+#include "shardkv/copy_shares.h"
 #include "shardkv/stats.h"
 
 namespace shardkv::rebalance {
@@ -162,18 +163,16 @@ StatusOr<ChangePlan> ChangePlanner::Count(const ClusterMap& cur, const ChangeReq
   report.epoch = map->epoch();
   report.driver = self_id_;
   report.from_driver = true;
-  std::map<uint32_t, double> before, after;
-  double copies_before = 0, copies_after = 0;
+  // Shares of the copies, weighted by the keys counted: as `cluster status` weighs token ranges.
+  CopyShares before, after;
   std::vector<MovingRange> moving;
   std::vector<size_t> moving_to_all;
   for (size_t i = 0; i < ranges.size(); ++i) {
     const MovingRange& r = ranges[i];
     const net::RangeCount& c = (*counts)[i];
     rec.live_keys += c.live;
-    for (uint32_t id : r.old_set) before[id] += static_cast<double>(c.live);
-    for (uint32_t id : r.new_set) after[id] += static_cast<double>(c.live);
-    copies_before += static_cast<double>(c.live * r.old_set.size());
-    copies_after += static_cast<double>(c.live * r.new_set.size());
+    before.Add(r.old_set, static_cast<long double>(c.live));
+    after.Add(r.new_set, static_cast<long double>(c.live));
     std::vector<uint32_t> a = r.old_set, b = r.new_set;
     std::sort(a.begin(), a.end());
     std::sort(b.begin(), b.end());
@@ -213,8 +212,8 @@ StatusOr<ChangePlan> ChangePlanner::Count(const ClusterMap& cur, const ChangeReq
     s.id = n.id;
     s.address = n.address;
     s.state = std::string(NodeStateName(n.state));
-    s.share_before = copies_before > 0 ? before[n.id] / copies_before : 0;
-    s.share_after = copies_after > 0 ? after[n.id] / copies_after : 0;
+    s.share_before = before.Fraction(n.id);
+    s.share_after = after.Fraction(n.id);
     report.shares.push_back(s);
   }
   rec.state = ChangeState::kPlanned;

@@ -44,7 +44,7 @@ struct Configuration {
 
 struct CompareOptions {
   // Limits chosen so that any one of them at its maximum (the others at their defaults) runs
-  // within a minute on a 2-core machine (tests/integration/hardening_limits_test.cc).
+  // within a minute on a 2-core machine (tests/integration/limits_cli_test.cc).
   static constexpr int kMaxVnodes = 100000;
   // Ring points (sum of weights x vnodes, added node included) one ring may have: about 16 bytes
   // each plus build time; 10 M builds in seconds, 10^9 (--nodes 10000 --vnodes 100000) would

@@ -81,7 +81,7 @@ int PlanAndBegin(const GlobalOptions& g, const ChangeFlags& f, const ChangeJob& 
   throttle.rate_bytes_per_s = uint64_t{f.rate_mb} << 20;
   throttle.streams_per_node = f.streams;
   const std::string dir = AbsoluteDir(g.ClusterDir());
-  AdminClient client = ClientFor(g, dir);
+  std::unique_ptr<Admin> admin = AdminFor(g, dir);
   auto undo = [&c] {
     if (c.guard != nullptr) {
       c.guard->UndoNow();  // runs c.undo unless a signal already did
@@ -111,12 +111,12 @@ int PlanAndBegin(const GlobalOptions& g, const ChangeFlags& f, const ChangeJob& 
   // still believed alive until gossip notices, and the count fails with Unavailable. Planning
   // changes nothing, so it is retried for a while.
   const auto retry_until = SteadyClock::now() + std::chrono::seconds(20);
-  AdminReply plan = client.Plan(c.askees, change, AdminTimeout(g));
+  AdminReply plan = admin->Plan(change, CallTo(c.askees, AdminTimeout(g)));
   while (!plan.status.ok() && !plan.unreachable && !plan.foreign &&
          plan.status.code() == Status::Code::kUnavailable && SteadyClock::now() < retry_until) {
     Progress("planning failed (" + plan.status.message() + "); retrying in 1 s");
     std::this_thread::sleep_for(std::chrono::seconds(1));
-    plan = client.Plan(c.askees, change, AdminTimeout(g));
+    plan = admin->Plan(change, CallTo(c.askees, AdminTimeout(g)));
   }
   if (!plan.status.ok()) {
     undo();
@@ -186,29 +186,26 @@ int PlanAndBegin(const GlobalOptions& g, const ChangeFlags& f, const ChangeJob& 
     }
   }
   // The last change before this one, to tell a change this command began from an older one.
-  const AdminReply before = client.Status(c.askees, "", ProbeTimeout(g));
-  const uint64_t last_change =
-      before.status.ok() && before.report.has_change ? before.report.record.change_id : 0;
+  AdminReply before = admin->ChangeStatus("", CallTo(c.askees, ProbeTimeout(g)));
+  if (!before.status.ok()) before.report = ChangeReport{};  // no change known: any new one counts
   if (c.guard != nullptr) c.guard->Busy();  // a begin in flight is never undone by a signal
   // The node that planned begins (and drives) the change.
-  AdminReply begun = client.Begin(plan.address, change, throttle, AdminTimeout(g));
-  if (!begun.status.ok() && !begun.foreign) {
+  AdminReply begun =
+      admin->Begin(change, throttle, plan.address, CallTo({plan.address}, AdminTimeout(g)));
+  if (!begun.status.ok()) {
     // The commit may have landed although the driver failed afterwards or its reply was lost:
-    // the cluster's status decides, so that the exit code says what happened.
-    auto effect = AwaitEffect(
-        &client, c.askees,
-        [&](const ChangeReport& r) {
-          return r.has_change && r.record.change_id != last_change && r.record.kind == c.kind &&
-                 r.record.node_id == c.node_id;
-        },
-        std::chrono::seconds(2), ProbeTimeout(g));
-    if (effect) {
+    // the cluster's status decides (Admin::ResolveOutcome), so that the exit code says what
+    // happened.
+    const ChangeOutcome outcome =
+        admin->ResolveOutcome(begun, ChangeEffect::Begin(before.report, c.kind, c.node_id),
+                              std::chrono::seconds(2), CallTo(c.askees, ProbeTimeout(g)));
+    if (outcome.outcome == MutationOutcome::kApplied) {
       std::fprintf(stderr, "note: %s answered 'begin' with an error (%s), but the change began\n",
                    plan.address.c_str(), begun.status.message().c_str());
       begun.status = Status::OK();
-      begun.report = *effect;
-      begun.address = effect->driver_address;
-    } else if (ClassifyMutation(begun.status) == MutationOutcome::kIndeterminate) {
+      begun.report = *outcome.report;
+      begun.address = outcome.address;
+    } else if (outcome.outcome == MutationOutcome::kIndeterminate) {
       // Sent, and neither an answer nor the status says what happened (a timeout, a commit
       // "outcome unknown"). Undoing could stop a node the cluster now counts on: leave
       // everything as it is.
@@ -278,8 +275,7 @@ int RefuseWithoutMajority(const GlobalOptions& g, const ClusterMap& map, const s
 
 StatusOr<ClusterMap> CurrentMap(const GlobalOptions& g, const std::string& dir,
                                 const std::vector<std::string>& addresses) {
-  AdminClient client = ClientFor(g, dir);
-  return client.NewestMap(addresses, ProbeTimeout(g));
+  return AdminFor(g, dir)->NewestMap(CallTo(addresses, ProbeTimeout(g)));
 }
 
 void AddChangeFlags(CLI::App* cmd, GlobalOptions* g, ChangeFlags* f, bool add) {

@@ -1,7 +1,6 @@
 #include "cluster_status.h"
 
 #include <algorithm>
-#include <cmath>
 #include <cstdio>
 #include <future>
 #include <iostream>
@@ -19,8 +18,7 @@
 #include "rebuild_check.h"
 #include "repair_status.h"
 #include "shardkv/cluster_map.h"
-#include "shardkv/hash_ring.h"
-#include "shardkv/shard_map.h"
+#include "shardkv/copy_shares.h"
 #include "shardkv/stats.h"
 #include "status_advice.h"
 
@@ -163,62 +161,6 @@ void ProbeAll(NodeProber* prober, const std::vector<std::string>& addresses,
   for (auto& [a, f] : pending) (*probes)[a] = f.get();
 }
 
-// Percent of the token space each node id owns as primary.
-std::map<uint32_t, double> PrimaryShares(const ClusterMap& map) {
-  std::map<std::string, uint32_t> id_by_name;
-  for (const ClusterNode& n : map.nodes()) id_by_name[PlacementName(n.id)] = n.id;
-  std::map<uint32_t, double> shares;
-  if (const HashRing* ring = map.ring()) {
-    std::map<uint32_t, long double> arcs;
-    for (const HashRing::Arc& arc : ring->Ranges()) {
-      // Inclusive ranges: the length is last - first + 1 (computed in long double, since the
-      // whole ring is 2^64).
-      const long double len = static_cast<long double>(arc.range.last - arc.range.first) + 1.0L;
-      arcs[id_by_name[ring->nodes()[arc.owner].name]] += len;
-    }
-    for (const auto& [id, len] : arcs) {
-      shares[id] = static_cast<double>(len / std::ldexp(1.0L, 64) * 100.0L);
-    }
-  } else if (const ShardMap* sm = map.shard_map()) {
-    const std::vector<int32_t> primaries = sm->PrimaryCounts();
-    for (size_t i = 0; i < primaries.size() && i < sm->nodes().size(); ++i) {
-      shares[id_by_name[sm->nodes()[i].name]] =
-          100.0 * primaries[i] / std::max<int32_t>(1, sm->shard_count());
-    }
-  }
-  return shares;
-}
-
-// Percent of all copies each node id holds under the map: every token range counts once per
-// replica, as the plans count copies (share before/after), so status and plan agree.
-std::map<uint32_t, double> CopyShares(const ClusterMap& map) {
-  std::map<uint32_t, double> shares;
-  if (const HashRing* ring = map.ring()) {
-    std::map<uint32_t, long double> held;
-    long double total = 0;
-    for (const HashRing::Arc& arc : ring->Ranges()) {
-      const long double len = static_cast<long double>(arc.range.last - arc.range.first) + 1.0L;
-      for (uint32_t id : map.Replicas(arc.range.first)) {
-        held[id] += len;
-        total += len;
-      }
-    }
-    for (const auto& [id, len] : held) {
-      shares[id] = total > 0 ? static_cast<double>(len / total * 100.0L) : 0.0;
-    }
-  } else if (const ShardMap* sm = map.shard_map()) {
-    std::map<std::string, uint32_t> id_by_name;
-    for (const ClusterNode& n : map.nodes()) id_by_name[PlacementName(n.id)] = n.id;
-    const std::vector<int32_t> counts = sm->ReplicaCounts();
-    double total = 0;
-    for (int32_t c : counts) total += c;
-    for (size_t i = 0; i < counts.size() && i < sm->nodes().size(); ++i) {
-      shares[id_by_name[sm->nodes()[i].name]] = total > 0 ? 100.0 * counts[i] / total : 0.0;
-    }
-  }
-  return shares;
-}
-
 // "~850", "~72k", "~12.3k", "~1.2M": a KEYS figure that is an estimate says so.
 std::string ApproxCount(int64_t n) {
   char buf[32];
@@ -299,8 +241,7 @@ void FillReported(const Probe& p, uint32_t id, const Probe* answering, NodeRow* 
 // The rebalancer's view of the last change (nullopt if no node answered).
 Rebalance QueryRebalance(const GlobalOptions& g, const std::string& dir,
                          std::chrono::milliseconds timeout) {
-  AdminClient client = ClientFor(g, dir);
-  AdminReply reply = client.Status(AdminAddresses(g, dir), "", timeout);
+  AdminReply reply = AdminFor(g, dir)->ChangeStatus("", CallTo(AdminAddresses(g, dir), timeout));
   if (!reply.status.ok()) return std::nullopt;
   return reply.report;
 }
@@ -497,7 +438,7 @@ int PrintClusterStatus(const GlobalOptions& g, const std::string& dir, NodeProbe
     }
   }
   if (map) {
-    const std::map<uint32_t, double> shares = CopyShares(*map);
+    const std::map<uint32_t, double> shares = TokenCopyShares(*map).Percents();
     const std::map<uint32_t, double> primary = PrimaryShares(*map);
     std::vector<std::string> more;
     for (const ClusterNode& n : map->nodes()) {

@@ -295,8 +295,9 @@ StatusOr<std::vector<uint16_t>> ChoosePorts(const UpFlags& f) {
 
 // Has every node adopt the epoch-1 map (Admin::FormCluster builds the same map: claimant 1).
 Status FormCluster(const ClusterMap& map, NodeProber* prober, std::chrono::milliseconds timeout) {
-  prober->SetTimeout(timeout);
-  auto formed = prober->admin()->FormCluster(map.nodes(), map.params(), map.cluster_id());
+  AdminCallOptions call;
+  call.timeout_ms = static_cast<uint32_t>(std::max<int64_t>(1, timeout.count()));
+  auto formed = prober->admin()->FormCluster(map.nodes(), map.params(), map.cluster_id(), call);
   return formed.ok() ? Status::OK() : formed.status();
 }
 

@@ -264,17 +264,25 @@ NodeProber::NodeProber(const Credentials& credentials) {
   admin_ = std::move(admin).value();
 }
 
-void NodeProber::SetTimeout(std::chrono::milliseconds timeout) {
-  const auto ms = static_cast<uint32_t>(std::max<int64_t>(1, timeout.count()));
-  admin_->SetTimeouts(ms, ms);
+namespace {
+
+AdminCallOptions WithTimeout(std::chrono::milliseconds timeout) {
+  AdminCallOptions call;
+  call.timeout_ms = static_cast<uint32_t>(std::max<int64_t>(1, timeout.count()));
+  return call;
 }
+
+}  // namespace
+
+void NodeProber::SetTimeout(std::chrono::milliseconds timeout) { timeout_ = timeout; }
 
 Status NodeProber::Ping(const std::string& address, std::chrono::milliseconds timeout) {
-  SetTimeout(timeout);
-  return admin_->Ping(address);
+  return admin_->Ping(address, WithTimeout(timeout));
 }
 
-NodeProbe NodeProber::Probe(const std::string& address) { return admin_->Probe(address); }
+NodeProbe NodeProber::Probe(const std::string& address) {
+  return admin_->Probe(address, WithTimeout(timeout_));
+}
 
 namespace {
 

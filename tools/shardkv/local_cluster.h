@@ -76,7 +76,8 @@ class NodeProber {
   explicit NodeProber(const Credentials& credentials = {});
   // OK if `address` answers a ping within `timeout`.
   Status Ping(const std::string& address, std::chrono::milliseconds timeout);
-  // Sets the timeout of the probes that follow (Probe may then run on several threads).
+  // Sets the timeout of the probes that follow. Not while Probe runs; Probe itself may run on
+  // several threads at once.
   void SetTimeout(std::chrono::milliseconds timeout);
   NodeProbe Probe(const std::string& address);
   // The Admin underneath (cluster formation).
@@ -84,6 +85,7 @@ class NodeProber {
 
  private:
   std::unique_ptr<Admin> admin_;
+  std::chrono::milliseconds timeout_{5000};  // AdminOptions' default
 };
 
 // One node to wait for in WaitListening.

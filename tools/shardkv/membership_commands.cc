@@ -126,9 +126,8 @@ int DoAddNode(const GlobalOptions& g, const ChangeFlags& f) {
 int DoJoin(const GlobalOptions& g, const ChangeFlags& f, const std::string& address) {
   if (RefuseUnconfirmable(f)) return kExitUsage;
   const std::string dir = AbsoluteDir(g.ClusterDir());
-  AdminClient client = ClientFor(g, dir);
   // The joining node is not of this cluster (yet): asked without an expected cluster id.
-  const NodeProbe joining = client.Probe(address, ProbeTimeout(g));
+  const NodeProbe joining = AdminFor(g, dir)->Probe(address, CallTo({}, ProbeTimeout(g)));
   if (!joining.reachable) {
     return ReportError("cannot ask " + address + " for its node id: " + joining.error.message(),
                        kExitUnreachable);

@@ -8,7 +8,6 @@
 
 #include "cli_common.h"
 #include "local_cluster.h"
-#include "shardkv/stats.h"
 
 namespace shardkv::cli {
 
@@ -24,73 +23,53 @@ std::string SteerCommand::Name() const {
   return "?";
 }
 
-AdminClient::AdminClient(uint64_t cluster_id, std::string origin, const Credentials& credentials) {
+std::unique_ptr<Admin> AdminFor(const GlobalOptions& g, const std::string& dir) {
   AdminOptions o;
-  o.cluster_id = cluster_id;
-  o.cluster_origin = std::move(origin);
-  credentials.ApplyTo(&o);
-  // No seeds yet (each call names its addresses). Create fails if a TLS file cannot be used (or
-  // the secret file, checked when the flags were parsed, vanished since).
+  // --cluster-id (or the profile's) wins, as for the data commands (GlobalOptions::Expected).
+  if (g.cluster_id != 0) {
+    o.cluster_id = g.cluster_id;
+    o.cluster_origin = "the --cluster-id given";
+  } else {
+    o.cluster_id = DirClusterId(g, dir);
+    if (o.cluster_id != 0) o.cluster_origin = "the cluster in " + ClusterConfPath(dir);
+  }
+  g.credentials.ApplyTo(&o);
+  // No seeds (each call names its nodes). Create fails if a TLS file cannot be used (or the
+  // secret file, checked when the flags were parsed, vanished since).
   auto admin = Admin::Create(std::move(o));
   if (!admin.ok()) std::exit(ReportError(admin.status(), kExitUsage));
-  admin_ = std::move(admin).value();
+  return std::move(admin).value();
 }
 
-AdminClient ClientFor(const GlobalOptions& g, const std::string& dir) {
-  // --cluster-id (or the profile's) wins, as for the data commands (GlobalOptions::Expected).
-  if (g.cluster_id != 0) return AdminClient(g.cluster_id, "the --cluster-id given", g.credentials);
-  const uint64_t id = DirClusterId(g, dir);
-  return AdminClient(id, id != 0 ? "the cluster in " + ClusterConfPath(dir) : "", g.credentials);
-}
-
-Admin* AdminClient::With(const std::vector<std::string>& seeds, std::chrono::milliseconds t) {
-  admin_->SetSeeds(seeds);
+AdminCallOptions CallTo(const std::vector<std::string>& seeds, std::chrono::milliseconds t) {
   const auto ms = static_cast<uint32_t>(std::max<int64_t>(1, t.count()));
-  admin_->SetTimeouts(ms, ms);
-  return admin_.get();
+  return AdminCallOptions{seeds, ms, ms};
 }
 
-AdminReply AdminClient::Plan(const std::vector<std::string>& askees, const ChangeRequest& change,
-                             std::chrono::milliseconds timeout) {
-  return With(askees, timeout)->Plan(change);
-}
-
-AdminReply AdminClient::Begin(const std::string& address, const ChangeRequest& change,
-                              const ChangeThrottle& throttle, std::chrono::milliseconds timeout) {
-  return With({address}, timeout)->Begin(change, throttle, address);
-}
-
-AdminReply AdminClient::Status(const std::vector<std::string>& addresses,
-                               const std::string& preferred, std::chrono::milliseconds timeout) {
-  return With(addresses, timeout)->ChangeStatus(preferred);
-}
-
-AdminReply AdminClient::Steer(const std::string& driver, const SteerCommand& command,
-                              std::chrono::milliseconds timeout) {
-  Admin* admin = With({driver}, timeout);
+AdminReply Steer(Admin* admin, const std::string& driver, const SteerCommand& command,
+                 std::chrono::milliseconds timeout) {
+  const AdminCallOptions call = CallTo({driver}, timeout);
   switch (command.kind) {
     case SteerCommand::Kind::kCancel:
-      return admin->Cancel(driver);
+      return admin->Cancel(driver, call);
     case SteerCommand::Kind::kResume:
-      return admin->Resume(driver);
+      return admin->Resume(driver, call);
     case SteerCommand::Kind::kThrottle:
       break;
   }
-  return admin->SetThrottle(command.rate_bytes_per_s, command.streams_per_node, driver);
+  return admin->SetThrottle(command.rate_bytes_per_s, command.streams_per_node, driver, call);
 }
 
-StatusOr<ClusterMap> AdminClient::NewestMap(const std::vector<std::string>& addresses,
-                                            std::chrono::milliseconds timeout) {
-  return With(addresses, timeout)->NewestMap();
-}
-
-int64_t AdminClient::SumClientErrors(const std::vector<std::string>& addresses,
-                                     std::chrono::milliseconds timeout) {
-  return With(addresses, timeout)->SumCounter(std::string(stats::client_errors));
-}
-
-NodeProbe AdminClient::Probe(const std::string& address, std::chrono::milliseconds timeout) {
-  return With({}, timeout)->Probe(address);
+ChangeEffect EffectOf(const SteerCommand& command, const ChangeReport& before) {
+  switch (command.kind) {
+    case SteerCommand::Kind::kCancel:
+      return ChangeEffect::Cancel(before);
+    case SteerCommand::Kind::kResume:
+      return ChangeEffect::Resume(before);
+    case SteerCommand::Kind::kThrottle:
+      break;
+  }
+  return ChangeEffect::Throttle(before, command.rate_bytes_per_s, command.streams_per_node);
 }
 
 std::vector<std::string> AdminAddresses(const GlobalOptions& g, const std::string& dir,
@@ -182,23 +161,6 @@ uint64_t MovedCopies(const ChangeReport& r) {
   return std::max(r.copies_done, r.record.moved_copies);
 }
 uint64_t MovedBytes(const ChangeReport& r) { return std::max(r.bytes_done, r.record.moved_bytes); }
-
-std::optional<ChangeReport> AwaitEffect(AdminClient* client,
-                                        const std::vector<std::string>& addresses,
-                                        const std::function<bool(const ChangeReport&)>& took_effect,
-                                        std::chrono::milliseconds wait,
-                                        std::chrono::milliseconds timeout) {
-  std::optional<ChangeReport> seen;
-  PollUntil(
-      SteadyClock::now() + wait,
-      [&] {
-        AdminReply r = client->Status(addresses, "", timeout);
-        if (r.status.ok() && took_effect(r.report)) seen = r.report;
-        return seen.has_value();
-      },
-      std::chrono::milliseconds(250));
-  return seen;
-}
 
 std::string HumanBytes(double bytes) {
   const char* units[] = {"B", "KB", "MB", "GB", "TB"};

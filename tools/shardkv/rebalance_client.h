@@ -1,16 +1,15 @@
-// The CLI side of the admin API (include/shardkv/admin.h). Shared by
-// `cluster add-node|join|remove-node`, `rebalance ...` and `cluster status`.
+// The CLI side of the admin API (include/shardkv/admin.h): which nodes to ask, and what to tell
+// the user. Shared by `cluster add-node|join|remove-node`, `rebalance ...` and `cluster status`.
 //
 // Where requests go: the nodes of --cluster, else the member directories of the local cluster
 // directory (node-<id>/ without a `removed` marker). A report with from_driver=false came from a
 // node that does not drive the change (no live progress): it is asked again at its
 // driver_address.
 //
-// Thread-safety: AdminClient is not shared between threads.
+// Thread-safety: an Admin of AdminFor is not shared between threads.
 #pragma once
 
 #include <chrono>
-#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -36,48 +35,23 @@ struct SteerCommand {
   std::string Name() const;
 };
 
-// The CLI's use of shardkv::Admin: one Admin per command (so the cluster id adopted from the
-// first node holds for the whole command), each call with the addresses and timeout it needs.
-// Every request carries the cluster id the client expects, so a node of another cluster (one
-// that took a stopped cluster's ports) refuses it (AdminReply::foreign).
-class AdminClient {
- public:
-  // `cluster_id` 0: adopt the id of the first node that answers (--cluster without an id), then
-  // refuse any node with another id for the rest of the command. `origin` says where the
-  // expected id came from, for messages ("the cluster in D/cluster.conf").
-  // `credentials`: GlobalOptions::credentials.
-  explicit AdminClient(uint64_t cluster_id = 0, std::string origin = "",
-                       const Credentials& credentials = {});
-  uint64_t cluster_id() const { return admin_->cluster_id(); }
-  // Asks the first of `askees` that answers.
-  AdminReply Plan(const std::vector<std::string>& askees, const ChangeRequest& change,
-                  std::chrono::milliseconds timeout);
-  // Asks `address` (the node that planned: it drives the change).
-  AdminReply Begin(const std::string& address, const ChangeRequest& change,
-                   const ChangeThrottle& throttle, std::chrono::milliseconds timeout);
-  // The change status, from the driver when it answers; `preferred` first.
-  AdminReply Status(const std::vector<std::string>& addresses, const std::string& preferred,
-                    std::chrono::milliseconds timeout);
-  // Sends `command` to `driver` (the node driving the change, as a status just said).
-  AdminReply Steer(const std::string& driver, const SteerCommand& command,
-                   std::chrono::milliseconds timeout);
-  // The newest map (highest epoch) of the expected cluster among `addresses`.
-  StatusOr<ClusterMap> NewestMap(const std::vector<std::string>& addresses,
-                                 std::chrono::milliseconds timeout);
-  // Sum of the client_errors counter over the nodes of `addresses` that answer.
-  int64_t SumClientErrors(const std::vector<std::string>& addresses,
-                          std::chrono::milliseconds timeout);
-  // One node, any cluster (see shardkv::NodeProbe).
-  NodeProbe Probe(const std::string& address, std::chrono::milliseconds timeout);
+// The Admin of one command, expecting the cluster of --dir (the id in cluster.conf), the
+// --cluster-id given, or with --cluster the first node's. One Admin per command, so the id
+// adopted from the first node that answers holds for the whole command; every request carries
+// it, so a node of another cluster (one that took a stopped cluster's ports) refuses it
+// (AdminReply::foreign). Each call names its nodes and timeout (CallTo). Exits (2) when a TLS or
+// secret file cannot be used.
+std::unique_ptr<Admin> AdminFor(const GlobalOptions& g, const std::string& dir);
 
- private:
-  Admin* With(const std::vector<std::string>& seeds, std::chrono::milliseconds timeout);
-  std::unique_ptr<Admin> admin_;
-};
+// One call's nodes and timeout (also its plan timeout: the CLI gives each call the time it needs).
+AdminCallOptions CallTo(const std::vector<std::string>& seeds, std::chrono::milliseconds timeout);
 
-// An AdminClient expecting the cluster of --dir (the id in cluster.conf), or with --cluster the
-// first node's.
-AdminClient ClientFor(const GlobalOptions& g, const std::string& dir);
+// Sends `command` to `driver` (the node driving the change, as a status just said).
+AdminReply Steer(Admin* admin, const std::string& driver, const SteerCommand& command,
+                 std::chrono::milliseconds timeout);
+// What `command` shows in the change status once it took effect, `before` being the status it
+// was sent after (Admin::ResolveOutcome).
+ChangeEffect EffectOf(const SteerCommand& command, const ChangeReport& before);
 
 // Addresses to send admin requests to: --cluster, else the member directories of `dir` (the
 // port the node wrote, else its --listen port), skipping the ids in `exclude`. Ascending id.
@@ -107,17 +81,6 @@ void RecordNodeCount(const std::string& dir);
 // change record kept (a failed or cancelled change keeps what it had moved).
 uint64_t MovedCopies(const ChangeReport& r);
 uint64_t MovedBytes(const ChangeReport& r);
-
-// After a command that changes the cluster (begin, cancel, resume, throttle) got an error or no
-// answer, the change status says whether it took effect anyway (a commit can land on the other
-// nodes while the node that was asked fails, or its reply is lost). Polls the status for up to
-// `wait` until `took_effect` holds; returns the last status that answered with it holding, or
-// nullopt when it never did (or no node answered).
-std::optional<ChangeReport> AwaitEffect(AdminClient* client,
-                                        const std::vector<std::string>& addresses,
-                                        const std::function<bool(const ChangeReport&)>& took_effect,
-                                        std::chrono::milliseconds wait,
-                                        std::chrono::milliseconds timeout);
 
 // The address of the node driving the change `r` reports (r.driver): its own address as the
 // report or `map` names it, not that of the node that answered (`answered`, the last resort).

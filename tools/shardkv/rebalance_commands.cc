@@ -14,6 +14,7 @@
 #include "local_cluster.h"
 #include "plan_printer.h"
 #include "rebalance_client.h"
+#include "shardkv/stats.h"
 #include "watch_view.h"
 
 namespace shardkv::cli {
@@ -40,11 +41,11 @@ double Ratio(double part, double whole) { return whole > 0 ? part / whole : 0.0;
 
 // Errors the nodes returned to clients since the change began: the change's own count once it
 // is done, else the reachable nodes' counters now minus their sum when it began.
-int64_t ClientErrors(AdminClient* client, const ChangeReport& r,
-                     const std::vector<std::string>& addresses, std::chrono::milliseconds t) {
+int64_t ClientErrors(Admin* admin, const ChangeReport& r, const std::vector<std::string>& addresses,
+                     std::chrono::milliseconds t) {
   if (r.record.state == ChangeState::kDone) return r.record.client_errors;
-  return std::max<int64_t>(0,
-                           client->SumClientErrors(addresses, t) - r.record.client_errors_at_start);
+  const int64_t now = admin->SumCounter(std::string(stats::client_errors), CallTo(addresses, t));
+  return std::max<int64_t>(0, now - r.record.client_errors_at_start);
 }
 
 void PrintSummary(const ChangeReport& r, uint64_t copies, uint64_t bytes, int64_t client_errors) {
@@ -90,11 +91,11 @@ constexpr std::chrono::seconds kNoChangePatience{5};
 // The leader reports a change ended once it applied the final map; the other members install it
 // moments later. The members of the newest map that hold an older epoch than `epoch`, or did not
 // answer; empty when every one holds it. One request per member.
-std::vector<BehindMember> MembersBehind(AdminClient* client, const ClusterMap& newest,
-                                        uint64_t epoch, std::chrono::milliseconds timeout) {
+std::vector<BehindMember> MembersBehind(Admin* admin, const ClusterMap& newest, uint64_t epoch,
+                                        std::chrono::milliseconds timeout) {
   std::vector<BehindMember> out;
   for (const ClusterNode& n : newest.nodes()) {
-    auto theirs = client->NewestMap({n.address}, timeout);
+    auto theirs = admin->NewestMap(CallTo({n.address}, timeout));
     if (!theirs.ok()) {
       out.push_back({n.id, std::nullopt});
     } else if (theirs->epoch() < epoch) {
@@ -117,14 +118,14 @@ std::string DescribeBehind(const std::vector<BehindMember>& behind) {
 // Waits (up to 10 s, and the deadline) until every member that answers holds an epoch at least
 // the report's, so that whatever follows `watch` sees one map everywhere. A member that does not
 // answer is skipped: it catches up when it is back.
-void AwaitInstalled(AdminClient* client, const std::vector<std::string>& addresses,
+void AwaitInstalled(Admin* admin, const std::vector<std::string>& addresses,
                     const ChangeReport& last, Clock::time_point deadline,
                     std::chrono::milliseconds timeout) {
-  auto newest = client->NewestMap(addresses, timeout);
+  auto newest = admin->NewestMap(CallTo(addresses, timeout));
   if (!newest.ok()) return;
   const auto until = std::min(deadline, Clock::now() + std::chrono::seconds(10));
   for (;;) {
-    std::vector<BehindMember> behind = MembersBehind(client, *newest, last.epoch, timeout);
+    std::vector<BehindMember> behind = MembersBehind(admin, *newest, last.epoch, timeout);
     std::erase_if(behind, [](const BehindMember& b) { return !b.epoch.has_value(); });
     if (behind.empty()) return;
     if (Clock::now() >= until) {
@@ -138,7 +139,7 @@ void AwaitInstalled(AdminClient* client, const std::vector<std::string>& address
 
 int DoWatch(const GlobalOptions& g, uint32_t interval_ms, uint32_t timeout_s) {
   const std::string dir = AbsoluteDir(g.ClusterDir());
-  AdminClient client = ClientFor(g, dir);
+  std::unique_ptr<Admin> admin = AdminFor(g, dir);
   WatchView view(StderrIsTerminal());
   const auto deadline = Clock::now() + std::chrono::seconds(timeout_s);
   std::string preferred;
@@ -148,7 +149,7 @@ int DoWatch(const GlobalOptions& g, uint32_t interval_ms, uint32_t timeout_s) {
   for (;;) {
     const auto poll_start = Clock::now();
     const std::vector<std::string> addresses = AdminAddresses(g, dir);
-    AdminReply reply = client.Status(addresses, preferred, StatusTimeout(g));
+    AdminReply reply = admin->ChangeStatus(preferred, CallTo(addresses, StatusTimeout(g)));
     reached = reply.status.ok();
     if (reply.status.ok()) {
       preferred = reply.report.from_driver ? reply.address : std::string();
@@ -184,13 +185,13 @@ int DoWatch(const GlobalOptions& g, uint32_t interval_ms, uint32_t timeout_s) {
     std::this_thread::sleep_until(
         std::min(deadline, poll_start + std::chrono::milliseconds(interval_ms)));
   }
-  AwaitInstalled(&client, AdminAddresses(g, dir), last, deadline, StatusTimeout(g));
+  AwaitInstalled(admin.get(), AdminAddresses(g, dir), last, deadline, StatusTimeout(g));
   view.Show(last, "");
   view.Close();
   const bool done = last.record.state == ChangeState::kDone;
   const uint64_t copies = done ? MovedCopies(last) : std::max(MovedCopies(last), view.max_copies());
   const uint64_t bytes = done ? MovedBytes(last) : std::max(MovedBytes(last), view.max_bytes());
-  const int64_t errors = ClientErrors(&client, last, AdminAddresses(g, dir), StatusTimeout(g));
+  const int64_t errors = ClientErrors(admin.get(), last, AdminAddresses(g, dir), StatusTimeout(g));
   std::printf("\n");
   PrintSummary(last, copies, bytes, errors);
   if (auto retired = RetireRemovedNode(g, dir, last)) std::printf("%s\n", retired->c_str());
@@ -250,21 +251,21 @@ void PrintStatus(const ChangeReport& r, int64_t client_errors) {
 int DoStatus(const GlobalOptions& g) {
   const std::string dir = AbsoluteDir(g.ClusterDir());
   const auto addresses = AdminAddresses(g, dir);
-  AdminClient client = ClientFor(g, dir);
-  AdminReply reply = client.Status(addresses, "", StatusTimeout(g));
+  std::unique_ptr<Admin> admin = AdminFor(g, dir);
+  AdminReply reply = admin->ChangeStatus("", CallTo(addresses, StatusTimeout(g)));
   if (!reply.status.ok()) {
     return ReportError(reply.status,
                        reply.unreachable || reply.foreign ? kExitUnreachable : kExitFailed);
   }
   const ChangeReport& r = reply.report;
   const int64_t errors =
-      r.has_change ? ClientErrors(&client, r, addresses, StatusTimeout(g)) : int64_t{0};
+      r.has_change ? ClientErrors(admin.get(), r, addresses, StatusTimeout(g)) : int64_t{0};
   // "done" comes from the leader once it applied the final map; the other members install it
   // moments later (or, when cut off, once they are back). Say which do not hold it yet.
   std::vector<BehindMember> behind;
   if (r.has_change && ChangeEnded(r)) {
-    if (auto newest = client.NewestMap(addresses, StatusTimeout(g)); newest.ok()) {
-      behind = MembersBehind(&client, *newest, r.epoch, StatusTimeout(g));
+    if (auto newest = admin->NewestMap(CallTo(addresses, StatusTimeout(g))); newest.ok()) {
+      behind = MembersBehind(admin.get(), *newest, r.epoch, StatusTimeout(g));
     }
   }
   if (g.json) {
@@ -287,24 +288,6 @@ int DoStatus(const GlobalOptions& g) {
                 static_cast<unsigned long long>(r.epoch));
   }
   return kExitOk;
-}
-
-// Whether `cmd` shows in `post`, given the change `pre` it was sent for.
-bool TookEffect(const SteerCommand& cmd, const ChangeReport& pre, const ChangeReport& post) {
-  if (!pre.has_change || !post.has_change || post.record.change_id != pre.record.change_id) {
-    return false;
-  }
-  const ChangeState before = pre.record.state, after = post.record.state;
-  if (cmd.kind == SteerCommand::Kind::kCancel) {
-    return after == ChangeState::kCancelled && before != after;
-  }
-  if (cmd.kind == SteerCommand::Kind::kResume) {
-    return before == ChangeState::kFailed && after != ChangeState::kFailed &&
-           after != ChangeState::kCancelled;
-  }
-  if (cmd.rate_bytes_per_s && post.record.rate_bytes_per_s != *cmd.rate_bytes_per_s) return false;
-  if (cmd.streams_per_node && post.record.streams_per_node != *cmd.streams_per_node) return false;
-  return !ChangeEnded(post);
 }
 
 void PrintSteered(const GlobalOptions& g, const std::string& command, const ChangeReport& r,
@@ -334,7 +317,7 @@ int DoSteer(const GlobalOptions& g, const SteerCommand& cmd) {
   const std::string command = cmd.Name();
   const std::string dir = AbsoluteDir(g.ClusterDir());
   const auto addresses = AdminAddresses(g, dir);
-  AdminClient client = ClientFor(g, dir);
+  std::unique_ptr<Admin> admin = AdminFor(g, dir);
   // Cancel and resume commit a new map; give them the time a commit may take.
   const auto timeout = std::chrono::milliseconds(std::max<uint32_t>(g.timeout_ms, 90000));
   // Every failure below prints the outcome with --json; the error line goes to stderr.
@@ -342,13 +325,13 @@ int DoSteer(const GlobalOptions& g, const SteerCommand& cmd) {
     if (g.json) std::cout << OutcomeErrorJson(outcome, why) << std::endl;
     return ReportError(why, code);
   };
-  AdminReply pre = client.Status(addresses, "", StatusTimeout(g));
+  AdminReply pre = admin->ChangeStatus("", CallTo(addresses, StatusTimeout(g)));
   if (!pre.status.ok()) {
     // Nothing was sent yet.
     return fail(MutationOutcome::kNotApplied, pre.status.message(),
                 pre.unreachable || pre.foreign ? kExitUnreachable : kExitFailed);
   }
-  AdminReply reply = client.Steer(pre.address, cmd, timeout);
+  AdminReply reply = Steer(admin.get(), pre.address, cmd, timeout);
   if (reply.status.ok()) {
     PrintSteered(g, command, reply.report, reply.address);
     return kExitOk;
@@ -359,33 +342,25 @@ int DoSteer(const GlobalOptions& g, const SteerCommand& cmd) {
   const int refused_code = reply.status.IsInvalidArgument() ? kExitUsage
                            : NoMajority(reply.status)       ? kExitUnreachable
                                                             : kExitFailed;
-  // Only a command that could apply to the change as it was can have taken effect; a refusal of
-  // one that could not (nothing to cancel or resume) is final.
-  const ChangeState was = pre.report.record.state;
-  const bool open =
-      pre.report.has_change && (!ChangeEnded(pre.report) || was == ChangeState::kFailed);
-  const bool could =
-      command == "resume" ? pre.report.has_change && was == ChangeState::kFailed : open;
-  if (!could && !reply.unreachable) {
-    return fail(MutationOutcome::kNotApplied, command + " refused: " + reply.status.message(),
-                refused_code);
-  }
-  auto effect = AwaitEffect(
-      &client, addresses,
-      [&](const ChangeReport& post) { return TookEffect(cmd, pre.report, post); },
-      std::chrono::seconds(2), StatusTimeout(g));
-  if (effect) {
-    std::fprintf(stderr, "note: %s reported an error (%s), but the %s took effect\n",
-                 reply.address.c_str(), reply.status.message().c_str(), command.c_str());
-    PrintSteered(g, command, *effect, effect->driver_address);
-    return kExitOk;
-  }
-  if (ClassifyMutation(reply.status) == MutationOutcome::kIndeterminate) {
-    return fail(MutationOutcome::kIndeterminate,
-                "no definite answer to '" + command + "' from " + reply.address + " (" +
-                    reply.status.message() + ") and the cluster does not show it: whether " +
-                    "it took effect is unknown; check with 'shardkv rebalance status'",
-                kExitIndeterminate);
+  // The cluster's status says whether an error reply took effect anyway (Admin::ResolveOutcome);
+  // a command that could not apply to the change as it was is refused for good.
+  const ChangeOutcome outcome =
+      admin->ResolveOutcome(reply, EffectOf(cmd, pre.report), std::chrono::seconds(2),
+                            CallTo(addresses, StatusTimeout(g)));
+  switch (outcome.outcome) {
+    case MutationOutcome::kApplied:
+      std::fprintf(stderr, "note: %s reported an error (%s), but the %s took effect\n",
+                   reply.address.c_str(), reply.status.message().c_str(), command.c_str());
+      PrintSteered(g, command, *outcome.report, outcome.address);
+      return kExitOk;
+    case MutationOutcome::kIndeterminate:
+      return fail(MutationOutcome::kIndeterminate,
+                  "no definite answer to '" + command + "' from " + reply.address + " (" +
+                      reply.status.message() + ") and the cluster does not show it: whether " +
+                      "it took effect is unknown; check with 'shardkv rebalance status'",
+                  kExitIndeterminate);
+    case MutationOutcome::kNotApplied:
+      break;
   }
   if (reply.unreachable) {
     return fail(MutationOutcome::kNotApplied,

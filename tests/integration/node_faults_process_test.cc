@@ -1,5 +1,5 @@
-// Hardening cases (issue 9), area: node. Multi-process: real shardkv-node processes driven through
-// the shardkv CLI (integration/cli_harness.h).
+// shardkv-node processes under faults and bad input. Multi-process: real shardkv-node processes
+// driven through the shardkv CLI (integration/cli_harness.h).
 #include <stdlib.h>
 
 #include <catch2/catch.hpp>
@@ -112,7 +112,7 @@ TEST_CASE("shardkv-node: a second node on one data directory is refused plainly"
   CHECK(first->running());
 }
 
-TEST_CASE("shardkv-node: SIGTERM ends a node whose graceful stop hangs, within the bound",
+TEST_CASE("shardkv-node: SIGTERM ends a node whose graceful stop hangs within the bound",
           "[multiprocess]") {
   TempDir dir;
   const std::string data = dir.Sub("data");
@@ -168,7 +168,7 @@ TEST_CASE("shardkv-node: a member that lost its data refuses to start empty", "[
   CHECK_FALSE(std::filesystem::exists(data + "/db"));
 }
 
-TEST_CASE("shardkv-node: a full disk is logged once, shown in stats, and said plainly",
+TEST_CASE("shardkv-node: a full disk is logged once and shown in stats and said plainly",
           "[multiprocess]") {
   // RocksDB resumes after a full disk only with 64 MiB free beside its ~70 MiB WAL: 200 MiB.
   SmallDisk disk(200);

@@ -205,7 +205,7 @@ void AddNodeAndVerify(const LocalCluster& c, std::vector<std::string> extra, int
 
 }  // namespace
 
-TEST_CASE("limits: every flag at maximum + 1 is refused with one error line, exit 2",
+TEST_CASE("limits: every flag at maximum + 1 is refused with one error line and exit 2",
           "[multiprocess][limits]") {
   // No cluster runs: a refused value must not need one (nothing is started or sent).
   LocalCluster c;
@@ -271,7 +271,7 @@ TEST_CASE("limits: key-value flags at their maxima work end to end", "[multiproc
   CHECK(c.Run({"cluster", "down", "--wait", S(lim::kMaxWaitS)}).exit_code == 0);
 }
 
-TEST_CASE("limits: cluster up at the maximum node count, replicas and quorums",
+TEST_CASE("limits: cluster up at the maximum node count and replicas and quorums",
           "[multiprocess][limits]") {
   LocalCluster c;
   const std::string n = S(lim::kMaxNodes);
@@ -291,8 +291,7 @@ TEST_CASE("limits: the highest base port", "[multiprocess][limits]") {
 }
 
 TEST_CASE(
-    "limits: ring mode at the maximum vnodes scales out, and membership flags at their "
-    "maxima",
+    "limits: ring mode at the maximum vnodes scales out with membership flags at their maxima",
     "[multiprocess][limits]") {
   LocalCluster c;
   REQUIRE(

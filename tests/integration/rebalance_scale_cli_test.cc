@@ -1,5 +1,5 @@
-// Hardening cases (issue 9), area: rebal. Multi-process: real shardkv-node processes driven through
-// the shardkv CLI (integration/cli_harness.h).
+// Membership changes at scale and at their limits. Multi-process: real shardkv-node processes
+// driven through the shardkv CLI (integration/cli_harness.h).
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <string>

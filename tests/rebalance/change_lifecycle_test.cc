@@ -1,4 +1,4 @@
-// In-process hardening cases for the rebalancer (issue 9): a change of 200,000 ranges on a
+// A change through its life on in-process clusters: a change of 200,000 ranges on a
 // bounded thread count, refusals before anything is committed, cancel by the joining node, a
 // failed change that keeps its counts, and a second driver death that fails the change.
 #include <atomic>
@@ -65,7 +65,7 @@ constexpr uint64_t kScaleMinRanges = 200000;
 
 }  // namespace
 
-TEST_CASE("rebalance: a change of 200,000 ranges completes on a bounded thread count",
+TEST_CASE("rebalance: a change of 200000 ranges completes on a bounded thread count",
           "[rebalance][scale]") {
   ClusterParams p;
   p.mode = PlacementMode::kRing;
@@ -122,7 +122,7 @@ TEST_CASE("rebalance: a change of 200,000 ranges completes on a bounded thread c
   CHECK(peak.load() <= baseline + static_cast<int>(rebalance::kMaxStreamWorkers) + 8);
 }
 
-TEST_CASE("rebalance: removing the last node is refused, plan and begin", "[rebalance]") {
+TEST_CASE("rebalance: removing the last node is refused by plan and by begin", "[rebalance]") {
   InProcessCluster c(1, ClusterParams{});
   REQUIRE(c.Start().ok());
   auto admin = AdminFor(c);
@@ -191,7 +191,7 @@ TEST_CASE("rebalance: joining a node of another cluster is refused before any co
   CHECK(fresh.status.ok());
 }
 
-TEST_CASE("rebalance: only an unformed node joins, and only as the id it was started with",
+TEST_CASE("rebalance: only an unformed node joins and only as the id it was started with",
           "[rebalance][unformed]") {
   InProcessCluster a(3, ClusterParams{});
   REQUIRE(a.Start().ok());
@@ -228,7 +228,7 @@ TEST_CASE("rebalance: only an unformed node joins, and only as the id it was sta
   CHECK(after->epoch() == 1);  // plans commit nothing
 }
 
-TEST_CASE("rebalance: the joining node cancels its own add, cancel says OK and it is cancelled",
+TEST_CASE("rebalance: the joining node cancels its own add and cancel says OK and it is cancelled",
           "[rebalance][cancel]") {
   InProcessCluster c(3, ClusterParams{});
   REQUIRE(c.Start().ok());
@@ -284,7 +284,7 @@ TEST_CASE("rebalance: throttle --rate 0 means unthrottled", "[rebalance]") {
   CHECK(end.record.rate_bytes_per_s == 0);
 }
 
-TEST_CASE("rebalance: a failed change keeps what it moved, resume finishes it",
+TEST_CASE("rebalance: a failed change keeps what it moved and resume finishes it",
           "[rebalance][failed]") {
   InProcessCluster c(3, ClusterParams{});
   REQUIRE(c.Start().ok());
@@ -317,7 +317,7 @@ TEST_CASE("rebalance: a failed change keeps what it moved, resume finishes it",
   CHECK(end.record.moved_copies == end.record.planned_copies);
 }
 
-TEST_CASE("rebalance: a second driver death while streaming fails the change, naming it",
+TEST_CASE("rebalance: a second driver death while streaming fails the change and names it",
           "[rebalance][takeover]") {
   // Five voters, so that three remain (a majority) after both drivers die.
   ClusterParams p;
@@ -357,7 +357,7 @@ TEST_CASE("rebalance: a second driver death while streaming fails the change, na
   CHECK(cancelled.status.ok());
 }
 
-TEST_CASE("rebalance: a graceful stop of the driver hands the change on, twice, uncounted",
+TEST_CASE("rebalance: a graceful stop of the driver hands the change on twice without counting",
           "[rebalance][takeover]") {
   // A rolling restart of the drivers: each one stops gracefully (Node::Stop, as on SIGTERM)
   // while streaming. Each hands the change on, so neither stop counts as a driver death, and the

@@ -1,5 +1,6 @@
-// Hardening cases (issue 9), area: client. Multi-process: real shardkv-node processes driven
-// through the shardkv CLI (integration/cli_harness.h). Each case failed before its fix.
+// The key-value commands of the CLI under adversarial use. Multi-process: real shardkv-node
+// processes driven through the shardkv CLI (integration/cli_harness.h). Each case failed before its
+// fix.
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -119,7 +120,7 @@ TEST_CASE("hardening client: usage errors exit 2 with one line that names the pr
   }
 }
 
-TEST_CASE("hardening client: a value over 16 MiB is refused after 16 MiB + 1 bytes, offline",
+TEST_CASE("kv cli: a value over 16 MiB is refused offline after 16 MiB + 1 bytes",
           "[multiprocess][hardening]") {
   // Rows 31, 32: a huge stdin was read whole, sent, retried, then refused cryptically. Port 1
   // has no node: the refusal must come before any network.
@@ -133,7 +134,7 @@ TEST_CASE("hardening client: a value over 16 MiB is refused after 16 MiB + 1 byt
   CHECK(dash.err == "error: value is larger than the 16 MiB limit\n");
 }
 
-TEST_CASE("hardening client: get prints exact bytes, JSON is valid for any bytes, del is honest",
+TEST_CASE("kv cli: get prints exact bytes and valid JSON for any bytes and del is honest",
           "[multiprocess][hardening]") {
   LocalCluster c;
   REQUIRE(c.Run({"cluster", "up", "--nodes", "1", "--base-port", "0"}).exit_code == 0);
@@ -166,7 +167,7 @@ TEST_CASE("hardening client: get prints exact bytes, JSON is valid for any bytes
   CHECK(c.Run({"get", "bin"}).exit_code == 1);
 }
 
-TEST_CASE("hardening client: stats survives a dead node, load and verify stop at --max-errors",
+TEST_CASE("kv cli: stats survives a dead node and load and verify stop at --max-errors",
           "[multiprocess][hardening]") {
   LocalCluster c;
   REQUIRE(c.Run({"cluster", "up", "--nodes", "3", "--base-port", "0"}).exit_code == 0);

@@ -1,5 +1,6 @@
-// Hardening cases (issue 9), area: cli. Multi-process: real shardkv-node processes driven through
-// the shardkv CLI (integration/cli_harness.h). Each case names the findings row it keeps fixed
+// The cluster and rebalance commands under adversarial use. Multi-process: real shardkv-node
+// processes driven through the shardkv CLI (integration/cli_harness.h). Each case names the
+// findings row it keeps fixed
 // (../shared/findings/new-user-pass-2026-12-01.md). Clusters use --base-port 0 (ephemeral ports)
 // except where a test needs one cluster to take another's port on purpose.
 #include <fcntl.h>

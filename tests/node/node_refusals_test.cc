@@ -173,7 +173,7 @@ TEST_CASE("node: a node started for a cluster refuses adoption into another", "[
   CHECK(ClusterIdOf(*node) == cluster_id);
 }
 
-TEST_CASE("node: one data directory, one node", "[node][hardening]") {
+TEST_CASE("node: one data directory holds one node", "[node][hardening]") {
   TempDir dir;
   auto first = MustStart(Options(dir.path()));
   NodeOptions second = Options(dir.path(), 2);
