@@ -162,7 +162,6 @@ TEST_CASE("frame decoder: Reset clears an error", "[net][frame]") {
   CHECK(DrainIds(d).size() == 2);
 }
 
-
 TEST_CASE("frame decoder: a large frame is read whole into place and its memory given back",
           "[net][frame]") {
   Request big;

@@ -1,4 +1,4 @@
-// The outcome of a mutating `shardkv` command (README "Exit codes"): applied (exit 0),
+// The outcome of a mutating `shardkv` command (docs/cli.md "Exit codes"): applied (exit 0),
 // not_applied (3 when nothing could be sent, 1 when refused) and indeterminate (4: sent, and no
 // answer came back), as the exit code and as "outcome" in --json, on error too. Driven against
 // tools/fake_node.h, so the silent node is exactly "took the request and never answered".

@@ -66,7 +66,7 @@ TEST_CASE("ClassifyMutation: sent without a definite answer is indeterminate", "
 
 TEST_CASE("cli outcome: the JSON of a mutation's outcome", "[unit][outcome]") {
   using namespace shardkv::cli;
-  CHECK(kExitIndeterminate == 4);  // README "Exit codes": scripts branch on it
+  CHECK(kExitIndeterminate == 4);  // docs/cli.md "Exit codes": scripts branch on it
   CHECK(MutationErrorJson("k", MutationOutcome::kIndeterminate, Status::Timeout("t")) ==
         R"({"key":"k","outcome":"indeterminate","error":"t"})");
   CHECK(WithOutcome(R"({"a":1})", MutationOutcome::kApplied) == R"({"outcome":"applied","a":1})");

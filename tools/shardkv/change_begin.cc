@@ -295,7 +295,7 @@ void AddChangeFlags(CLI::App* cmd, GlobalOptions* g, ChangeFlags* f, bool add) {
   cmd->add_option("--streams", f->streams, "Concurrent stream tasks per destination node")
       ->capture_default_str()
       ->check(CLI::Range(kMinStreams, kMaxStreams));
-  cmd->add_flag("--json", g->json, "Print the plan as JSON (schema in README)");
+  cmd->add_flag("--json", g->json, "Print the plan as JSON (schema in docs/cli.md)");
 }
 
 }  // namespace shardkv::cli

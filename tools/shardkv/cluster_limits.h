@@ -1,7 +1,7 @@
 // The range of every numeric flag of `shardkv cluster ...` and `shardkv rebalance ...`, in one
-// place: the CLI11 option checks use these constants, the README's table of ranges is written
-// from them, and the table-driven limit tests run each flag at its maximum and at maximum + 1.
-// A value outside its range is refused by the parser with one `error:` line and exit 2, before
+// place: the CLI11 option checks use these constants, docs/operations.md's table of ranges is
+// written from them, and the table-driven limit tests run each flag at its maximum and at maximum
+// + 1. A value outside its range is refused by the parser with one `error:` line and exit 2, before
 // anything is started or sent.
 #pragma once
 

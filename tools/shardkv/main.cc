@@ -5,8 +5,8 @@
 
 #include "cli_common.h"
 #include "cluster_commands.h"
-#include "huge_page_malloc.h"
 #include "global_options.h"
+#include "huge_page_malloc.h"
 #include "kv_commands.h"
 #include "membership_commands.h"
 #include "orphan_nodes.h"

@@ -409,7 +409,7 @@ void RegisterRebalanceCommands(CLI::App& app, GlobalOptions* g, int* exit_code) 
 
   auto* status = rebalance->add_subcommand(
       "status", "One snapshot of the current (or last) change: state, progress, streams");
-  status->add_flag("--json", g->json, "JSON output (schema in README)");
+  status->add_flag("--json", g->json, "JSON output (schema in docs/cli.md)");
   status->callback([=] { *exit_code = DoStatus(*g); });
 
   auto* cancel = rebalance->add_subcommand(
