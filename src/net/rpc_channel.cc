@@ -14,15 +14,10 @@ namespace {
 
 constexpr size_t kReadChunkBytes = 16 * 1024;
 constexpr size_t kKeepWriteBufferBytes = size_t{1} << 20;
-// OK if `first` (the first bytes a server sent on a connection) can start a shardkv frame;
-// otherwise an Unavailable error naming what answered. Any 4 printable bytes as a length exceed
-// the frame limit, so text is never a frame.
+// Why the first bytes a server sent on a connection are no shardkv frame (FrameDecoder refused
+// their length): names what answered. Any 4 printable bytes as a length exceed the frame limit,
+// so a text protocol always lands here.
 Status ForeignProtocol(const std::string& address, std::string_view first) {
-  if (first.size() < kFrameHeaderBytes) return Status::OK();
-  const auto* u = reinterpret_cast<const unsigned char*>(first.data());
-  const uint32_t length =
-      uint32_t{u[0]} | uint32_t{u[1]} << 8 | uint32_t{u[2]} << 16 | uint32_t{u[3]} << 24;
-  if (length != 0 && length % 8 == 0 && length <= kDefaultMaxFrameBytes) return Status::OK();
   std::string shown;
   for (char c : first.substr(0, std::min<size_t>(first.size(), 60))) {
     if (c == '\r' || c == '\n') break;
@@ -303,15 +298,9 @@ asio::awaitable<Status> RpcClient::Channel::ReadLoop() {
     reads_.fetch_add(1, std::memory_order_relaxed);
     last_read_at_ = Clock::now();
     decoder_.CommitWrite(n);
-    if (!frame_seen_ && decoder_.BufferedBytes() >= kFrameHeaderBytes) {
-      // The first bytes of the connection: a shardkv node starts with a frame length, Redis and
-      // HTTP servers with text that is no valid length.
-      Status foreign = ForeignProtocol(address, decoder_.Buffered());
-      if (!foreign.ok()) co_return foreign;
-      frame_seen_ = true;
-    }
     std::string_view payload;
     while (decoder_.Next(&payload)) {
+      frame_seen_ = true;
       StatusOr<Response> response = DecodeResponse(payload, shared_->options.codec);
       if (!response.ok()) co_return response.status().WithContext(address);
       if (response->id == 0) {
@@ -323,7 +312,11 @@ asio::awaitable<Status> RpcClient::Channel::ReadLoop() {
       const uint64_t id = response->id;
       Deliver(id, std::move(response));
     }
-    if (!decoder_.status().ok()) co_return decoder_.status().WithContext(address);
+    if (!decoder_.status().ok()) {
+      // A bad length before any frame: a Redis or HTTP server, not a broken node.
+      if (!frame_seen_) co_return ForeignProtocol(address, decoder_.Buffered());
+      co_return decoder_.status().WithContext(address);
+    }
   }
 }
 
@@ -436,14 +429,14 @@ void RpcClient::Channel::Sweep() {
         probe = true;
         continue;
       }
-      if (arriving && it->second.hard_deadline > now) {
+      if (arriving && call.hard_deadline > now) {
         // The reply may be the large frame now arriving: not cut off while it moves.
-        it->second.deadline = std::min(now + kArrivalGrace, it->second.hard_deadline);
-        deadlines_.emplace(it->second.deadline, id);
+        call.deadline = std::min(now + kArrivalGrace, call.hard_deadline);
+        deadlines_.emplace(call.deadline, id);
         continue;
       }
-      if (it->second.reads_at_send == reads_.load(std::memory_order_relaxed)) silent = true;
-      expired.push_back(std::move(it->second));
+      if (call.reads_at_send == reads_.load(std::memory_order_relaxed)) silent = true;
+      expired.push_back(std::move(call));
       pending_.erase(it);
     }
     silent = (silent || probe) && state_ == State::kConnected;

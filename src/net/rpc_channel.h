@@ -128,7 +128,7 @@ class RpcClient::Channel : public std::enable_shared_from_this<Channel> {
   // Successful reads on this channel's connections (any bytes count as a sign of life). Written
   // on the event loop, read by Send on any thread.
   std::atomic<uint64_t> reads_{0};
-  // Whether this connection's first bytes were checked (ReadLoop; loop thread only).
+  // Whether a whole frame arrived on this connection yet (ReadLoop; loop thread only).
   bool frame_seen_ = false;
   // When the last bytes arrived (ReadLoop; loop thread only).
   Clock::time_point last_read_at_{};
