@@ -11,11 +11,11 @@
 #include <string>
 #include <vector>
 
-#include "lab/subprocess.h"
 #include "metrics/node_metrics.h"
 #include "node_config.h"
 #include "redis/command_table.h"
 #include "redis/redis_commands.h"
+#include "testing/subprocess.h"
 
 namespace {
 

@@ -11,8 +11,8 @@
 #include <sstream>
 #include <string>
 
-#include "integration/cli_background.h"
-#include "integration/cli_harness.h"
+#include "testing/cli_background.h"
+#include "testing/cli_harness.h"
 #include "testing/cluster_util.h"
 
 namespace {

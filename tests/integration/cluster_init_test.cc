@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "integration/background_process.h"
-#include "integration/cli_harness.h"
-#include "lab/subprocess.h"
+#include "testing/cli_harness.h"
 #include "testing/cluster_util.h"
+#include "testing/subprocess.h"
 #include "testing/temp_dir.h"
 
 namespace {

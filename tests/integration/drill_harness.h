@@ -18,13 +18,13 @@
 #include <string>
 #include <vector>
 
-#include "lab/subprocess.h"
 #include "shardkv/admin.h"
 #include "shardkv/change.h"
 #include "shardkv/client.h"
 #include "shardkv/cluster_map.h"
 #include "testing/cluster_util.h"
 #include "testing/history_checker.h"
+#include "testing/subprocess.h"
 #include "testing/temp_dir.h"
 
 namespace shardkv::drill {
@@ -41,7 +41,7 @@ int FailedAssertions();
 
 // ---- Processes with a deadline ----------------------------------------------------------------
 
-// A CLI run: exit code, output, and whether it was killed at its time limit (lab/subprocess.h).
+// A CLI run: exit code, output, and whether it was killed at its time limit (testing/subprocess.h).
 using Proc = testing::ProcessResult;
 
 // ---- Flat JSON --------------------------------------------------------------------------------

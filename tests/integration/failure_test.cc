@@ -9,10 +9,10 @@
 #include <fstream>
 #include <thread>
 
-#include "lab/subprocess.h"
 #include "shardkv/client.h"
 #include "testing/cluster_util.h"
 #include "testing/history_checker.h"
+#include "testing/subprocess.h"
 #include "testing/temp_dir.h"
 
 using shardkv::testing::PollUntil;

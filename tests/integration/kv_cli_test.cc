@@ -1,5 +1,5 @@
 // The key-value commands of the CLI under adversarial use. Multi-process: real shardkv-node
-// processes driven through the shardkv CLI (integration/cli_harness.h). Each case failed before its
+// processes driven through the shardkv CLI (testing/cli_harness.h). Each case failed before its
 // fix.
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -10,7 +10,7 @@
 #include <random>
 #include <string>
 
-#include "integration/cli_harness.h"
+#include "testing/cli_harness.h"
 #include "testing/cluster_util.h"
 
 using namespace shardkv::testing;

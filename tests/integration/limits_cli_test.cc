@@ -23,12 +23,12 @@
 
 #include "cluster_limits.h"
 #include "integration/background_process.h"
-#include "integration/cli_harness.h"
 #include "kv_limits.h"
 #include "placement_lab/comparison.h"
 #include "placement_lab/key_set.h"
 #include "placement_lab/lab_membership.h"
 #include "shardkv/options.h"
+#include "testing/cli_harness.h"
 #include "testing/cluster_util.h"
 
 namespace {

@@ -1,5 +1,5 @@
 // The cluster and rebalance commands under adversarial use. Multi-process: real shardkv-node
-// processes driven through the shardkv CLI (integration/cli_harness.h). Each case names the
+// processes driven through the shardkv CLI (testing/cli_harness.h). Each case names the
 // findings row it keeps fixed
 // (../shared/findings/new-user-pass-2026-12-01.md). Clusters use --base-port 0 (ephemeral ports)
 // except where a test needs one cluster to take another's port on purpose.
@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "../tools/shardkv/cluster_limits.h"
-#include "integration/cli_harness.h"
+#include "testing/cli_harness.h"
 #include "testing/cluster_util.h"
 
 namespace {
@@ -31,25 +31,12 @@ using shardkv::testing::LineCount;
 using shardkv::testing::LocalCluster;
 using shardkv::testing::ParseStatus;
 using shardkv::testing::ProcessResult;
+using shardkv::testing::ReadAll;
 using shardkv::testing::ReadPid;
 namespace limits = shardkv::cli::limits;
 namespace fs = std::filesystem;
 
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 // The port a node wrote to D/node-ID/port.
-std::string PortOf(const LocalCluster& c, int id) {
-  std::ifstream in(c.dir() + "/node-" + std::to_string(id) + "/port");
-  int port = 0;
-  in >> port;
-  return std::to_string(port);
-}
-
 std::string ClusterId(const LocalCluster& c) { return shardkv::testing::ClusterIdInDir(c.dir()); }
 
 void Up(const LocalCluster& c, int nodes, std::vector<std::string> more = {}) {
@@ -71,7 +58,7 @@ TEST_CASE("cli: a stopped cluster's commands refuse the cluster that took its po
           "[hardening][cli]") {
   LocalCluster a, b;
   Up(a, 1);
-  const std::string port = PortOf(a, 1);
+  const std::string port = a.NodePort(1);
   const std::string id_a = ClusterId(a);
   REQUIRE(port != "0");
   REQUIRE(a.Run({"cluster", "down"}).exit_code == 0);
@@ -153,7 +140,7 @@ TEST_CASE("cli: join of another cluster's member is refused and changes nothing"
   LocalCluster a, b;
   Up(a, 1);
   Up(b, 2);
-  const std::string foreign = "127.0.0.1:" + PortOf(b, 2);
+  const std::string foreign = "127.0.0.1:" + b.NodePort(2);
   ProcessResult join = a.Run({"cluster", "join", foreign, "--yes"});
   CHECK(join.exit_code == 1);
   CHECK(Contains(join.err, "not a fresh node"));
@@ -267,7 +254,12 @@ TEST_CASE("cli: replication warnings and removing the last node", "[hardening][c
   CHECK(Contains(plan.err, "fewer than the configured 2"));
   CHECK(Contains(plan.err, "tolerates no node failure"));
   REQUIRE(c.Run({"cluster", "remove-node", "2", "--yes"}).exit_code == 0);
-  REQUIRE(c.Run({"rebalance", "watch", "--timeout-s", "60"}).exit_code == 0);
+  ProcessResult watch = c.Run({"rebalance", "watch", "--timeout-s", "60"});
+  INFO(watch.Text());
+  REQUIRE(watch.exit_code == 0);
+  // The watch retires the node that left, and says so.
+  CHECK(Contains(watch.out, "node 2 left the cluster"));
+  CHECK(std::filesystem::exists(c.dir() + "/node-2/removed"));
   for (const char* mode : {"--plan-only", "--yes"}) {
     ProcessResult last = c.Run({"cluster", "remove-node", "1", mode});
     CHECK(last.exit_code == 2);

@@ -1,5 +1,5 @@
 // shardkv-node processes under faults and bad input. Multi-process: real shardkv-node processes
-// driven through the shardkv CLI (integration/cli_harness.h).
+// driven through the shardkv CLI (testing/cli_harness.h).
 #include <stdlib.h>
 
 #include <catch2/catch.hpp>
@@ -9,10 +9,10 @@
 #include <thread>
 
 #include "integration/background_process.h"
-#include "integration/cli_harness.h"
-#include "lab/subprocess.h"
 #include "storage/small_disk.h"
+#include "testing/cli_harness.h"
 #include "testing/cluster_util.h"
+#include "testing/subprocess.h"
 #include "testing/temp_dir.h"
 
 using shardkv::testing::BackgroundProcess;

@@ -8,8 +8,8 @@
 #include <thread>
 
 #include "integration/background_process.h"
-#include "lab/subprocess.h"
 #include "testing/cluster_util.h"
+#include "testing/subprocess.h"
 #include "testing/temp_dir.h"
 
 using shardkv::testing::BackgroundProcess;

@@ -8,8 +8,8 @@
 #include <sstream>
 #include <string>
 
-#include "integration/cli_background.h"
-#include "integration/cli_harness.h"
+#include "testing/cli_background.h"
+#include "testing/cli_harness.h"
 #include "testing/cluster_util.h"
 
 namespace {
@@ -19,21 +19,8 @@ using shardkv::testing::Field;
 using shardkv::testing::LocalCluster;
 using shardkv::testing::ParseStatus;
 using shardkv::testing::ProcessResult;
+using shardkv::testing::ReadAll;
 namespace fs = std::filesystem;
-
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-std::string PortOf(const LocalCluster& c, int id) {
-  std::ifstream in(c.dir() + "/node-" + std::to_string(id) + "/port");
-  int port = 0;
-  in >> port;
-  return std::to_string(port);
-}
 
 // The JSON object of node `id` in `cluster status --json`.
 std::string NodeJson(const std::string& json, int id) {
@@ -100,7 +87,7 @@ TEST_CASE("orphan node: a node joined by hand keeps its port across a restart",
   REQUIRE(shardkv::testing::KillAddNodeLeavingOrphan(c) == 2);
   // The killed launcher never learned the port: the args still say "any port".
   REQUIRE(Contains(ReadAll(c.dir() + "/node-2/args"), "127.0.0.1:0\n"));
-  const std::string address = "127.0.0.1:" + PortOf(c, 2);
+  const std::string address = "127.0.0.1:" + c.NodePort(2);
   ProcessResult join = c.Run({"cluster", "join", address, "--yes"});
   INFO(join.Text());
   REQUIRE(join.exit_code == 0);
@@ -118,4 +105,54 @@ TEST_CASE("orphan node: a node joined by hand keeps its port across a restart",
   CHECK(Field(node2, "address") == address);
   CHECK(Field(node2, "state") == "up");
   CHECK(Field(node2, "advertised_address") == address);
+}
+
+// `cluster status` only reports: the node a finished remove took out keeps running and is shown as
+// left, however often status runs; `cluster retire-node` is the command that stops it and marks
+// its directory removed (data kept), and it refuses a member.
+TEST_CASE("left node: status changes nothing and retire-node stops it and marks it removed",
+          "[multiprocess][orphan]") {
+  LocalCluster c;
+  REQUIRE(c.Run({"cluster", "up", "--nodes", "3", "--base-port", "0"}).exit_code == 0);
+  REQUIRE(c.Run({"load", "--count", "200"}).exit_code == 0);
+  const auto pid = shardkv::testing::ReadPid(c.dir() + "/node-3/pid");
+  REQUIRE(pid.has_value());
+  ProcessResult remove = c.Run({"cluster", "remove-node", "3", "--yes"});
+  INFO(remove.Text());
+  REQUIRE(remove.exit_code == 0);
+  auto end = shardkv::testing::WaitChangeEnded(*shardkv::testing::AdminForDir(c.dir()),
+                                               std::chrono::seconds(120));
+  REQUIRE(end.ok());
+  REQUIRE(end->record.state == shardkv::ChangeState::kDone);
+
+  for (int round = 0; round < 2; ++round) {
+    ProcessResult status = c.Run({"cluster", "status", "--json"});
+    INFO(status.Text());
+    CHECK(status.exit_code == 0);
+    CHECK(Contains(NodeJson(status.out, 3), "\"state\":\"left\""));
+    CHECK(Contains(NodeJson(status.out, 3), "retire-node 3"));
+    CHECK(status.err.empty());
+  }
+  ProcessResult table = c.Run({"cluster", "status"});
+  CHECK(Contains(table.out + table.err, "retire-node 3"));
+  CHECK(shardkv::testing::Alive(*pid));
+  CHECK_FALSE(fs::exists(c.dir() + "/node-3/removed"));
+
+  ProcessResult member = c.Run({"cluster", "retire-node", "2"});
+  INFO(member.Text());
+  CHECK(member.exit_code == 2);
+  CHECK(Contains(member.err, "is a member"));
+  CHECK(Contains(member.err, "nothing was changed"));
+
+  ProcessResult retire = c.Run({"cluster", "retire-node", "3"});
+  INFO(retire.Text());
+  CHECK(retire.exit_code == 0);
+  CHECK(Contains(retire.out, "node 3 retired: stopped its process"));
+  CHECK_FALSE(shardkv::testing::Alive(*pid));
+  CHECK(fs::exists(c.dir() + "/node-3/removed"));
+  CHECK(fs::exists(c.dir() + "/node-3/db"));  // data kept
+  const auto nodes = ParseStatus(c.Run({"cluster", "status", "--json"}).out);
+  CHECK(nodes.size() == 2);
+  CHECK(c.Run({"cluster", "retire-node", "3"}).exit_code == 2);  // every command skips it now
+  CHECK(c.Run({"verify"}).exit_code == 0);
 }

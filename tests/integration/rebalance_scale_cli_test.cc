@@ -1,11 +1,11 @@
 // Membership changes at scale and at their limits. Multi-process: real shardkv-node processes
-// driven through the shardkv CLI (integration/cli_harness.h).
+// driven through the shardkv CLI (testing/cli_harness.h).
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <string>
 #include <vector>
 
-#include "integration/cli_harness.h"
+#include "testing/cli_harness.h"
 #include "testing/cluster_util.h"
 
 using shardkv::testing::Alive;

@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "integration/cli_background.h"
-#include "integration/cli_harness.h"
+#include "testing/cli_background.h"
+#include "testing/cli_harness.h"
 #include "testing/cluster_util.h"
 
 namespace {
@@ -25,16 +25,10 @@ using shardkv::testing::LineCount;
 using shardkv::testing::LocalCluster;
 using shardkv::testing::ParseStatus;
 using shardkv::testing::ProcessResult;
+using shardkv::testing::ReadAll;
 using shardkv::testing::ReadPid;
 using shardkv::testing::SlowNodeLaunch;
 namespace fs = std::filesystem;
-
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 std::string NodeDir(const LocalCluster& c, int id) {
   return c.dir() + "/node-" + std::to_string(id);

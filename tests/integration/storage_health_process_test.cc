@@ -11,12 +11,12 @@
 #include <thread>
 
 #include "integration/background_process.h"
-#include "integration/cli_harness.h"
-#include "lab/subprocess.h"
 #include "metrics/http_get.h"
 #include "storage/bind_mount.h"
 #include "storage/small_disk.h"
+#include "testing/cli_harness.h"
 #include "testing/cluster_util.h"
+#include "testing/subprocess.h"
 #include "testing/temp_dir.h"
 
 using shardkv::testing::BindMount;

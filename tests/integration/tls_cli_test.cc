@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "integration/background_process.h"
-#include "lab/subprocess.h"
 #include "testing/cluster_util.h"
+#include "testing/subprocess.h"
 #include "testing/temp_dir.h"
 #include "testing/test_pki.h"
 

@@ -5,7 +5,7 @@
 #include <string>
 #include <thread>
 
-#include "cli_harness.h"
+#include "testing/cli_harness.h"
 
 using shardkv::testing::LocalCluster;
 using shardkv::testing::ProcessResult;

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "lab/json_value.h"
-#include "lab/subprocess.h"
+#include "testing/subprocess.h"
 #include "testing/temp_dir.h"
 
 using shardkv::testing::JsonValue;

@@ -9,10 +9,10 @@
 #include <string>
 #include <thread>
 
-#include "integration/cli_harness.h"
 #include "metrics/http_get.h"
 #include "metrics/promtool.h"
 #include "shardkv/client.h"
+#include "testing/cli_harness.h"
 
 using namespace shardkv;
 using shardkv::testing::Field;

@@ -15,7 +15,7 @@
 #include <thread>
 
 #include "integration/background_process.h"
-#include "lab/subprocess.h"
+#include "testing/subprocess.h"
 
 namespace shardkv::multihost {
 namespace fs = std::filesystem;

@@ -14,9 +14,9 @@
 #include <thread>
 #include <vector>
 
-#include "integration/cli_harness.h"
-#include "lab/subprocess.h"
 #include "redis/command_table.h"
+#include "testing/cli_harness.h"
+#include "testing/subprocess.h"
 #include "testing/temp_dir.h"
 
 using shardkv::testing::LocalCluster;

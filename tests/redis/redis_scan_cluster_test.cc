@@ -13,8 +13,8 @@
 #include <thread>
 #include <vector>
 
-#include "integration/cli_harness.h"
-#include "lab/subprocess.h"
+#include "testing/cli_harness.h"
+#include "testing/subprocess.h"
 
 using shardkv::testing::LocalCluster;
 using shardkv::testing::ProcessResult;

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "lab/subprocess.h"
+#include "testing/subprocess.h"
 #include "testing/temp_dir.h"
 #include "tools/fake_node.h"
 

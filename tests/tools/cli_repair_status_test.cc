@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "lab/subprocess.h"
 #include "testing/in_process_client.h"
 #include "testing/in_process_cluster.h"
 #include "testing/needs_repair.h"
+#include "testing/subprocess.h"
 #include "testing/temp_dir.h"
 
 using shardkv::testing::InProcessCluster;

@@ -1,4 +1,4 @@
-#include "integration/cli_harness.h"
+#include "testing/cli_harness.h"
 
 #include <signal.h>
 #include <stdlib.h>
@@ -88,6 +88,13 @@ ProcessResult LocalCluster::RunWithInput(std::vector<std::string> args,
   ProcessResult r = RunProcessWithInput(argv, input);
   Explain(argv, r);
   return r;
+}
+
+std::string LocalCluster::NodePort(int id) const {
+  std::ifstream in(dir_ + "/node-" + std::to_string(id) + "/port");
+  int port = 0;
+  in >> port;
+  return std::to_string(port);
 }
 
 std::vector<pid_t> LocalCluster::Pids() const {

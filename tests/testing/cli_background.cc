@@ -1,4 +1,4 @@
-#include "integration/cli_background.h"
+#include "testing/cli_background.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -17,13 +17,6 @@
 
 namespace shardkv::testing {
 namespace {
-
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 int counter = 0;  // distinguishes the output files of several commands of one cluster
 

@@ -27,4 +27,8 @@ ProcessResult RunProcess(const std::vector<std::string>& argv, std::chrono::mill
 // stops reading early never blocks the caller).
 ProcessResult RunProcessWithInput(const std::vector<std::string>& argv, const std::string& input);
 
+// The whole content of the file at `path` ("" if it cannot be read): a node's log, port file or
+// a command's saved output.
+std::string ReadAll(const std::string& path);
+
 }  // namespace shardkv::testing

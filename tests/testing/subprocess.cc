@@ -1,4 +1,4 @@
-#include "lab/subprocess.h"
+#include "testing/subprocess.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -16,16 +16,16 @@
 extern char** environ;
 
 namespace shardkv::testing {
-namespace {
-
-using Clock = std::chrono::steady_clock;
-
 std::string ReadAll(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::ostringstream s;
   s << in.rdbuf();
   return s.str();
 }
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
 
 // A fresh temp file path; the file is created so that concurrent tests never share one.
 std::string TempFile(const char* tag) {

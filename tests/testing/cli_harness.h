@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "lab/subprocess.h"
+#include "testing/subprocess.h"
 
 namespace shardkv::testing {
 
@@ -38,6 +38,8 @@ class LocalCluster {
   // The pids currently recorded in node-*/pid.
   std::vector<pid_t> Pids() const;
   const std::string& dir() const { return dir_; }
+  // The port node `id` wrote to D/node-ID/port ("0" before it wrote one).
+  std::string NodePort(int id) const;
 
  private:
   std::vector<std::string> Argv(std::vector<std::string> args) const;
