@@ -248,7 +248,7 @@ void RegisterClusterCommands(CLI::App& app, GlobalOptions* g, int* exit_code) {
   status->add_flag("--json", g->json, "One JSON object (fields below)");
   status->callback([g, exit_code] {
     NodeProber prober(g->credentials);
-    *exit_code = PrintClusterStatus(*g, Dir(*g), &prober, /*retire_removed=*/true);
+    *exit_code = PrintClusterStatus(*g, Dir(*g), &prober);
   });
 
   auto stop_id = std::make_shared<uint32_t>(0);

@@ -384,15 +384,9 @@ void PrintTable(const std::string& dir, const std::optional<ClusterMap>& map, ui
 }  // namespace
 
 int PrintClusterStatus(const GlobalOptions& g, const std::string& dir, NodeProber* prober,
-                       bool retire_removed, std::string_view outcome) {
+                       std::string_view outcome) {
   const auto timeout = std::chrono::milliseconds(std::min<uint32_t>(g.timeout_ms, 2000));
   const Rebalance rebalance = QueryRebalance(g, dir, timeout);
-  if (rebalance && retire_removed) {
-    // Before the rows are read, so the retired node's directory is skipped.
-    if (auto line = RetireRemovedNode(g, dir, *rebalance)) {
-      std::fprintf(stderr, "%s\n", line->c_str());
-    }
-  }
   std::map<uint32_t, NodeRow> rows;
   std::vector<std::string> seeds = g.cluster;
   if (g.cluster.empty()) {
@@ -538,11 +532,16 @@ int PrintClusterStatus(const GlobalOptions& g, const std::string& dir, NodeProbe
   if (map && map->EffectiveReplicas() > 1) MarkNeedsRepair(probes, *map, expected, &out);
   if (map && g.cluster.empty()) {
     const std::set<uint32_t> strangers = DirectoriesNotInMap(*map, dir);
+    // Status only reports: retiring a node that left is 'cluster retire-node' (or the end of
+    // 'rebalance watch'), never a side effect of looking.
+    const std::optional<uint32_t> left = rebalance ? NodeThatLeft(*rebalance) : std::nullopt;
     for (NodeRow& r : out) {
       if (strangers.count(r.id) == 0) continue;
-      r.state = "not-member";
+      const bool gone = left == r.id;
+      r.state = gone ? "left" : "not-member";
       r.up = false;
-      r.problem = NotMemberAdvice(r.id, map->cluster_id());
+      r.problem = gone ? LeftNodeAdvice(r.id, rebalance->record.change_id, r.alive)
+                       : NotMemberAdvice(r.id, map->cluster_id());
     }
   }
   std::map<uint32_t, ConsensusReport> consensus_reports;

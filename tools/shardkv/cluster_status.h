@@ -9,8 +9,8 @@
 // The JSON schema is kStatusHelp below (also printed by `cluster status --help`): fields are
 // never renamed or removed; new ones may be added.
 //
-// `cluster status` (not `cluster up`) also retires a node whose removal is done: see
-// RetireRemovedNode in rebalance_client.h.
+// `cluster status` changes nothing: a node whose removal is done is shown as `left`, and
+// `cluster retire-node` (or the end of `rebalance watch`) retires it (rebalance_client.h).
 #pragma once
 
 #include <string>
@@ -42,6 +42,8 @@ inline constexpr const char* kStatusHelp = R"(STATE of a node:
              join' it)
   not-member  a node directory in DIR that the cluster map does not name: an interrupted
              'cluster add-node' left it; 'shardkv cluster forget-node ID' removes it
+  left       the node the last change removed (or whose add was cancelled), its directory not
+             yet retired: 'shardkv cluster retire-node ID' stops it and marks it removed
 KEYS is the live keys the node stores (each replica counts its copy; deleted and expired keys
 do not count), counted as writes apply; shown as ~12.3k while the node is still counting what it
 held at start, or when it is a node of an older release (RocksDB's estimate).
@@ -57,8 +59,8 @@ add-node/remove-node.
   nodes[]          ascending id:
     id, address    the map's address, else the directory's
     state          "up"|"down"|"mismatch"|"disk-full"|"disk-error"|"needs-repair"|"unformed"|
-                   "not-member" (above)
-    problem        why it is mismatch, disk-full, disk-error, needs repair or not-member, and
+                   "not-member"|"left" (above)
+    problem        why it is mismatch, disk-full, disk-error, needs repair, not-member or left, and
                    what to do; "" otherwise
     node_cluster_id  string: the cluster id the node answered with; null if down
     map_state      "up"|"joining"|"leaving"|"down" in the map; null if not in it
@@ -95,11 +97,10 @@ Global options: --dir DIR (default $SHARDKV_DIR, else ~/.shardkv/local), --clust
 --timeout MS.)";
 
 // Prints the status of the cluster in `dir` (or at --cluster) to stdout, as a table or, with
-// g.json, as the JSON object above. With `retire_removed`, first stops the process of a node
-// whose removal is done (see RetireRemovedNode). A non-empty `outcome` is the JSON object's
-// first field ("outcome": `cluster init` prints the status of the cluster it formed). Returns
-// the exit code.
+// g.json, as the JSON object above. It changes nothing (a node that left is shown as "left",
+// with the command that retires it). A non-empty `outcome` is the JSON object's first field
+// ("outcome": `cluster init` prints the status of the cluster it formed). Returns the exit code.
 int PrintClusterStatus(const GlobalOptions& g, const std::string& dir, NodeProber* prober,
-                       bool retire_removed = false, std::string_view outcome = {});
+                       std::string_view outcome = {});
 
 }  // namespace shardkv::cli

@@ -267,8 +267,8 @@ void RegisterMembershipCommands(CLI::App& app, GlobalOptions* g, int* exit_code)
   auto* remove = cluster->add_subcommand(
       "remove-node",
       "Remove a node (running or dead): print the plan, and on confirmation begin streaming its "
-      "ranges to the others. Once the change is done, 'rebalance watch' (or 'cluster status') "
-      "stops the node's process");
+      "ranges to the others. Once the change is done, 'rebalance watch' (or 'cluster "
+      "retire-node ID') stops the node's process and marks its directory removed");
   remove->add_option("ID", *remove_id, "Node id")
       ->required()
       ->check(CLI::Range(kMinNodeId, kMaxNodeId));

@@ -13,22 +13,31 @@
 #include "cluster_probe.h"
 #include "cluster_up.h"
 #include "local_cluster.h"
+#include "rebalance_client.h"
 
 namespace shardkv::cli {
 namespace {
 
 namespace fs = std::filesystem;
 
-int DoForgetNode(const GlobalOptions& g, uint32_t id) {
+enum class Action { kForget, kRetire };
+
+// `cluster forget-node` and `cluster retire-node`: both act only on a node the map of a majority
+// of the other members does not name, since membership is decided by the others (the node itself
+// may be unformed or stale).
+int DoNonMember(const GlobalOptions& g, uint32_t id, Action action) {
   const std::string dir = AbsoluteDir(g.ClusterDir());
   const std::vector<uint32_t> ids = ListNodeIds(dir);
   if (std::find(ids.begin(), ids.end(), id) == ids.end()) {
     return ReportError("no node " + std::to_string(id) + " in " + dir, kExitUsage);
   }
+  const bool forget = action == Action::kForget;
   const std::string node_dir = NodeDir(dir, id);
   const std::string node = "node " + std::to_string(id);
   auto refuse = [&](const std::string& why, int code) {
-    return ReportError("not removing " + node_dir + ": " + why + "; nothing was changed", code);
+    return ReportError(std::string(forget ? "not removing " : "not retiring ") + node_dir + ": " +
+                           why + "; nothing was changed",
+                       code);
   };
   auto lock = DirLock::Acquire(dir);
   if (!lock.ok()) return ReportError(lock.status(), kExitUsage);
@@ -41,7 +50,6 @@ int DoForgetNode(const GlobalOptions& g, uint32_t id) {
                   kExitUsage);
   }
   const std::string cluster = "cluster " + std::to_string(conf->cluster_id);
-  // Membership is decided by the other nodes: the node itself may be unformed or stale.
   std::vector<std::string> others;
   for (const auto& [other, address] : LocalNodeAddresses(dir, {id})) others.push_back(address);
   NodeProber prober(g.credentials);
@@ -55,10 +63,11 @@ int DoForgetNode(const GlobalOptions& g, uint32_t id) {
   }
   if (const ClusterNode* member = view.map->FindNode(id)) {
     return refuse(node + " is a member of " + cluster + " (" +
-                      std::string(NodeStateName(member->state)) + " at " + member->address +
-                      "); forget-node removes only a node that never became one: remove a "
-                      "member with 'shardkv cluster remove-node " +
-                      std::to_string(id) + "'",
+                      std::string(NodeStateName(member->state)) + " at " + member->address + "); " +
+                      (forget ? "forget-node removes only a node that never became one"
+                              : "retire-node retires only a node that left") +
+                      ": remove a member with 'shardkv cluster remove-node " + std::to_string(id) +
+                      "'",
                   kExitUsage);
   }
   const size_t members = view.map->nodes().size();
@@ -69,13 +78,26 @@ int DoForgetNode(const GlobalOptions& g, uint32_t id) {
                       ": start the others and run this again",
                   kExitUnreachable);
   }
+  std::string stopped = " (its process was not running)";
   if (auto pid = RunningNodePid(node_dir)) {
     Progress("stopping " + node + " (pid " + std::to_string(*pid) + ")");
-    auto out = StopNodes(dir, {{id, *pid}}, SIGTERM, SteadyClock::now() + std::chrono::seconds(10),
+    auto out = StopNodes(dir, {{id, *pid}}, SIGTERM, SteadyClock::now() + std::chrono::seconds(20),
                          true, std::chrono::seconds(5));
     if (!out.front().stopped) {
       return refuse(node + " (pid " + std::to_string(*pid) + ") does not exit", kExitFailed);
     }
+    stopped = ": stopped its process (pid " + std::to_string(*pid) +
+              (out.front().needed_kill ? ", SIGKILL)" : ", SIGTERM)");
+  }
+  if (!forget) {
+    if (Status s = WriteTextFile(RemovedMarkerPath(node_dir), "retired by cluster retire-node\n");
+        !s.ok()) {
+      return ReportError("cannot mark " + node_dir + " removed: " + s.message(), kExitFailed);
+    }
+    RecordNodeCount(dir);
+    std::printf("%s retired%s and marked %s removed (data kept; every command skips it)\n",
+                node.c_str(), stopped.c_str(), node_dir.c_str());
+    return kExitOk;
   }
   std::error_code ec;
   fs::remove_all(node_dir, ec);
@@ -122,8 +144,31 @@ void RegisterForgetNodeCommand(CLI::App& app, GlobalOptions* g, int* exit_code) 
       ->check(CLI::Range(limits::kMinNodeId, limits::kMaxNodeId));
   forget->callback([=] {
     if (RefuseRemote(*g, "cluster forget-node", exit_code)) return;
-    *exit_code = DoForgetNode(*g, *id);
+    *exit_code = DoNonMember(*g, *id, Action::kForget);
   });
+
+  auto retire_id = std::make_shared<uint32_t>(0);
+  auto* retire = cluster->add_subcommand(
+      "retire-node",
+      "Retire the local node that left the cluster (a finished 'cluster remove-node', or an "
+      "add-node that was cancelled; 'cluster status' lists it as left): stop its process "
+      "(SIGTERM, SIGKILL after 20 s) and mark its directory removed, keeping its data; every "
+      "command skips it from then on. 'rebalance watch' does this when the change it watches "
+      "ends. Refused for a member, and unless a majority of the members answer");
+  retire->add_option("ID", *retire_id, "Node id")
+      ->required()
+      ->check(CLI::Range(limits::kMinNodeId, limits::kMaxNodeId));
+  retire->callback([=] {
+    if (RefuseRemote(*g, "cluster retire-node", exit_code)) return;
+    *exit_code = DoNonMember(*g, *retire_id, Action::kRetire);
+  });
+}
+
+std::string LeftNodeAdvice(uint32_t id, uint64_t change_id, bool running) {
+  return "the last change (" + std::to_string(change_id) + ") took it out of the cluster" +
+         (running ? " and its process still runs" : "") + ": 'shardkv cluster retire-node " +
+         std::to_string(id) + "' " + (running ? "stops it and marks" : "marks") +
+         " its directory removed (data kept)";
 }
 
 }  // namespace shardkv::cli

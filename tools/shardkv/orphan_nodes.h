@@ -3,7 +3,8 @@
 // in between (SIGKILL, a crash), it leaves a directory of a node no map names. `cluster up`
 // recognises such a node (its args carry no --cluster-id, and the live map does not name it) and
 // skips it instead of failing the whole cluster; `cluster status` lists it; `cluster
-// forget-node N` removes its directory, refusing for a member.
+// forget-node N` removes its directory, refusing for a member. A node a change took out (a done
+// remove) is shown as left, and `cluster retire-node N` retires its directory, data kept.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -29,7 +30,12 @@ std::set<uint32_t> DirectoriesNotInMap(const ClusterMap& map, const std::string&
 // `cluster_id`: why, and the command that removes its directory.
 std::string NotMemberAdvice(uint32_t id, uint64_t cluster_id);
 
-// Adds `cluster forget-node ID`. REQUIRES: the `cluster` subcommand exists.
+// What `cluster status` says about local node `id` that change `change_id` took out of the
+// cluster (a done remove, a cancelled add) while its directory is not yet marked removed.
+std::string LeftNodeAdvice(uint32_t id, uint64_t change_id, bool running);
+
+// Adds `cluster forget-node ID` and `cluster retire-node ID` (stops a node that left and marks
+// its directory removed, data kept). REQUIRES: the `cluster` subcommand exists.
 void RegisterForgetNodeCommand(CLI::App& app, GlobalOptions* g, int* exit_code);
 
 }  // namespace shardkv::cli

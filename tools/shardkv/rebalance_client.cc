@@ -115,15 +115,22 @@ void RecordNodeCount(const std::string& dir) {
   (void)WriteClusterConf(dir, *conf);
 }
 
-std::optional<std::string> RetireRemovedNode(const GlobalOptions& g, const std::string& dir,
-                                             const ChangeReport& report) {
+std::optional<uint32_t> NodeThatLeft(const ChangeReport& report) {
   // A node that left (remove done) or never joined (add cancelled) is no member any more.
   const bool removed =
       report.record.kind == ChangeKind::kRemove && report.record.state == ChangeState::kDone;
   const bool not_added =
       report.record.kind == ChangeKind::kAdd && report.record.state == ChangeState::kCancelled;
-  if (!g.cluster.empty() || !report.has_change || (!removed && !not_added)) return std::nullopt;
-  const uint32_t id = report.record.node_id;
+  if (!report.has_change || (!removed && !not_added)) return std::nullopt;
+  return report.record.node_id;
+}
+
+std::optional<std::string> RetireRemovedNode(const GlobalOptions& g, const std::string& dir,
+                                             const ChangeReport& report) {
+  const std::optional<uint32_t> left = NodeThatLeft(report);
+  if (!g.cluster.empty() || !left) return std::nullopt;
+  const bool removed = report.record.kind == ChangeKind::kRemove;
+  const uint32_t id = *left;
   const std::string node_dir = NodeDir(dir, id);
   const auto all = ListAllNodeIds(dir);
   if (std::find(all.begin(), all.end(), id) == all.end() || NodeRemoved(node_dir)) {

@@ -64,12 +64,17 @@ uint64_t DirClusterId(const GlobalOptions& g, const std::string& dir);
 // nodes in state up first.
 std::vector<std::string> MemberAddresses(const ClusterMap& map, const std::set<uint32_t>& exclude);
 
+// The node `report`'s change took out of the cluster: the removed node of a done remove, or the
+// node of a cancelled add (it never joined); nullopt for any other change.
+std::optional<uint32_t> NodeThatLeft(const ChangeReport& report);
+
 // Once a remove is done, the removed node of the local cluster must go, and so must the node of a
 // cancelled add (it never joined): when `report`'s change is one of those and `dir` holds that
 // node's directory without the `removed` marker, stops its
 // process (SIGTERM, SIGKILL after 20 s), writes the marker and updates cluster.conf's node count.
 // Takes the directory lock; skips (nullopt) when another launcher holds it. Returns a line for
-// the user when it did something. Nothing with --cluster.
+// the user when it did something. Nothing with --cluster. Called at the end of `rebalance watch`
+// (which says so); `cluster retire-node` does the same on request.
 std::optional<std::string> RetireRemovedNode(const GlobalOptions& g, const std::string& dir,
                                              const ChangeReport& report);
 

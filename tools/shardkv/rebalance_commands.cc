@@ -396,7 +396,9 @@ void RegisterRebalanceCommands(CLI::App& app, GlobalOptions* g, int* exit_code) 
   auto* watch = rebalance->add_subcommand(
       "watch",
       "Follow the change to its end: progress bars per stream on a terminal (else a line per "
-      "poll), then a summary. Exit 0 when done, 1 when failed or cancelled");
+      "poll), then a summary. When a remove (or a cancelled add) ends, it retires the node that "
+      "left: stops its process and marks its directory removed, as 'cluster retire-node' does. "
+      "Exit 0 when done, 1 when failed or cancelled");
   watch->add_option("--interval", *interval, "Milliseconds between polls")
       ->capture_default_str()
       ->check(CLI::Range(kMinWatchIntervalMs, kMaxWatchIntervalMs));
