@@ -116,6 +116,7 @@ bool SameMac(std::string_view a, std::string_view b) {
 bool NodeOnly(const RequestBody& body) {
   return std::holds_alternative<ReplicaWriteRequest>(body) ||
          std::holds_alternative<ReplicaReadRequest>(body) ||
+         std::holds_alternative<ReplicaScanRequest>(body) ||
          std::holds_alternative<InstallMapRequest>(body) ||
          std::holds_alternative<StreamScanRequest>(body) ||
          std::holds_alternative<StreamRangeRequest>(body) ||

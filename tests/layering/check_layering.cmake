@@ -8,7 +8,7 @@ set(failures "")
 file(GLOB_RECURSE tool_sources ${ROOT}/tools/*.cc ${ROOT}/tools/*.h)
 foreach(f ${tool_sources})
   file(STRINGS ${f} hits REGEX
-       "#include \"(common|resp|placement|lab|metrics|storage|consensus|net|cluster|clustermap|rebalance|node|client|admin)/")
+       "#include \"(common|resp|redis|placement|lab|metrics|storage|consensus|net|cluster|clustermap|rebalance|node|client|admin)/")
   if(hits)
     string(APPEND failures "\n  ${f}: includes an internal header: ${hits}")
   endif()

@@ -295,9 +295,9 @@ TEST_CASE("auth: the client secret runs data operations, never node-to-node ones
   CHECK(get->ok());
   for (RequestBody node_only :
        {RequestBody{ReplicaWriteRequest{1, "k", 5, 1, false, "v", {}}},
-        RequestBody{ReplicaReadRequest{1, "k"}}, RequestBody{InstallMapRequest{"m", 0, true}},
-        RequestBody{StreamScanRequest{}}, RequestBody{StreamRangeRequest{}},
-        RequestBody{CountRangesRequest{}}}) {
+        RequestBody{ReplicaReadRequest{1, "k"}}, RequestBody{ReplicaScanRequest{}},
+        RequestBody{InstallMapRequest{"m", 0, true}}, RequestBody{StreamScanRequest{}},
+        RequestBody{StreamRangeRequest{}}, RequestBody{CountRangesRequest{}}}) {
     const std::string op(OpName(node_only));
     CAPTURE(op);
     auto r = client->CallSync(Body(node_only), kCallTimeout);
