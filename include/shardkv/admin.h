@@ -182,8 +182,9 @@ class Admin {
   // refused, with nothing installed, if any node is not FormableNode (its error, naming the
   // node), reports another id than the one given (FailedPrecondition), or if two entries share
   // an id or an address (InvalidArgument). A node that already holds exactly this map (a retry
-  // with the same `cluster_id`) counts as formable. After the checks, an error names the node
-  // that did not take the map; nodes before it may have adopted it already.
+  // with the same `cluster_id`) counts as formable; a refusal by the checks has reason
+  // kNotApplied. After the checks, an error names the node that did not take the map; when nodes
+  // before it (or it) may have adopted it already, its reason is kOutcomeUnknown.
   StatusOr<ClusterMap> FormCluster(const std::vector<ClusterNode>& nodes,
                                    const ClusterParams& params, uint64_t cluster_id = 0,
                                    const AdminCallOptions& call = {});

@@ -36,8 +36,36 @@ class [[nodiscard]] Status {
     kUnauthenticated,
   };
 
+  // Why an error happened, where a caller decides by it: whether a write may have taken effect
+  // (MutationOutcome), the CLI's exit code, the Redis error prefix, whether to retry elsewhere.
+  // It travels with the Status over the wire (ErrorResponse, per-key results), so no caller reads
+  // the message to decide. kNone: the code says all a caller acts on. docs/design.md "Error
+  // reasons" has the table of reasons and what each maps to. Values never change meaning; new
+  // reasons are appended before kCount.
+  enum class Reason : unsigned char {
+    kNone = 0,
+    kNotApplied,       // nothing was applied: a replica holds a newer version of the key
+    kOutcomeUnknown,   // sent; whether it took effect is unknown (an earlier attempt may have)
+    kNoMajority,       // a side without a majority of the voters (members) refused a change
+    kUnformed,         // the node belongs to no cluster yet
+    kStarting,         // the node is starting and serves no keys yet
+    kSuperseded,       // a newer map or command took its place; it did nothing
+    kLate,             // it reached the node after its client stopped waiting: dropped unrun
+    kLostInFlight,     // the connection broke with the request in flight
+    kQuorumMissed,     // fewer replicas than the write quorum acked; those that did keep it
+    kWrongCluster,     // the node belongs to another cluster
+    kRefusedByPolicy,  // a command shardkv refuses by design (it would break a guarantee)
+    kNotLeader,        // the node does not lead the consensus group (a leader change is on)
+    kClockRejected,    // the client's timestamp is too far ahead of the node's clock
+    kUnexpectedEpoch,  // the map is not at the epoch the caller expected (it moved on)
+    kUnreachable,      // the node could not be reached: nothing was sent to it
+    kCount,            // not a reason: the number of reasons
+  };
+
   Status() = default;
   Status(Code code, std::string message) : code_(code), message_(std::move(message)) {}
+  Status(Code code, Reason reason, std::string message)
+      : code_(code), reason_(reason), message_(std::move(message)) {}
 
   static Status OK() { return Status(); }
   static Status NotFound(std::string m) { return {Code::kNotFound, std::move(m)}; }
@@ -63,22 +91,29 @@ class [[nodiscard]] Status {
   bool IsNotFound() const { return code_ == Code::kNotFound; }
   bool IsInvalidArgument() const { return code_ == Code::kInvalidArgument; }
   Code code() const { return code_; }
+  Reason reason() const { return reason_; }
+  bool Is(Reason reason) const { return reason_ == reason; }
   const std::string& message() const { return message_; }
 
   // "OK" or "<code name>: <message>".
   std::string ToString() const;
   static std::string_view CodeName(Code code);
+  // "none", "not_applied", "outcome_unknown", ... ("unknown" past kCount).
+  static std::string_view ReasonName(Reason reason);
 
-  // Returns a copy whose message is "<prefix>: <message>"; keeps the code. Used to add context
-  // (node address, file name) as an error travels up.
+  // Returns a copy whose message is "<prefix>: <message>"; keeps the code and the reason. Used to
+  // add context (node address, file name) as an error travels up.
   Status WithContext(std::string_view prefix) const;
+  // Returns a copy with `reason` (an OK status stays OK, without a reason).
+  Status WithReason(Reason reason) const;
 
   friend bool operator==(const Status& a, const Status& b) {
-    return a.code_ == b.code_ && a.message_ == b.message_;
+    return a.code_ == b.code_ && a.reason_ == b.reason_ && a.message_ == b.message_;
   }
 
  private:
   Code code_ = Code::kOk;
+  Reason reason_ = Reason::kNone;
   std::string message_;
 };
 

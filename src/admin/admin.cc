@@ -13,6 +13,7 @@
 #include "admin/formation.h"
 #include "net/rpc_client.h"
 #include "net/tls_context.h"
+#include "shardkv/mutation_outcome.h"
 #include "shardkv/stats.h"
 
 namespace shardkv {
@@ -303,19 +304,28 @@ StatusOr<ClusterMap> Admin::FormCluster(const std::vector<ClusterNode>& nodes,
   std::vector<std::string> addresses;
   for (const ClusterNode& n : map->nodes()) addresses.push_back(n.address);
   if (Status s = admin::CheckFormation(*map, impl_->ProbeAll(addresses, call)); !s.ok()) {
-    return s.WithContext("not forming the cluster (nothing changed)");
+    return s.WithContext("not forming the cluster (nothing changed)")
+        .WithReason(Status::Reason::kNotApplied);
   }
   const std::string encoded = map->Encode();
+  bool first = true;
   for (const ClusterNode& n : map->nodes()) {
     bool unreachable = false;
     auto r = impl_->transport.CallAnyCluster(
         n.address, net::InstallMapRequest{encoded, 0, /*adopt=*/true}, call.timeout, &unreachable);
     const std::string who = "node " + std::to_string(n.id) + " (" + n.address + ")";
-    if (!r.ok()) return r.status().WithContext(who + " did not take the cluster map");
-    const auto* installed = std::get_if<net::InstallMapResponse>(&*r);
+    const auto* installed = r.ok() ? std::get_if<net::InstallMapResponse>(&*r) : nullptr;
     if (installed == nullptr || !installed->accepted) {
-      return Status::Aborted(who + " refused the cluster map");
+      Status s = !r.ok() ? r.status().WithContext(who + " did not take the cluster map")
+                         : Status::Aborted(who + " refused the cluster map");
+      // The nodes before this one hold the map already: the cluster is partly formed. At the
+      // first node, only a definite refusal changed nothing.
+      if (!first || ClassifyMutation(s) != MutationOutcome::kNotApplied) {
+        s = s.WithReason(Status::Reason::kOutcomeUnknown);
+      }
+      return s;
     }
+    first = false;
   }
   impl_->transport.Adopt(cluster_id, "the cluster formed by this Admin");
   return map;

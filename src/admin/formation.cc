@@ -8,8 +8,6 @@
 namespace shardkv {
 namespace {
 
-constexpr const char* kUnformedPrefix = "unformed:";
-
 std::optional<int64_t> Counter(const NodeProbe& p, std::string_view name) {
   if (!p.stats) return std::nullopt;
   auto it = p.stats->counters.find(std::string(name));
@@ -62,8 +60,7 @@ Status FormableNode(const NodeProbe& p) {
 namespace admin {
 
 bool IsUnformedError(const Status& s) {
-  return s.code() == Status::Code::kFailedPrecondition &&
-         s.message().rfind(kUnformedPrefix, 0) == 0;
+  return s.code() == Status::Code::kFailedPrecondition && s.Is(Status::Reason::kUnformed);
 }
 
 Status CheckDistinct(const std::vector<ClusterNode>& nodes) {

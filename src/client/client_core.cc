@@ -25,28 +25,27 @@ bool Transient(const Status& s) {
   }
 }
 
-// A node refusing a request for another cluster (src/node/kv_service.cc) says "request for
-// cluster X reached node N of cluster Y". Returns Y, or nullopt for any other error.
+// A node refusing a request for another cluster (src/node/kv_service.cc, reason kWrongCluster)
+// says "request for cluster X reached node N of cluster Y". Returns Y (0 where the message does
+// not name it: the id is only shown to the user), or nullopt for any other error.
 std::optional<uint64_t> ForeignClusterIn(const Status& s) {
-  if (s.code() != Status::Code::kFailedPrecondition) return std::nullopt;
+  if (!s.Is(Status::Reason::kWrongCluster)) return std::nullopt;
   const std::string& m = s.message();
-  if (m.rfind("request for cluster ", 0) != 0) return std::nullopt;
   const std::string marker = " of cluster ";
   const size_t at = m.rfind(marker);
-  if (at == std::string::npos) return std::nullopt;
+  if (at == std::string::npos) return 0;
   uint64_t id = 0;
   const char* first = m.data() + at + marker.size();
   const char* last = m.data() + m.size();
   auto [ptr, ec] = std::from_chars(first, last, id);
-  if (ec != std::errc() || ptr == first) return std::nullopt;
+  if (ec != std::errc() || ptr == first) return 0;
   return id;
 }
 
 // A node refusing the timestamp this client relayed (src/node/kv_service.cc: "client timestamp
 // rejected: HLC timestamp T is N ms ahead of the local clock ..."). Refused before anything ran.
 bool TimestampRejected(const Status& s) {
-  return s.code() == Status::Code::kInvalidArgument &&
-         s.message().rfind("client timestamp rejected", 0) == 0;
+  return s.code() == Status::Code::kInvalidArgument && s.Is(Status::Reason::kClockRejected);
 }
 
 // Requests that change data: their error must not hide an earlier attempt that may have landed.
@@ -107,9 +106,9 @@ struct Client::Core::Attempt {
     if (maybe_applied.ok() || ClassifyMutation(error) != MutationOutcome::kNotApplied) {
       return error;
     }
-    return Status(error.code(), std::string(kOutcomeUnknown) +
-                                    ": an earlier attempt may have been applied (" +
-                                    maybe_applied.message() + "); then " + error.message());
+    return Status(error.code(), Status::Reason::kOutcomeUnknown,
+                  std::string(kOutcomeUnknown) + ": an earlier attempt may have been applied (" +
+                      maybe_applied.message() + "); then " + error.message());
   }
 };
 
@@ -138,9 +137,9 @@ Status Client::Core::WrongCluster(const std::string& address, uint64_t theirs) c
     if (!adopted_from_.empty())
       source = "the cluster this client first reached at " + adopted_from_;
   }
-  return Status::Unavailable(address + " belongs to cluster " + std::to_string(theirs) +
-                             ", not cluster " + std::to_string(cluster_id()) +
-                             (source.empty() ? "" : " (" + source + ")"));
+  return Status(Status::Code::kUnavailable, Status::Reason::kWrongCluster,
+                address + " belongs to cluster " + std::to_string(theirs) + ", not cluster " +
+                    std::to_string(cluster_id()) + (source.empty() ? "" : " (" + source + ")"));
 }
 
 Client::Core::~Core() { Close(); }

@@ -360,9 +360,9 @@ void Coordinator::FinishReplicaWrite(const std::shared_ptr<WriteOp>& op, const C
           need += " from the old replicas and " + std::to_string(op->acks_new) + " of " +
                   std::to_string(op->required_new) + " from the new ones";
         }
-        answer =
-            Status::Unavailable("write quorum not reached: " + need + "; unavailable replicas: " +
-                                (op->failures.empty() ? "none (stale epoch)" : op->failures));
+        answer = Status(Status::Code::kUnavailable, Status::Reason::kQuorumMissed,
+                        "write quorum not reached: " + need + "; unavailable replicas: " +
+                            (op->failures.empty() ? "none (stale epoch)" : op->failures));
       }
     }
   }
@@ -428,10 +428,10 @@ void Coordinator::Restamp(const std::shared_ptr<WriteOp>& op, uint64_t newer_ts)
       common::MutexLock lock(&mu_);
       ++stats_.quorum_failures;
     }
-    return op->done(Status::Unavailable(
-        "write not applied: a replica holds a newer version of the key whose timestamp this "
-        "node cannot pass (" +
-        ts.status().message() + ")"));
+    return op->done(Status(Status::Code::kUnavailable, Status::Reason::kNotApplied,
+                           "write not applied: a replica holds a newer version of the key whose "
+                           "timestamp this node cannot pass (" +
+                               ts.status().message() + ")"));
   }
   {
     common::MutexLock lock(&mu_);

@@ -24,8 +24,7 @@ bool Unreachable(const Status& s) {
 
 // The refusal Membership::Install gives when our expected epoch is behind the peer's.
 bool StaleRefusal(const Status& s) {
-  return s.code() == Status::Code::kAborted &&
-         s.message().find("not the expected") != std::string::npos;
+  return s.code() == Status::Code::kAborted && s.Is(Status::Reason::kUnexpectedEpoch);
 }
 
 // The committer names itself claimant. One that is not in the map it commits (the joining node
@@ -137,9 +136,10 @@ Status MapCommitter::InstallEverywhere(const ClusterMap& current, const ClusterM
       *stale = all_stale;
       return Status::Aborted(name + " refused: " + refusals);
     }
-    return Status::Timeout(name + " outcome unknown: nodes " + Ids(accepted) +
-                           " accepted it, nodes " + Ids(refused) + " refused it (" + refusals +
-                           "); check `shardkv rebalance status`");
+    return Status(Status::Code::kTimeout, Status::Reason::kOutcomeUnknown,
+                  name + " outcome unknown: nodes " + Ids(accepted) + " accepted it, nodes " +
+                      Ids(refused) + " refused it (" + refusals +
+                      "); check `shardkv rebalance status`");
   }
   if (self_in_next) {
     net::InstallMapRequest local{bytes, current.epoch(), false};
@@ -154,8 +154,9 @@ Status MapCommitter::InstallEverywhere(const ClusterMap& current, const ClusterM
       } else if (s.code() != Status::Code::kTimeout) {
         // (A Timeout is the epoch barrier: the map is installed, older requests still drain.)
         if (accepted.empty()) return s.WithContext("installing " + name + " locally");
-        return Status::Timeout(name + " outcome unknown: nodes " + Ids(accepted) +
-                               " accepted it, but this node refused it: " + s.ToString());
+        return Status(Status::Code::kTimeout, Status::Reason::kOutcomeUnknown,
+                      name + " outcome unknown: nodes " + Ids(accepted) +
+                          " accepted it, but this node refused it: " + s.ToString());
       }
     }
   } else {
@@ -259,11 +260,13 @@ Status MapCommitter::CheckMajority() const {
   size_t reachable = 0, voters = 0;
   CountReachableVoters(&reachable, &voters);
   if (voters == 0) {
-    return Status::Unavailable("no majority: this node does not know the voters yet");
+    return Status(Status::Code::kUnavailable, Status::Reason::kNoMajority,
+                  "no majority: this node does not know the voters yet");
   }
   if (reachable * 2 <= voters) {
-    return Status::Unavailable("no majority: " + std::to_string(reachable) + " of " +
-                               std::to_string(voters) + " voters reachable");
+    return Status(Status::Code::kUnavailable, Status::Reason::kNoMajority,
+                  "no majority: " + std::to_string(reachable) + " of " + std::to_string(voters) +
+                      " voters reachable");
   }
   return Status::OK();
 }
@@ -301,14 +304,13 @@ Status MapCommitter::CommitByConsensus(
     }
     // Not the leader (any more) when proposing: nothing was appended, nothing took effect.
     if (s.code() == Status::Code::kFailedPrecondition) return s;
-    if (s.code() == Status::Code::kAborted && s.message().rfind("superseded", 0) == 0 &&
-        attempt < 2) {
+    if (s.code() == Status::Code::kAborted && s.Is(Status::Reason::kSuperseded) && attempt < 2) {
       spdlog::info("{}: {}; deciding again on the newer map", name, s.ToString());
       continue;
     }
     // Appended but not known to be committed: it may still commit under a later leader.
-    return Status::Timeout(name + " outcome unknown: " + s.message() +
-                           "; check `shardkv rebalance status`");
+    return Status(Status::Code::kTimeout, Status::Reason::kOutcomeUnknown,
+                  name + " outcome unknown: " + s.message() + "; check `shardkv rebalance status`");
   }
 }
 

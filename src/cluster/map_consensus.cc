@@ -218,9 +218,10 @@ Status MapConsensus::Propose(const ClusterMap& next, std::chrono::milliseconds t
   if (!s.ok()) return s;
   auto applied = Applied();
   if (!applied || applied->ContentHash() != next.ContentHash()) {
-    return Status::Aborted("superseded: epoch " + std::to_string(next.epoch()) +
-                           " was decided otherwise (applied epoch " +
-                           std::to_string(applied ? applied->epoch() : 0) + ")");
+    return Status(Status::Code::kAborted, Status::Reason::kSuperseded,
+                  "superseded: epoch " + std::to_string(next.epoch()) +
+                      " was decided otherwise (applied epoch " +
+                      std::to_string(applied ? applied->epoch() : 0) + ")");
   }
   return Status::OK();
 }

@@ -7,7 +7,7 @@
 namespace shardkv::cluster {
 namespace {
 
-net::ResponseBody Error(const Status& s) { return net::ErrorResponse{s.code(), s.message()}; }
+net::ResponseBody Error(const Status& s) { return net::ErrorResponse::Of(s); }
 
 }  // namespace
 
@@ -213,7 +213,8 @@ net::ResponseBody Membership::Install(const net::InstallMapRequest& request) {
                                               " is unformed (not in a cluster yet)"));
     }
     if (current->cluster_id() != offered->cluster_id()) {
-      return Error(Status::FailedPrecondition("map is for another cluster"));
+      return Error(Status(Status::Code::kFailedPrecondition, Status::Reason::kWrongCluster,
+                          "map is for another cluster"));
     }
     if (current->epoch() < offered->epoch()) s = maps_->Install(*offered);
   } else {
@@ -223,12 +224,14 @@ net::ResponseBody Membership::Install(const net::InstallMapRequest& request) {
           " is unformed (not in a cluster yet): only an adopting install can form it"));
     }
     if (current->cluster_id() != offered->cluster_id()) {
-      return Error(Status::FailedPrecondition("map is for another cluster"));
+      return Error(Status(Status::Code::kFailedPrecondition, Status::Reason::kWrongCluster,
+                          "map is for another cluster"));
     }
     if (request.expected_epoch != 0 && current->epoch() != request.expected_epoch &&
         current->ContentHash() != offered->ContentHash()) {
-      return Error(Status::Aborted("epoch is " + std::to_string(current->epoch()) +
-                                   ", not the expected " + std::to_string(request.expected_epoch)));
+      return Error(Status(Status::Code::kAborted, Status::Reason::kUnexpectedEpoch,
+                          "epoch is " + std::to_string(current->epoch()) + ", not the expected " +
+                              std::to_string(request.expected_epoch)));
     }
     s = maps_->Install(*offered);
   }

@@ -38,6 +38,46 @@ std::string_view Status::CodeName(Code code) {
   return "unknown";
 }
 
+std::string_view Status::ReasonName(Reason reason) {
+  switch (reason) {
+    case Reason::kNone:
+      return "none";
+    case Reason::kNotApplied:
+      return "not_applied";
+    case Reason::kOutcomeUnknown:
+      return "outcome_unknown";
+    case Reason::kNoMajority:
+      return "no_majority";
+    case Reason::kUnformed:
+      return "unformed";
+    case Reason::kStarting:
+      return "starting";
+    case Reason::kSuperseded:
+      return "superseded";
+    case Reason::kLate:
+      return "late";
+    case Reason::kLostInFlight:
+      return "lost_in_flight";
+    case Reason::kQuorumMissed:
+      return "quorum_missed";
+    case Reason::kWrongCluster:
+      return "wrong_cluster";
+    case Reason::kRefusedByPolicy:
+      return "refused_by_policy";
+    case Reason::kNotLeader:
+      return "not_leader";
+    case Reason::kClockRejected:
+      return "clock_rejected";
+    case Reason::kUnexpectedEpoch:
+      return "unexpected_epoch";
+    case Reason::kUnreachable:
+      return "unreachable";
+    case Reason::kCount:
+      break;
+  }
+  return "unknown";
+}
+
 std::string Status::ToString() const {
   if (ok()) return "OK";
   std::string out(CodeName(code_));
@@ -53,7 +93,12 @@ Status Status::WithContext(std::string_view prefix) const {
   std::string m(prefix);
   m += ": ";
   m += message_;
-  return Status(code_, std::move(m));
+  return Status(code_, reason_, std::move(m));
+}
+
+Status Status::WithReason(Reason reason) const {
+  if (ok()) return *this;
+  return Status(code_, reason, message_);
 }
 
 }  // namespace shardkv

@@ -107,7 +107,10 @@ void FillItems(const std::vector<ItemResult>& items, capnp::List<wire::ItemResul
     const ItemResult& it = items[i];
     auto b = list[i];
     b.setCode(ToWire(it.status.code()));
-    if (!it.status.ok()) b.setMessage(it.status.message());
+    if (!it.status.ok()) {
+      b.setMessage(it.status.message());
+      b.setReason(ToWire(it.status.reason()));
+    }
     b.setFound(it.found);
     if (!it.value.empty()) b.setValue(AsData(it.value));
     b.setTs(it.ts);
@@ -127,6 +130,7 @@ void FillResponse(const Response& r, wire::Response::Builder b) {
             auto g = body.initError();
             g.setCode(ToWire(e.code == Status::Code::kOk ? Status::Code::kInternal : e.code));
             g.setMessage(e.message);
+            g.setReason(ToWire(e.reason));
           },
           [&](const PingResponse&) { body.setPing(); },
           [&](const GetResponse& g) {
@@ -218,7 +222,10 @@ std::vector<ItemResult> ReadItems(capnp::List<wire::ItemResult>::Reader list) {
   for (auto it : list) {
     ItemResult r;
     if (it.getCode() != wire::ErrorCode::OK) {
-      r.status = Status(FromWire(it.getCode()), ToString(it.getMessage()));
+      const Status::Code code = FromWire(it.getCode());
+      std::string message = ToString(it.getMessage());
+      const Status::Reason reason = FromWire(it.getReason(), code, message);
+      r.status = Status(code, reason, std::move(message));
     }
     r.found = it.getFound();
     r.value = ToString(it.getValue());
@@ -241,7 +248,9 @@ StatusOr<Response> ReadResponse(wire::Response::Reader root) {
       auto e = body.getError();
       Status::Code code = FromWire(e.getCode());
       if (code == Status::Code::kOk) code = Status::Code::kInternal;
-      r.body = ErrorResponse{code, ToString(e.getMessage())};
+      std::string message = ToString(e.getMessage());
+      const Status::Reason reason = FromWire(e.getReason(), code, message);
+      r.body = ErrorResponse{code, std::move(message), reason};
       break;
     }
     case wire::Response::Body::PING:

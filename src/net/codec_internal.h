@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <string>
 
+#include "net/legacy_reason.h"
 #include "net/messages.h"
 #include "shardkv.capnp.h"
 
@@ -48,6 +49,22 @@ static_assert(static_cast<uint16_t>(wire::ErrorCode::UNAUTHENTICATED) == kMaxKno
 static_assert(static_cast<uint16_t>(wire::ErrorCode::STALE_EPOCH) ==
               static_cast<uint16_t>(Status::Code::kStaleEpoch));
 inline wire::ErrorCode ToWire(Status::Code code) { return static_cast<wire::ErrorCode>(code); }
+
+// wire::ErrorReason is Status::Reason shifted by one (0 is `unset`: an older node's error).
+static_assert(static_cast<uint16_t>(wire::ErrorReason::UNREACHABLE) ==
+              static_cast<uint16_t>(Status::Reason::kCount));
+inline wire::ErrorReason ToWire(Status::Reason reason) {
+  return static_cast<wire::ErrorReason>(static_cast<uint16_t>(reason) + 1);
+}
+// The reason an error arrived with; for an error of an older node (no reason on the wire), the
+// one its message names (InferLegacyReason); a reason newer than this build is kNone.
+inline Status::Reason FromWire(wire::ErrorReason reason, Status::Code code,
+                               std::string_view message) {
+  const auto v = static_cast<uint16_t>(reason);
+  if (v == 0) return InferLegacyReason(code, message);
+  if (v > static_cast<uint16_t>(Status::Reason::kCount)) return Status::Reason::kNone;
+  return static_cast<Status::Reason>(v - 1);
+}
 inline Status::Code FromWire(wire::ErrorCode code) {
   auto v = static_cast<uint16_t>(code);
   return v <= kMaxKnownCode ? static_cast<Status::Code>(v) : Status::Code::kInternal;

@@ -234,8 +234,13 @@ struct Request {
 struct ErrorResponse {
   Status::Code code = Status::Code::kInternal;
   std::string message;
+  Status::Reason reason = Status::Reason::kNone;
 
-  Status ToStatus() const { return Status(code, message); }
+  // The error that `s` is, reason included (an OK `s` becomes kInternal: an error was meant).
+  static ErrorResponse Of(const Status& s) {
+    return ErrorResponse{s.ok() ? Status::Code::kInternal : s.code(), s.message(), s.reason()};
+  }
+  Status ToStatus() const { return Status(code, reason, message); }
 };
 
 struct PingResponse {};
@@ -401,7 +406,7 @@ struct Response {
 inline Response MakeErrorResponse(uint64_t id, const Status& status) {
   Response r;
   r.id = id;
-  r.body = ErrorResponse{status.ok() ? Status::Code::kInternal : status.code(), status.message()};
+  r.body = ErrorResponse::Of(status);
   return r;
 }
 

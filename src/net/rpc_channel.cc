@@ -30,9 +30,11 @@ Status ForeignProtocol(const std::string& address, std::string_view first) {
              first[0] == ':') {
     what = "a Redis server (a node's Redis port?)";
   }
-  return Status::Unavailable(address + " is not a shardkv node: " + what + " answered \"" + shown +
-                             "\"; give the node's own address (the ADDRESS column of 'shardkv "
-                             "cluster status')");
+  // No shardkv node read the request: nothing ran.
+  return Status(Status::Code::kUnavailable, Status::Reason::kUnreachable,
+                address + " is not a shardkv node: " + what + " answered \"" + shown +
+                    "\"; give the node's own address (the ADDRESS column of 'shardkv cluster "
+                    "status')");
 }
 
 // How long a large frame may go without new bytes and still count as arriving (Sweep).
@@ -129,6 +131,10 @@ asio::awaitable<void> RpcClient::Channel::Run(std::shared_ptr<Channel> self) {
     if (!st.ok()) {
       self->shared_->connect_failures.fetch_add(1, std::memory_order_relaxed);
       self->CloseSocket();
+      // Nothing is written before the connection (and its handshakes) stands: nothing was sent.
+      if (st.code() == Status::Code::kUnavailable && st.reason() == Status::Reason::kNone) {
+        st = st.WithReason(Status::Reason::kUnreachable);
+      }
       self->FailAll(st);
       co_return;
     }
@@ -144,6 +150,11 @@ asio::awaitable<void> RpcClient::Channel::Run(std::shared_ptr<Channel> self) {
     self->StartWrite();
     Status why = co_await self->ReadLoop();
     self->CloseSocket();
+    // The connection broke (closed by the node, reset, a failed write, a probe's reset) with
+    // the pending calls written or about to be: each may or may not have run.
+    if (why.code() == Status::Code::kUnavailable && why.reason() == Status::Reason::kNone) {
+      why = why.WithReason(Status::Reason::kLostInFlight);
+    }
     self->FailAll(why);
   } catch (const std::exception& e) {
     self->CloseSocket();

@@ -60,6 +60,29 @@ enum ErrorCode {
   unauthenticated @14;
 }
 
+# Mirrors shardkv::Status::Reason, shifted by one: `unset` is what a node of an older release
+# sends (it has no reasons), so the receiver knows to fall back to reading its message
+# (net::InferLegacyReason, for one release); every newer node writes at least `none`.
+enum ErrorReason {
+  unset @0;
+  none @1;
+  notApplied @2;
+  outcomeUnknown @3;
+  noMajority @4;
+  unformed @5;
+  starting @6;
+  superseded @7;
+  late @8;
+  lostInFlight @9;
+  quorumMissed @10;
+  wrongCluster @11;
+  refusedByPolicy @12;
+  notLeader @13;
+  clockRejected @14;
+  unexpectedEpoch @15;
+  unreachable @16;
+}
+
 struct KeyRef {
   token @0 :UInt64;
   key @1 :Data;
@@ -301,6 +324,7 @@ struct ItemResult {
   found @2 :Bool;
   value @3 :Data;
   ts @4 :UInt64;
+  reason @5 :ErrorReason;
 }
 
 struct Stat {
@@ -323,6 +347,7 @@ struct Response {
     error :group {
       code @4 :ErrorCode;
       message @5 :Text;
+      reason @50 :ErrorReason;
     }
     ping @6 :Void;
     get :group {

@@ -27,7 +27,7 @@ constexpr std::array<std::string_view, 19> kOpNames = {
 static_assert(std::variant_size_v<net::RequestBody> == kOpNames.size(),
               "name every request op for stats");
 
-net::ResponseBody Error(const Status& s) { return net::ErrorResponse{s.code(), s.message()}; }
+net::ResponseBody Error(const Status& s) { return net::ErrorResponse::Of(s); }
 
 // A full disk reaches a client wrapped in whatever was being written when it struck ("persisting
 // HLC ceiling: writing HLC ceiling: ..."): jargon that hides the one fact that matters. Cut it
@@ -104,9 +104,10 @@ std::optional<Status> LateDrop(uint64_t deadline_ms, uint32_t self_id) {
   // At the deadline is late: a request held for a newer map until its deadline (the wait ends
   // there, to the millisecond) must be dropped, not run (seen: the run-at-deadline race).
   if (now_ms < deadline_ms) return std::nullopt;
-  return Status::Timeout("request reached node " + std::to_string(self_id) + " " +
-                         std::to_string(now_ms - deadline_ms) +
-                         " ms after its client stopped waiting; dropped");
+  return Status(Status::Code::kTimeout, Status::Reason::kLate,
+                "request reached node " + std::to_string(self_id) + " " +
+                    std::to_string(now_ms - deadline_ms) +
+                    " ms after its client stopped waiting; dropped");
 }
 
 }  // namespace
@@ -175,13 +176,15 @@ void KvService::Handle(net::Request request, std::function<void(net::Response)> 
                      std::get<net::InstallMapRequest>(request.body).adopt;
   if (!map) return HandleWithoutMap(request, std::move(reply));
   if (!ready_.load() && !info_op && !adopt) {
-    return reply(Error(Status::Unavailable("node " + std::to_string(d_.self_id) +
-                                           " is starting (fetching the newest cluster map)")));
+    return reply(Error(Status(
+        Status::Code::kUnavailable, Status::Reason::kStarting,
+        "node " + std::to_string(d_.self_id) + " is starting (fetching the newest cluster map)")));
   }
   if (request.cluster_id != 0 && request.cluster_id != map->cluster_id() && !adopt) {
-    return reply(Error(Status::FailedPrecondition(
-        "request for cluster " + std::to_string(request.cluster_id) + " reached node " +
-        std::to_string(d_.self_id) + " of cluster " + std::to_string(map->cluster_id()))));
+    return reply(Error(Status(Status::Code::kFailedPrecondition, Status::Reason::kWrongCluster,
+                              "request for cluster " + std::to_string(request.cluster_id) +
+                                  " reached node " + std::to_string(d_.self_id) + " of cluster " +
+                                  std::to_string(map->cluster_id()))));
   }
   if (client_op) {
     // A node cut off from the cluster's leader may hold an old map: it does not coordinate.
@@ -219,7 +222,10 @@ void KvService::Handle(net::Request request, std::function<void(net::Response)> 
     // Stats, ping and map requests answer even when the clock cannot move (its ceiling cannot
     // be persisted on a failing disk): they take no timestamp, and stats is how an operator
     // sees the failure.
-    if (!s.ok() && !info_op) return reply(Error(s.WithContext("client timestamp rejected")));
+    if (!s.ok() && !info_op) {
+      return reply(Error(
+          s.WithContext("client timestamp rejected").WithReason(Status::Reason::kClockRejected)));
+    }
   }
   const bool admin = adopt || std::holds_alternative<net::InstallMapRequest>(request.body) ||
                      std::holds_alternative<net::AdminRequest>(request.body);
@@ -260,15 +266,18 @@ void KvService::HandleWithoutMap(net::Request& request, Reply reply) {
   // those commands test for.
   const bool ready = ready_.load();
   const std::string id = std::to_string(d_.self_id);
-  const Status unavailable =
-      ready ? Status::Unavailable(UnformedMessage(d_.self_id))
-            : Status::Unavailable("node " + id + " is starting (loading its cluster map)");
+  const Status unavailable = ready
+                                 ? Status(Status::Code::kUnavailable, Status::Reason::kUnformed,
+                                          UnformedMessage(d_.self_id))
+                                 : Status(Status::Code::kUnavailable, Status::Reason::kStarting,
+                                          "node " + id + " is starting (loading its cluster map)");
   if (std::holds_alternative<net::PingRequest>(request.body)) return reply(net::PingResponse{});
   if (std::holds_alternative<net::StatsRequest>(request.body)) return reply(Stats());
   if (std::holds_alternative<net::GetClusterMapRequest>(request.body)) {
     if (!ready) return reply(Error(unavailable));
-    return reply(Error(Status::FailedPrecondition("unformed: node " + id +
-                                                  " has no cluster map (not in a cluster yet)")));
+    return reply(
+        Error(Status(Status::Code::kFailedPrecondition, Status::Reason::kUnformed,
+                     "unformed: node " + id + " has no cluster map (not in a cluster yet)")));
   }
   auto* install = std::get_if<net::InstallMapRequest>(&request.body);
   if (install != nullptr && install->adopt && d_.membership != nullptr) {

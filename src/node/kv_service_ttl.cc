@@ -8,7 +8,7 @@
 namespace shardkv::node {
 namespace {
 
-net::ResponseBody Error(const Status& s) { return net::ErrorResponse{s.code(), s.message()}; }
+net::ResponseBody Error(const Status& s) { return net::ErrorResponse::Of(s); }
 
 // Redis keeps expiry times as signed 64-bit milliseconds; so does the wire's contract here, so a
 // RESP client and a native one see the same limit.

@@ -26,7 +26,8 @@ void MetricsSource::OnPublish(const ClusterMap& next) {
 Status MetricsSource::Ready() const {
   const std::string node = "node " + std::to_string(d_.self_id);
   if (!d_.service->ready()) {
-    return Status::Unavailable(node + " is starting (loading its cluster map)");
+    return Status(Status::Code::kUnavailable, Status::Reason::kStarting,
+                  node + " is starting (loading its cluster map)");
   }
   // Before the map's verdicts: a node whose storage fails is not ready whatever its map says.
   if (Status storage = StorageReadiness(*d_.storage, d_.self_id); !storage.ok()) return storage;

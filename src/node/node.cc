@@ -145,15 +145,13 @@ Status Node::Impl::Start() {
     // is off, so it cannot tell how long the client still waits. The coordinator it sends to
     // checks the deadline on its clock and answers Timeout for a request past it.
     const auto timeout = std::chrono::milliseconds(5000);
-    peers_->Call(
-        address, std::move(request), timeout,
-        [address, done = std::move(done)](StatusOr<net::Response> r) {
-          if (r.ok()) return done(std::move(r->body), r->ts);
-          done(net::ErrorResponse{r.status().code(),
-                                  "sent on to " + address +
-                                      " (this node's clock is skewed): " + r.status().message()},
-               0);
-        });
+    peers_->Call(address, std::move(request), timeout,
+                 [address, done = std::move(done)](StatusOr<net::Response> r) {
+                   if (r.ok()) return done(std::move(r->body), r->ts);
+                   done(net::ErrorResponse::Of(r.status().WithContext(
+                            "sent on to " + address + " (this node's clock is skewed)")),
+                        0);
+                 });
   };
   if (consensus_) {
     deps.raft_message = [this](std::string m) { consensus_->Receive(std::move(m)); };

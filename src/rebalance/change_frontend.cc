@@ -12,7 +12,7 @@
 namespace shardkv::rebalance {
 namespace {
 
-net::ResponseBody Error(const Status& s) { return net::ErrorResponse{s.code(), s.message()}; }
+net::ResponseBody Error(const Status& s) { return net::ErrorResponse::Of(s); }
 
 }  // namespace
 
@@ -128,10 +128,11 @@ std::optional<net::ResponseBody> ChangeFrontend::ForwardToLeader(const net::Admi
   if (leader == options_.self_id) return std::nullopt;
   if ((request.forwarded && !handed_on) || leader == 0 || address.empty()) {
     if (status || plan) return std::nullopt;  // answered from this node's map
-    return Error(Status::Unavailable(
-        request.forwarded ? "node " + std::to_string(options_.self_id) +
-                                " does not lead (a leader change is in progress); try again"
-                          : std::string("no leader is elected yet; try again")));
+    return Error(Status(Status::Code::kUnavailable, Status::Reason::kNotLeader,
+                        request.forwarded
+                            ? "node " + std::to_string(options_.self_id) +
+                                  " does not lead (a leader change is in progress); try again"
+                            : std::string("no leader is elected yet; try again")));
   }
   auto map = maps_->Current();
   net::AdminRequest forwarded = request;
@@ -148,7 +149,7 @@ std::optional<net::ResponseBody> ChangeFrontend::ForwardToLeader(const net::Admi
   // few seconds at most. Nothing was done by a node that answered "does not lead".
   for (int retry = 0; retry < 30 && reply.ok(); ++retry) {
     const auto* e = std::get_if<net::ErrorResponse>(&reply->body);
-    if (e == nullptr || e->message.find("does not lead") == std::string::npos) break;
+    if (e == nullptr || e->reason != Status::Reason::kNotLeader) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     const uint32_t now_leader = consensus->LeaderId();
     if (now_leader == options_.self_id && consensus->IsLeader()) return std::nullopt;
@@ -163,8 +164,7 @@ std::optional<net::ResponseBody> ChangeFrontend::ForwardToLeader(const net::Admi
   std::string asked_address = address;
   const auto reelect_end = std::chrono::steady_clock::now() + std::chrono::seconds(6);
   // A status is answered from this node's map meanwhile instead.
-  while (!status && !reply.ok() && reply.status().code() == Status::Code::kUnavailable &&
-         reply.status().message().find("connection refused") != std::string::npos &&
+  while (!status && !reply.ok() && reply.status().Is(Status::Reason::kUnreachable) &&
          std::chrono::steady_clock::now() < reelect_end) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     const uint32_t now_leader = consensus->LeaderId();
@@ -180,10 +180,13 @@ std::optional<net::ResponseBody> ChangeFrontend::ForwardToLeader(const net::Admi
   if (!reply.ok()) {
     if (status || plan) return std::nullopt;
     if (reply.status().code() == Status::Code::kTimeout) {
-      return Error(Status::Timeout("forwarded to " + who + ", which did not answer in time: " +
-                                   reply.status().message() + "; outcome unknown"));
+      return Error(Status(Status::Code::kTimeout, Status::Reason::kOutcomeUnknown,
+                          "forwarded to " + who + ", which did not answer in time: " +
+                              reply.status().message() + "; outcome unknown"));
     }
-    return Error(Status::Unavailable(who + " is unreachable: " + reply.status().ToString()));
+    // The reason stays the transport's: a connection lost in flight leaves the outcome unknown.
+    return Error(Status(Status::Code::kUnavailable, reply.status().reason(),
+                        who + " is unreachable: " + reply.status().ToString()));
   }
   return std::move(reply->body);
 }

@@ -228,8 +228,9 @@ Status ChangePlanner::CheckJoiningNode(const ClusterMap& map, uint32_t node_id,
   auto reply = peers_->CallSync(address, std::move(req), rpc_timeout_);
   Status s = reply.ok() ? reply->status() : reply.status();
   // An unformed node (no cluster id, no map) is what a join expects: it refuses getClusterMap
-  // with this prefix (design.md "Unformed nodes"). It has no map to name its id: its stats do.
-  if (s.code() == Status::Code::kFailedPrecondition && s.message().rfind("unformed:", 0) == 0) {
+  // with reason kUnformed (design.md "Unformed nodes"). It has no map to name its id: its stats
+  // do.
+  if (s.code() == Status::Code::kFailedPrecondition && s.Is(Status::Reason::kUnformed)) {
     return CheckUnformedNodeId(node_id, address);
   }
   if (!s.ok()) {

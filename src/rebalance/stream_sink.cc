@@ -20,7 +20,7 @@
 namespace shardkv::rebalance {
 namespace {
 
-net::ResponseBody Error(const Status& s) { return net::ErrorResponse{s.code(), s.message()}; }
+net::ResponseBody Error(const Status& s) { return net::ErrorResponse::Of(s); }
 
 // A scan request carries at most this many of a task's ranges (the window from the current one):
 // a task may have hundreds of thousands, and resending all of them with every batch would cost

@@ -8,7 +8,7 @@
 namespace shardkv::rebalance {
 namespace {
 
-net::ResponseBody Error(const Status& s) { return net::ErrorResponse{s.code(), s.message()}; }
+net::ResponseBody Error(const Status& s) { return net::ErrorResponse::Of(s); }
 
 constexpr auto kIdleRelease = std::chrono::seconds(60);
 constexpr uint32_t kMaxEntries = 8192;

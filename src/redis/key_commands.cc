@@ -57,15 +57,37 @@ bool ParseInt(const std::string& text, int64_t* out) {
   return true;
 }
 
-std::string ErrorReply(const Status& status) {
-  // A node that cannot serve keys (unformed, starting) is Redis Cluster's CLUSTERDOWN: the
-  // client should retry later or elsewhere. Everything else is a plain error with the reason.
-  if (status.code() == Status::Code::kUnavailable &&
-      (status.message().find("unformed") != std::string::npos ||
-       status.message().find("is starting") != std::string::npos)) {
-    return Err("-CLUSTERDOWN " + status.message());
+std::string_view RedisErrorPrefix(Status::Reason reason) {
+  switch (reason) {
+    // A node or a side that cannot serve (unformed, starting, no majority) is Redis Cluster's
+    // CLUSTERDOWN: clients retry later or elsewhere.
+    case Status::Reason::kUnformed:
+    case Status::Reason::kStarting:
+    case Status::Reason::kNoMajority:
+      return "CLUSTERDOWN";
+    // A leader change in progress: Redis's TRYAGAIN (retry the same command shortly).
+    case Status::Reason::kNotLeader:
+      return "TRYAGAIN";
+    case Status::Reason::kNone:
+    case Status::Reason::kNotApplied:
+    case Status::Reason::kOutcomeUnknown:
+    case Status::Reason::kSuperseded:
+    case Status::Reason::kLate:
+    case Status::Reason::kLostInFlight:
+    case Status::Reason::kQuorumMissed:
+    case Status::Reason::kWrongCluster:
+    case Status::Reason::kRefusedByPolicy:
+    case Status::Reason::kClockRejected:
+    case Status::Reason::kUnexpectedEpoch:
+    case Status::Reason::kUnreachable:
+    case Status::Reason::kCount:
+      break;
   }
-  return Err(status.message());
+  return "ERR";
+}
+
+std::string ErrorReply(const Status& status) {
+  return Err("-" + std::string(RedisErrorPrefix(status.reason())) + " " + status.message());
 }
 
 void KeyCommands::Call(const RedisSession& session, net::RequestBody body,

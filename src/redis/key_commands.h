@@ -44,8 +44,10 @@ class KeyCommands {
   const CommandContext* c_;
 };
 
-// The RESP error line for a failed net request ("-ERR ...", "-CLUSTERDOWN ..." when the node
-// is unformed or starting).
+// The Redis error prefix of an error with `reason` (docs/design.md "Error reasons"): ERR,
+// CLUSTERDOWN (the node or its side cannot serve: unformed, starting, no majority) or TRYAGAIN.
+std::string_view RedisErrorPrefix(Status::Reason reason);
+// The RESP error line for a failed net request: "-<RedisErrorPrefix> <message>".
 std::string ErrorReply(const Status& status);
 // Parses a Redis integer argument (redis's string2ll rules: optional '-', digits, no spaces).
 bool ParseInt(const std::string& text, int64_t* out);

@@ -67,7 +67,7 @@ class FakeHandler : public net::RequestHandler {
     } else {
       response.body = net::ErrorResponse{Status::Code::kNotSupported, "fake: not supported"};
     }
-    if (fail_with) response.body = net::ErrorResponse{fail_with->code(), fail_with->message()};
+    if (fail_with) response.body = net::ErrorResponse::Of(*fail_with);
     done(std::move(response));
   }
 

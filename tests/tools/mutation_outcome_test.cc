@@ -1,17 +1,29 @@
 // ClassifyMutation (include/shardkv/mutation_outcome.h) on the errors the client, the
-// coordinator, the transport and the map committer actually word, and the CLI's JSON and exit
-// codes built on it.
+// coordinator, the transport and the map committer word, as a node of the previous release sent
+// them (no reason on the wire: the reason is inferred from the message, net/legacy_reason.h),
+// and the CLI's JSON and exit codes built on it. tests/tools/reason_mapping_test.cc covers the
+// typed reasons themselves.
 #include "shardkv/mutation_outcome.h"
 
 #include <catch2/catch.hpp>
 
 #include "cli_common.h"
 #include "kv_io.h"
+#include "net/legacy_reason.h"
 
 using shardkv::ClassifyMutation;
 using shardkv::MutationOutcome;
 using shardkv::MutationOutcomeName;
 using shardkv::Status;
+
+namespace {
+
+// `s` as it arrives from a node of the previous release (codec: reason `unset` on the wire).
+Status Legacy(const Status& s) {
+  return s.WithReason(shardkv::net::InferLegacyReason(s.code(), s.message()));
+}
+
+}  // namespace
 
 TEST_CASE("ClassifyMutation: success is applied", "[unit][outcome]") {
   CHECK(ClassifyMutation(Status::OK()) == MutationOutcome::kApplied);
@@ -20,7 +32,7 @@ TEST_CASE("ClassifyMutation: success is applied", "[unit][outcome]") {
   CHECK(MutationOutcomeName(MutationOutcome::kIndeterminate) == "indeterminate");
 }
 
-TEST_CASE("ClassifyMutation: nothing sent, refused or no majority is not_applied",
+TEST_CASE("ClassifyMutation: an old node's refusal or no majority is not_applied",
           "[unit][outcome]") {
   for (const Status& s : {
            Status::Unavailable("no node answered (127.0.0.1:9: connection refused)"),
@@ -41,11 +53,12 @@ TEST_CASE("ClassifyMutation: nothing sent, refused or no majority is not_applied
                            "dropped (after 1 attempt)"),
        }) {
     INFO(s.ToString());
-    CHECK(ClassifyMutation(s) == MutationOutcome::kNotApplied);
+    CHECK(ClassifyMutation(Legacy(s)) == MutationOutcome::kNotApplied);
   }
 }
 
-TEST_CASE("ClassifyMutation: sent without a definite answer is indeterminate", "[unit][outcome]") {
+TEST_CASE("ClassifyMutation: an old node's error without a definite answer is indeterminate",
+          "[unit][outcome]") {
   for (const Status& s : {
            Status::Timeout("127.0.0.1:7001: timed out after 200 ms (after 3 attempts)"),
            Status::Timeout("epoch 5 outcome unknown: nodes 2 accepted it, nodes 3 refused it"),
@@ -60,7 +73,7 @@ TEST_CASE("ClassifyMutation: sent without a definite answer is indeterminate", "
            Status::Internal("unexpected"),
        }) {
     INFO(s.ToString());
-    CHECK(ClassifyMutation(s) == MutationOutcome::kIndeterminate);
+    CHECK(ClassifyMutation(Legacy(s)) == MutationOutcome::kIndeterminate);
   }
 }
 

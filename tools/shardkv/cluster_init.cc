@@ -136,25 +136,6 @@ int ExitFor(const Status& s) {
   return kExitFailed;
 }
 
-// What a failed FormCluster changed: its checks run before any install, so a failure names
-// either a check (nothing changed) or the node that did not take the map, after which the nodes
-// before it may hold the new map already. Only a definite failure at the first node is
-// "not applied" then.
-MutationOutcome FormOutcome(const Status& s, const std::vector<ClusterNode>& nodes) {
-  const std::string& m = s.message();
-  const bool installing = m.find("did not take the cluster map") != std::string::npos ||
-                          m.find("refused the cluster map") != std::string::npos;
-  if (!installing) return MutationOutcome::kNotApplied;
-  const bool at_first =
-      !nodes.empty() &&
-      m.rfind("node " + std::to_string(nodes.front().id) + " (" + nodes.front().address + ")", 0) ==
-          0;
-  if (at_first && ClassifyMutation(s) == MutationOutcome::kNotApplied) {
-    return MutationOutcome::kNotApplied;
-  }
-  return MutationOutcome::kIndeterminate;
-}
-
 }  // namespace
 
 int DoInit(const GlobalOptions& g, InitFlags f) {
@@ -218,7 +199,7 @@ int DoInit(const GlobalOptions& g, InitFlags f) {
   if (!formed.ok()) {
     // FormCluster repeats the checks; one that fails now (a node changed since the probe)
     // installed nothing. A failure after the checks may leave earlier nodes formed.
-    const MutationOutcome outcome = FormOutcome(formed.status(), checked.nodes);
+    const MutationOutcome outcome = ClassifyMutation(formed.status());
     const bool unknown = outcome == MutationOutcome::kIndeterminate;
     const std::string why =
         (unknown ? "the cluster may be partly formed (check with 'shardkv cluster status'): "
@@ -233,7 +214,7 @@ int DoInit(const GlobalOptions& g, InitFlags f) {
   shown.cluster = f.addresses;
   shown.cluster_id = formed->cluster_id();
   NodeProber prober(g.credentials);
-  const int rc = PrintClusterStatus(shown, shown.ClusterDir(), &prober, false,
+  const int rc = PrintClusterStatus(shown, shown.ClusterDir(), &prober,
                                     MutationOutcomeName(MutationOutcome::kApplied));
   if (!warning.empty()) std::fprintf(stderr, "%s\n", warning.c_str());
   return rc;

@@ -180,7 +180,39 @@ StatusOr<std::unique_ptr<Client>> GlobalOptions::Connect() const {
   return Client::Connect(std::move(o));
 }
 
+std::optional<int> ReasonExitCode(Status::Reason reason) {
+  switch (reason) {
+    case Status::Reason::kNone:
+    case Status::Reason::kCount:
+      return std::nullopt;
+    case Status::Reason::kOutcomeUnknown:
+    case Status::Reason::kLostInFlight:
+    case Status::Reason::kQuorumMissed:
+      return kExitIndeterminate;
+    // Not applied because the cluster, or this side of it, could not take it now: unreachable
+    // or no majority (docs/cli.md "Exit codes": 3), a request dropped unrun, a leader change.
+    case Status::Reason::kNotApplied:
+    case Status::Reason::kNoMajority:
+    case Status::Reason::kUnformed:
+    case Status::Reason::kStarting:
+    case Status::Reason::kLate:
+    case Status::Reason::kWrongCluster:
+    case Status::Reason::kNotLeader:
+    case Status::Reason::kClockRejected:
+    case Status::Reason::kUnreachable:
+      return kExitUnreachable;
+    // Refused by the cluster: nothing changed, and asking again changes nothing.
+    case Status::Reason::kSuperseded:
+    case Status::Reason::kRefusedByPolicy:
+    case Status::Reason::kUnexpectedEpoch:
+      return kExitFailed;
+  }
+  return std::nullopt;
+}
+
 int ExitCodeFor(const Status& status) {
+  if (status.ok()) return kExitOk;
+  if (auto by_reason = ReasonExitCode(status.reason())) return *by_reason;
   switch (status.code()) {
     case Status::Code::kOk:
       return kExitOk;
@@ -204,12 +236,9 @@ int MutationExitCode(const Status& status) {
     case MutationOutcome::kNotApplied:
       break;
   }
-  if (NoMajority(status)) return kExitUnreachable;
   return ExitCodeFor(status);
 }
 
-bool NoMajority(const Status& status) {
-  return !status.ok() && status.message().find("no majority") != std::string::npos;
-}
+bool NoMajority(const Status& status) { return status.Is(Status::Reason::kNoMajority); }
 
 }  // namespace shardkv::cli

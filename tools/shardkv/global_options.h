@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -63,16 +64,20 @@ struct GlobalOptions {
   CLI::Option* consistency_opt_ = nullptr;
 };
 
-// Maps a failed Status to the CLI's exit codes: 1 not found / failed, 2 bad input, 3 cluster
-// unreachable (a node of another cluster answering at its address included: Client reports that
-// as Unavailable).
+// The exit code an error with `reason` has, whatever its code (docs/design.md "Error reasons"):
+// 4 outcome unknown, 3 not applied for now (unreachable, no majority, ...), 1 refused; nullopt
+// for kNone (the code decides). Every reason but kNone has one.
+std::optional<int> ReasonExitCode(Status::Reason reason);
+// Maps a failed Status to the CLI's exit codes: by its reason (ReasonExitCode), else by its code:
+// 1 not found / failed, 2 bad input, 3 cluster unreachable (a node of another cluster answering
+// at its address included: Client reports that as Unavailable).
 int ExitCodeFor(const Status& status);
 // The exit code of a mutation (put, del, expire, a cluster change) that returned `status`: 0
-// applied, 4 indeterminate, else ExitCodeFor (1 refused, 2 bad input, 3 unreachable or no
-// quorum; "no majority" is 3 whatever its code).
+// applied, 4 indeterminate, else ExitCodeFor (1 refused, 2 bad input, 3 unreachable, no quorum
+// or no majority).
 int MutationExitCode(const Status& status);
-// True for the refusal of a side that cannot reach a majority of the voters ("no majority: 2 of
-// 4 voters reachable"): exit 3, like an unreachable cluster, though a node answered.
+// True for the refusal of a side that cannot reach a majority of the voters (reason
+// kNoMajority): exit 3, like an unreachable cluster, though a node answered.
 bool NoMajority(const Status& status);
 
 }  // namespace shardkv::cli
