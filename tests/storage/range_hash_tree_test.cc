@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "common/hlc.h"
 #include "storage/storage.h"
 #include "testing/temp_dir.h"
 
@@ -15,13 +16,15 @@ namespace {
 
 std::vector<RangeEntry> RandomEntries(size_t n, uint64_t seed) {
   std::mt19937_64 rng(seed);
+  // HLC timestamps of the last minutes: a storage refuses versions from the future.
+  const uint64_t now_ms = common::HlcClock::WallClockMs();
   std::vector<RangeEntry> out;
   for (size_t i = 0; i < n; ++i) {
     RangeEntry e;
     e.token = rng();
     e.key = "k" + std::to_string(i);
-    e.envelope = Envelope{rng() >> 1, static_cast<uint32_t>(1 + i % 3), i % 7 == 0,
-                          i % 7 == 0 ? "" : "v" + std::to_string(i)};
+    e.envelope = Envelope{(now_ms - 100000 + rng() % 50000) << 16, static_cast<uint32_t>(1 + i % 3),
+                          i % 7 == 0, i % 7 == 0 ? "" : "v" + std::to_string(i)};
     out.push_back(e);
   }
   std::sort(out.begin(), out.end(), [](const RangeEntry& a, const RangeEntry& b) {
