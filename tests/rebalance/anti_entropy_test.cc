@@ -5,14 +5,17 @@
 // repair would hide a repair that does nothing).
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "rebalance_test_util.h"
 #include "shardkv/admin.h"
 #include "shardkv/client.h"
 #include "storage/storage.h"
+#include "testing/cluster_util.h"
 #include "testing/in_process_cluster.h"
 
 using namespace shardkv;
@@ -215,4 +218,31 @@ TEST_CASE("anti-entropy: tree bytes grow with the differences not the keys") {
              << "); 200 keys damaged " << damaged_tree_bytes[1] << " (records read " << fetched[1]
              << ")");
   CHECK(damaged_tree_bytes[0] > clean->tree_bytes);
+}
+
+TEST_CASE("anti-entropy: ranges a membership change moves are skipped and counted") {
+  InProcessCluster c(3, ClusterParams{PlacementMode::kRing, 16, 1024, 2, 1, 1});
+  REQUIRE(c.Start().ok());
+  // More entries than one stream batch (2048), so the throttled change stays streaming.
+  rebalance_test::Load(c, 6000, 100);
+  REQUIRE(c.AddStandaloneNode().ok());
+  auto admin = testing::AdminFor(c);
+  const AdminReply begun = admin->Begin(rebalance_test::AddOf(c, 4), ChangeThrottle{1, 1});
+  INFO(begun.status.ToString());
+  REQUIRE(begun.status.ok());
+  auto r = admin->Repair({});
+  REQUIRE(r.ok());
+  CHECK(r->complete());
+  CHECK(r->ranges_skipped > 0);
+  CHECK(r->ranges_compared > 0);
+  CHECK(r->keys_streamed == 0);
+  // Node 4 holds no range before the change ends: a repair of it only skips.
+  RepairOptions four;
+  four.node_id = 4;
+  auto only = admin->Repair(four);
+  REQUIRE(only.ok());
+  CHECK(only->ranges_compared == 0);
+  CHECK(only->ranges_skipped > 0);
+  REQUIRE(admin->Cancel().status.ok());
+  REQUIRE(testing::WaitChange(*admin, ChangeState::kCancelled, std::chrono::seconds(60)).ok());
 }
