@@ -246,3 +246,26 @@ TEST_CASE("anti-entropy: ranges a membership change moves are skipped and counte
   REQUIRE(admin->Cancel().status.ok());
   REQUIRE(testing::WaitChange(*admin, ChangeState::kCancelled, std::chrono::seconds(60)).ok());
 }
+
+TEST_CASE("anti-entropy: a replica that is down leaves its ranges failed and named") {
+  InProcessCluster c(3, ClusterParams{PlacementMode::kJump, 160, 8, 3, 2, 2});
+  REQUIRE(c.Start().ok());
+  auto client = c.Connect();
+  REQUIRE(client.ok());
+  for (int i = 0; i < 100; ++i) REQUIRE((*client)->Put(Key(i), "v", Consistency::kAll).ok());
+  client->reset();
+  c.StopNode(3);
+  auto admin = testing::AdminFor(c);
+  auto r = admin->Repair({});
+  REQUIRE(r.ok());
+  CHECK_FALSE(r->complete());
+  // Nodes 1 and 2 compare their ranges but cannot reach node 3; node 3 compares nothing.
+  CHECK(r->ranges_failed > 0);
+  REQUIRE(r->failed_nodes.size() == 1);
+  CHECK(r->failed_nodes[0] == 3);
+  CHECK(r->keys_streamed == 0);
+  // With the only node asked down, nothing could be sent: unreachable.
+  RepairOptions three;
+  three.node_id = 3;
+  CHECK(admin->Repair(three).status().code() == Status::Code::kUnavailable);
+}
