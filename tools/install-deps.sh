@@ -6,6 +6,8 @@ set -euo pipefail
 PKGS=(
   build-essential cmake ninja-build pkg-config ccache clang libclang-rt-14-dev clang-format
   librocksdb-dev libasio-dev capnproto libcapnp-dev catch2
+  # RocksDB's ldb: the anti-entropy test damages a stopped node's database with it
+  rocksdb-tools
   libxxhash-dev libcli11-dev libspdlog-dev libfmt-dev libbenchmark-dev libssl-dev
   libmemcached-dev redis-server redis-tools libhiredis-dev
   # Redis's own test runner (bench/scripts/redis_suite.sh)

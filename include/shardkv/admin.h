@@ -38,6 +38,7 @@
 #include "shardkv/client.h"
 #include "shardkv/cluster_map.h"
 #include "shardkv/mutation_outcome.h"
+#include "shardkv/repair.h"
 #include "shardkv/status.h"
 
 namespace shardkv {
@@ -255,6 +256,17 @@ class Admin {
   // `effect`, and the node it came from; nullopt when none did or no node answered.
   std::optional<AdminReply> AwaitEffect(const ChangeEffect& effect, std::chrono::milliseconds wait,
                                         const AdminCallOptions& call = {});
+
+  // ---- Anti-entropy ----
+
+  // A full repair now (shardkv/repair.h): the replicas of every range in scope compare hash
+  // trees and exchange the differing records, newest version wins. Blocks until done; calls
+  // `progress` (may be empty) after each slice. Unavailable when no node of the cluster
+  // answered (nothing was compared); otherwise the summary, with `complete()` false when some
+  // range could not be repaired (a replica failed, a comparing node did not answer).
+  StatusOr<RepairSummary> Repair(const RepairOptions& options,
+                                 const RepairProgressFn& progress = {},
+                                 const AdminCallOptions& call = {});
 
   // Sum of one counter over the seeds that answer (e.g. "client_errors").
   int64_t SumCounter(const std::string& name, const AdminCallOptions& call = {});

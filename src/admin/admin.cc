@@ -11,6 +11,7 @@
 
 #include "admin/admin_transport.h"
 #include "admin/formation.h"
+#include "admin/repair_driver.h"
 #include "net/rpc_client.h"
 #include "net/tls_context.h"
 #include "shardkv/mutation_outcome.h"
@@ -333,6 +334,14 @@ StatusOr<ClusterMap> Admin::FormCluster(const std::vector<ClusterNode>& nodes,
 
 StatusOr<ClusterMap> Admin::NewestMap(const AdminCallOptions& options) {
   return impl_->Newest(impl_->For(options));
+}
+
+StatusOr<RepairSummary> Admin::Repair(const RepairOptions& repair, const RepairProgressFn& progress,
+                                      const AdminCallOptions& options) {
+  const Call call = impl_->For(options);
+  auto map = impl_->Newest(call);
+  if (!map.ok()) return map.status();
+  return admin::RunRepair(&impl_->transport, *map, repair, progress, call.timeout);
 }
 
 StatusOr<ClusterDescription> Admin::Describe(const AdminCallOptions& options) {

@@ -13,6 +13,7 @@
 #include <type_traits>
 
 #include "net/codec_internal.h"
+#include "net/codec_repair.h"
 
 namespace shardkv::net {
 
@@ -190,6 +191,7 @@ void FillResponse(const Response& r, wire::Response::Builder b) {
           [&](const AdminResponse& a) { body.setChangeReport(AsData(EncodeChangeReport(a))); },
           [&](const ScanResponse& s) { FillScan(s, body.initScan()); },
           [&](const ReplicaScanResponse& s) { FillReplicaScan(s, body.initReplicaScan()); },
+          [&](const AntiEntropyResponse& a) { FillAntiEntropy(a, body.initAntiEntropy()); },
       },
       r.body);
 }
@@ -330,6 +332,12 @@ StatusOr<Response> ReadResponse(wire::Response::Reader root) {
     case wire::Response::Body::REPLICA_SCAN:
       r.body = ReadReplicaScan(body.getReplicaScan());
       break;
+    case wire::Response::Body::ANTI_ENTROPY: {
+      auto ae = ReadAntiEntropy(body.getAntiEntropy());
+      if (!ae.ok()) return ae.status();
+      r.body = std::move(*ae);
+      break;
+    }
     default:
       return Status::NotSupported("unknown response op " +
                                   std::to_string(static_cast<int>(body.which())));

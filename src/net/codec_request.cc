@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "net/codec_internal.h"
+#include "net/codec_repair.h"
 
 namespace shardkv::net::codec_internal {
 namespace {
@@ -113,6 +114,7 @@ void FillRequest(const Request& r, wire::Request::Builder b) {
                  [&](const ScanRequest& s) { FillScan(s, body.initScan()); },
                  [&](const ReplicaScanRequest& s) { FillReplicaScan(s, body.initReplicaScan()); },
                  [&](const RaftMessageRequest& m) { body.setRaftMessage(AsData(m.data)); },
+                 [&](const AntiEntropyRequest& a) { FillAntiEntropy(a, body.initAntiEntropy()); },
              },
              r.body);
 }
@@ -242,6 +244,12 @@ StatusOr<Request> ReadRequest(wire::Request::Reader root, uint64_t* request_id) 
     case wire::Request::Body::RAFT_MESSAGE:
       r.body = RaftMessageRequest{ToString(body.getRaftMessage())};
       break;
+    case wire::Request::Body::ANTI_ENTROPY: {
+      auto ae = ReadAntiEntropy(body.getAntiEntropy());
+      if (!ae.ok()) return ae.status();
+      r.body = std::move(*ae);
+      break;
+    }
     default:
       return Status::NotSupported("unknown request op " +
                                   std::to_string(static_cast<int>(body.which())));

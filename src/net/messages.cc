@@ -7,16 +7,17 @@ std::string_view OpName(const RequestBody& body) {
       "ping",       "get",        "put",           "delete",       "multiGet",
       "multiPut",   "stats",      "getClusterMap", "replicaWrite", "replicaRead",
       "installMap", "streamScan", "streamRange",   "countRanges",  "admin",
-      "expire",     "scan",       "replicaScan",   "raftMessage"};
+      "expire",     "scan",       "replicaScan",   "raftMessage",  "antiEntropy"};
   static_assert(std::size(kNames) == std::variant_size_v<RequestBody>);
   return body.valueless_by_exception() ? "invalid" : kNames[body.index()];
 }
 
 std::string_view OpName(const ResponseBody& body) {
   static constexpr std::string_view kNames[] = {
-      "error",      "ping",        "get",           "put",          "delete",      "multiGet",
-      "multiPut",   "stats",       "getClusterMap", "replicaWrite", "replicaRead", "installMap",
-      "streamScan", "streamRange", "countRanges",   "admin",        "scan",        "replicaScan"};
+      "error",       "ping",       "get",         "put",           "delete",
+      "multiGet",    "multiPut",   "stats",       "getClusterMap", "replicaWrite",
+      "replicaRead", "installMap", "streamScan",  "streamRange",   "countRanges",
+      "admin",       "scan",       "replicaScan", "antiEntropy"};
   static_assert(std::size(kNames) == std::variant_size_v<ResponseBody>);
   return body.valueless_by_exception() ? "invalid" : kNames[body.index()];
 }

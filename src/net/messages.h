@@ -24,6 +24,7 @@
 #include <variant>
 #include <vector>
 
+#include "net/repair_messages.h"
 #include "shardkv/admin.h"
 #include "shardkv/change.h"
 #include "shardkv/status.h"
@@ -214,7 +215,7 @@ using RequestBody =
                  MultiPutRequest, StatsRequest, GetClusterMapRequest, ReplicaWriteRequest,
                  ReplicaReadRequest, InstallMapRequest, StreamScanRequest, StreamRangeRequest,
                  CountRangesRequest, AdminRequest, ExpireRequest, ScanRequest, ReplicaScanRequest,
-                 RaftMessageRequest>;
+                 RaftMessageRequest, AntiEntropyRequest>;
 
 struct Request {
   uint64_t id = 0;          // set by RpcClient; 0 is reserved for "unknown" in error replies
@@ -382,7 +383,7 @@ using ResponseBody =
                  MultiGetResponse, MultiPutResponse, StatsResponse, GetClusterMapResponse,
                  ReplicaWriteResponse, ReplicaReadResponse, InstallMapResponse, StreamScanResponse,
                  StreamRangeResponse, CountRangesResponse, AdminResponse, ScanResponse,
-                 ReplicaScanResponse>;
+                 ReplicaScanResponse, AntiEntropyResponse>;
 
 struct Response {
   uint64_t id = 0;     // the request's id; 0 if the request could not be parsed

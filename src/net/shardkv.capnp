@@ -33,6 +33,7 @@
 
 using Cxx = import "/capnp/c++.capnp";
 $Cxx.namespace("shardkv::net::wire");
+using AntiEntropy = import "anti_entropy.capnp";
 
 enum Consistency {
   default @0;   # the cluster's configured level (quorum unless changed)
@@ -305,6 +306,7 @@ struct Request {
     scan @23 :Scan;
     replicaScan @24 :ReplicaScan;
     raftMessage @25 :Data;  # node to node: one Raft message, answered with `ping`
+    antiEntropy @27 :AntiEntropy.AntiEntropyRequest;  # anti_entropy.capnp
   }
   # Wall-clock ms (Unix epoch) after which the sender no longer waits for this request (0 =
   # none). A node drops a client request that reaches it later, e.g. one queued in its socket
@@ -413,5 +415,6 @@ struct Response {
       done @47 :Bool;
       examined @48 :UInt32;
     }
+    antiEntropy @51 :AntiEntropy.AntiEntropyReply;  # anti_entropy.capnp
   }
 }

@@ -9,6 +9,7 @@
 #include "cluster/wire_envelope.h"
 #include "common/hlc.h"
 #include "node/storage_status.h"
+#include "rebalance/repair_service.h"
 #include "rebalance/stream_sink.h"
 #include "rebalance/stream_source.h"
 #include "shardkv/stats.h"
@@ -18,12 +19,12 @@ namespace shardkv::node {
 namespace {
 
 // Stats names per net::RequestBody alternative, in its order.
-constexpr std::array<std::string_view, 19> kOpNames = {
-    "ping",          "get",          "put",         "delete",
-    "multi_get",     "multi_put",    "stats",       "get_cluster_map",
-    "replica_write", "replica_read", "install_map", "stream_scan",
-    "stream_range",  "count_ranges", "admin",       "expire",
-    "scan",          "replica_scan", "raft_message"};
+constexpr std::array<std::string_view, 20> kOpNames = {
+    "ping",          "get",          "put",          "delete",
+    "multi_get",     "multi_put",    "stats",        "get_cluster_map",
+    "replica_write", "replica_read", "install_map",  "stream_scan",
+    "stream_range",  "count_ranges", "admin",        "expire",
+    "scan",          "replica_scan", "raft_message", "anti_entropy"};
 static_assert(std::variant_size_v<net::RequestBody> == kOpNames.size(),
               "name every request op for stats");
 
@@ -353,6 +354,9 @@ void KvService::Dispatch(const std::shared_ptr<const ClusterMap>& map, net::Requ
           if (!d_.raft_message) return reply(Error(Status::NotSupported("no consensus")));
           d_.raft_message(std::move(op.data));
           reply(net::PingResponse{});
+        } else if constexpr (std::is_same_v<T, net::AntiEntropyRequest>) {
+          if (d_.repair_service == nullptr) return reply(Error(Status::NotSupported("no repair")));
+          d_.repair_service->Handle(std::move(op), std::move(reply));
         } else {
           reply(Error(Status::NotSupported("operation not supported by this node")));
         }

@@ -39,6 +39,7 @@
 namespace shardkv::rebalance {
 class StreamSource;
 class StreamSink;
+class RepairService;
 }  // namespace shardkv::rebalance
 
 namespace shardkv::node {
@@ -63,6 +64,8 @@ struct KvServiceDeps {
   std::function<net::Server::Stats()> server_stats;  // may be empty
   rebalance::StreamSource* stream_source = nullptr;
   rebalance::StreamSink* stream_sink = nullptr;
+  // Anti-entropy (tree queries, pushed records, repair commands); may be null: NotSupported.
+  rebalance::RepairService* repair_service = nullptr;
   // The rebalancer's admin commands (may be empty: NotSupported).
   std::function<void(net::AdminRequest, std::function<void(net::ResponseBody)>)> admin;
   // Extra counters for stats (the rebalancer's), may be empty.

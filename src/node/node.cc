@@ -111,6 +111,16 @@ Status Node::Impl::Start() {
   sink_options.self_id = options_.id;
   stream_sink_ = std::make_unique<rebalance::StreamSink>(sink_options, storage_.get(), maps_.get(),
                                                          peers_.get(), stream_source_.get());
+  rebalance::RepairServiceDeps repair_deps;
+  repair_deps.self_id = options_.id;
+  repair_deps.storage = storage_.get();
+  repair_deps.maps = maps_.get();
+  repair_deps.peers = peers_.get();
+  repair_deps.stream_source = stream_source_.get();
+  repair_deps.refusal = [repair = repair_.get()] {
+    return repair->Refusal("to take part in repair");
+  };
+  repair_service_ = std::make_unique<rebalance::RepairService>(std::move(repair_deps));
   rebalance::RebalancerOptions rebalancer_options;
   rebalancer_options.self_id = options_.id;
   rebalancer_options.consensus = consensus_.get();
@@ -137,6 +147,7 @@ Status Node::Impl::Start() {
   deps.server_stats = [this] { return server_->stats(); };
   deps.stream_source = stream_source_.get();
   deps.stream_sink = stream_sink_.get();
+  deps.repair_service = repair_service_.get();
   deps.healthy_coordinator = [this] { return membership_->HealthyCoordinator(); };
   deps.max_clock_offset_ms = options_.max_clock_offset_ms;
   deps.forward = [this](const std::string& address, net::Request request,
@@ -250,6 +261,7 @@ Status Node::Impl::Start() {
   repair_->Start();
   membership_->Start();
   stream_sink_->Start();
+  repair_service_->Start();
   rebalancer_->Start();
   service_->SetReady(true);
   SHARDKV_RETURN_IF_ERROR(StartRedis());

@@ -307,6 +307,11 @@ class Storage {
   // up to `limit`. Tests use it to see that collected tombstones are physically gone.
   [[nodiscard]] StatusOr<size_t> DebugCountInternalEntries(const TokenRange& range,
                                                            size_t limit = 1 << 20);
+  // Damage for tests of anti-entropy: stores `envelope` under the key as is (no LWW, no clock
+  // update), or with null deletes the key outright (no tombstone), as a lost file or a tool
+  // editing the database would. The live-key count does not follow.
+  [[nodiscard]] Status DebugWriteRawForTest(uint64_t token, std::string_view key,
+                                            const Envelope* envelope);
 
  private:
   struct Rep;

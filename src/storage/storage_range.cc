@@ -332,4 +332,18 @@ StatusOr<size_t> Storage::DebugCountInternalEntries(const TokenRange& range, siz
   return count;
 }
 
+Status Storage::DebugWriteRawForTest(uint64_t token, std::string_view key,
+                                     const Envelope* envelope) {
+  if (rep_->db == nullptr) return Status::FailedPrecondition("storage is closed");
+  const std::string stored = EncodeDataKey(token, key);
+  if (envelope == nullptr) {
+    return rep_->Write(rep_->db->Delete(rep_->data_write_options, rep_->data_cf, stored),
+                       "deleting key (test)");
+  }
+  SHARDKV_RETURN_IF_ERROR(ValidateEnvelopeShape(*envelope));
+  return rep_->Write(
+      rep_->db->Put(rep_->data_write_options, rep_->data_cf, stored, EncodeEnvelope(*envelope)),
+      "writing key (test)");
+}
+
 }  // namespace shardkv::storage

@@ -52,6 +52,9 @@ class InProcessCluster {
   // The map Start() formed (epoch 1); the cluster's newest map is AdminFor(c)->NewestMap().
   const ClusterMap& map() const { return *map_; }
   uint64_t cluster_id() const { return cluster_id_; }
+  // Node `id`'s data directory (its RocksDB database is DataDir(id) + "/db"): a test that damages
+  // a stopped node's data opens it directly.
+  std::string DataDir(uint32_t id) const { return dir_.Sub("node-" + std::to_string(id)); }
 
  private:
   NodeOptions OptionsFor(uint32_t id, uint16_t port) const;

@@ -12,6 +12,7 @@
 #include "orphan_nodes.h"
 #include "placement_command.h"
 #include "rebalance_commands.h"
+#include "repair_command.h"
 #include "scan_command.h"
 #include "usage_errors.h"
 
@@ -32,6 +33,7 @@ int main(int argc, char** argv) {
   shardkv::cli::RegisterMembershipCommands(app, &globals, &exit_code);
   shardkv::cli::RegisterForgetNodeCommand(app, &globals, &exit_code);
   shardkv::cli::RegisterRebalanceCommands(app, &globals, &exit_code);
+  shardkv::cli::RegisterRepairCommand(app, &globals, &exit_code);
   shardkv::cli::RegisterPlacementCommands(app, &exit_code);
 
   try {
