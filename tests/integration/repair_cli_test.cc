@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "integration/cli_harness.h"
+#include "testing/cli_harness.h"
 
 namespace {
 
