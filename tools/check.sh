@@ -7,7 +7,8 @@
 #      multihost test fails the stage);
 #   2. an ASan+UBSan build running the unit and in-process tests (labels "multiprocess",
 #      "multihost" and "bench" excluded: those spawn real node processes and run in the release
-#      build only).
+#      build only);
+#   3. with SHARDKV_LONG=1 or SHARDKV_TSAN=1, a ThreadSanitizer build running the same tests.
 # Prints the time of each stage and exits non-zero on the first failure.
 #
 # Environment:
@@ -15,7 +16,9 @@
 #   SHARDKV_SKIP_TSA=1    skip the clang thread-safety stage (local quick runs; CI never sets it)
 #   SHARDKV_JOBS=N        build parallelism (default: nproc)
 #   SHARDKV_TEST_KEYS=N   key count for the heavy integration tests (default small)
-#   SHARDKV_LONG=1        the multi-host scenarios with their full fault windows (4x)
+#   SHARDKV_LONG=1        the multi-host scenarios with their full fault windows (4x), and the
+#                         ThreadSanitizer stage
+#   SHARDKV_TSAN=1        the ThreadSanitizer stage alone of the long extras
 #   CI=true               a skipped multi-host test (no root, no `ip`) fails the run
 set -euo pipefail
 
@@ -176,6 +179,21 @@ if [[ "${SHARDKV_SKIP_ASAN:-0}" != 1 ]]; then
   stage "test asan+ubsan (unit + in-process)" env ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
     UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --test-dir "$ROOT/build-asan" --output-on-failure -j "$JOBS" --timeout 900 \
+    -LE 'multiprocess|multihost|bench'
+fi
+
+# ThreadSanitizer over the unit and in-process tests: the races the lock annotations cannot see
+# (atomics, callbacks handed across threads, the event loops). A third full build with its own
+# flags: about as long as the ASan stage, more than CI's budget allows beside the other two
+# (bench/README.md "CI time"), so it runs with SHARDKV_LONG=1 (or SHARDKV_TSAN=1). RocksDB,
+# libraft and Cap'n Proto come from Debian uninstrumented: TSan sees their locks, not their
+# memory accesses.
+if [[ "${SHARDKV_LONG:-0}" == 1 || "${SHARDKV_TSAN:-0}" == 1 ]]; then
+  stage "configure tsan" configure "$ROOT/build-tsan" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DSHARDKV_SANITIZE_THREAD=ON -DSHARDKV_BUILD_BENCH=OFF -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g"
+  stage "build tsan" build "$ROOT/build-tsan"
+  stage "test tsan (unit + in-process)" env TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+    ctest --test-dir "$ROOT/build-tsan" --output-on-failure -j "$JOBS" --timeout 900 \
     -LE 'multiprocess|multihost|bench'
 fi
 

@@ -181,4 +181,24 @@ struct ChangeReport {
   static StatusOr<ChangeReport> Decode(std::string_view bytes);
 };
 
+// What a change command (Admin::PlanChange, BeginChange) asks for. ChangeKind: for kJoin, node_id 0 takes the id the node reports. kParams
+// changes the replication factor and quorums: node_id, address and weight are unused, and a 0 in
+// replicas, write_quorum or read_quorum keeps that value as configured. The result must have
+// 1 <= W, Q <= RF (InvalidArgument otherwise, naming the flag), and must change something.
+struct ChangeRequest {
+  ChangeKind kind = ChangeKind::kAdd;
+  uint32_t node_id = 0;
+  std::string address;        // the new node's host:port (add, join); unused for remove
+  double weight = 1.0;        // add, join
+  uint32_t replicas = 0;      // kParams
+  uint32_t write_quorum = 0;  // kParams
+  uint32_t read_quorum = 0;   // kParams
+};
+
+// Stream limits of a change. rate_bytes_per_s 0 = unthrottled.
+struct ChangeThrottle {
+  uint64_t rate_bytes_per_s = 32u << 20;
+  uint32_t streams_per_node = 2;
+};
+
 }  // namespace shardkv

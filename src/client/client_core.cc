@@ -158,17 +158,9 @@ void Client::Core::Close() {
 }
 
 net::Consistency Client::Core::WireConsistency(Consistency c) const {
-  if (c == Consistency::kDefault) c = options_.consistency;
-  switch (c) {
-    case Consistency::kOne:
-      return net::Consistency::kOne;
-    case Consistency::kQuorum:
-      return net::Consistency::kQuorum;
-    case Consistency::kAll:
-      return net::Consistency::kAll;
-    default:
-      return net::Consistency::kDefault;
-  }
+  // One enum on both sides: kDefault becomes the client's own default, which may be kDefault (the
+  // cluster's configured level).
+  return c == Consistency::kDefault ? options_.consistency : c;
 }
 
 net::RpcClient* Client::Core::Rpc(const std::string& address) {

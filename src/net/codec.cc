@@ -171,11 +171,7 @@ void FillResponse(const Response& r, wire::Response::Builder b) {
           [&](const ReplicaReadResponse& rr) {
             auto out = body.initReplicaRead();
             out.setFound(rr.found);
-            out.setTs(rr.ts);
-            out.setNodeId(rr.node_id);
-            out.setTombstone(rr.tombstone);
-            if (!rr.value.empty()) out.setValue(AsData(rr.value));
-            if (rr.expiry != ExpiryRegister{}) FillExpiry(rr.expiry, out.initExpiry());
+            FillVersion(rr, out);
           },
           [&](const InstallMapResponse& m) {
             auto out = body.initInstallMap();
@@ -298,9 +294,10 @@ StatusOr<Response> ReadResponse(wire::Response::Reader root) {
       break;
     case wire::Response::Body::REPLICA_READ: {
       auto rr = body.getReplicaRead();
-      r.body = ReplicaReadResponse{rr.getFound(),           rr.getTs(),
-                                   rr.getNodeId(),          rr.getTombstone(),
-                                   ToString(rr.getValue()), ReadExpiry(rr.getExpiry())};
+      ReplicaReadResponse read;
+      read.found = rr.getFound();
+      ReadVersion(rr, &read);
+      r.body = std::move(read);
       break;
     }
     case wire::Response::Body::INSTALL_MAP: {

@@ -85,6 +85,39 @@ inline ExpiryRegister ReadExpiry(wire::ExpiryRegister::Reader r) {
                         r.getExpiresAtMs()};
 }
 
+// The version part of a VersionedRecord (ts, node, tombstone, value, expiry): one fill and one
+// read for the three wire structs that carry it (replicaWrite, the replicaRead reply, stream
+// entries), whose field names agree.
+template <typename Builder>
+void FillVersion(const VersionedRecord& v, Builder out) {
+  out.setTs(v.ts);
+  out.setNodeId(v.node_id);
+  out.setTombstone(v.tombstone);
+  if (!v.value.empty()) out.setValue(AsData(v.value));
+  if (v.expiry != ExpiryRegister{}) FillExpiry(v.expiry, out.initExpiry());
+}
+template <typename Reader>
+void ReadVersion(Reader in, VersionedRecord* v) {
+  v->ts = in.getTs();
+  v->node_id = in.getNodeId();
+  v->tombstone = in.getTombstone();
+  v->value = ToString(in.getValue());
+  v->expiry = ReadExpiry(in.getExpiry());
+}
+// The same with the key (replicaWrite, stream entries).
+template <typename Builder>
+void FillRecord(const VersionedRecord& v, Builder out) {
+  out.setToken(v.token);
+  out.setKey(AsData(v.key));
+  FillVersion(v, out);
+}
+template <typename Reader>
+void ReadRecord(Reader in, VersionedRecord* v) {
+  v->token = in.getToken();
+  v->key = ToString(in.getKey());
+  ReadVersion(in, v);
+}
+
 void FillRequest(const Request& r, wire::Request::Builder b);
 StatusOr<Request> ReadRequest(wire::Request::Reader root, uint64_t* request_id);
 

@@ -43,11 +43,11 @@ void FillAntiEntropy(const AntiEntropyRequest& r, wire::AntiEntropyRequest::Buil
                      o.setNodeId(e.node_id);
                      o.setTombstone(e.tombstone);
                      if (!e.value.empty()) o.setValue(AsData(e.value));
-                     o.setExpExplicit(e.exp_explicit);
-                     o.setExpValueAbsent(e.exp_value_absent);
-                     o.setExpTs(e.exp_ts);
-                     o.setExpNodeId(e.exp_node_id);
-                     o.setExpiresAtMs(e.expires_at_ms);
+                     o.setExpExplicit(e.expiry.explicit_expiry);
+                     o.setExpValueAbsent(e.expiry.value_absent);
+                     o.setExpTs(e.expiry.ts);
+                     o.setExpNodeId(e.expiry.node_id);
+                     o.setExpiresAtMs(e.expiry.expires_at_ms);
                    }
                  },
                  [&](const RepairCommand& c) {
@@ -79,10 +79,11 @@ StatusOr<AntiEntropyRequest> ReadAntiEntropy(wire::AntiEntropyRequest::Reader r)
     case wire::AntiEntropyRequest::APPLY: {
       ApplyEntries a;
       for (auto e : r.getApply()) {
-        a.entries.push_back(RepairEntry{e.getToken(), ToString(e.getKey()), e.getTs(),
-                                        e.getNodeId(), e.getTombstone(), ToString(e.getValue()),
-                                        e.getExpExplicit(), e.getExpValueAbsent(), e.getExpTs(),
-                                        e.getExpNodeId(), e.getExpiresAtMs()});
+        a.entries.push_back(
+            RepairEntry{e.getToken(), ToString(e.getKey()), e.getTs(), e.getNodeId(),
+                        e.getTombstone(), ToString(e.getValue()),
+                        ExpiryRegister{e.getExpExplicit(), e.getExpValueAbsent(), e.getExpTs(),
+                                       e.getExpNodeId(), e.getExpiresAtMs()}});
       }
       out.op = std::move(a);
       break;

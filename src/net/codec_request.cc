@@ -77,16 +77,7 @@ void FillRequest(const Request& r, wire::Request::Builder b) {
                  },
                  [&](const StatsRequest&) { body.setStats(); },
                  [&](const GetClusterMapRequest&) { body.setGetClusterMap(); },
-                 [&](const ReplicaWriteRequest& w) {
-                   auto out = body.initReplicaWrite();
-                   out.setToken(w.token);
-                   out.setKey(AsData(w.key));
-                   out.setTs(w.ts);
-                   out.setNodeId(w.node_id);
-                   out.setTombstone(w.tombstone);
-                   if (!w.value.empty()) out.setValue(AsData(w.value));
-                   if (w.expiry != ExpiryRegister{}) FillExpiry(w.expiry, out.initExpiry());
-                 },
+                 [&](const ReplicaWriteRequest& w) { FillRecord(w, body.initReplicaWrite()); },
                  [&](const ReplicaReadRequest& rr) {
                    auto k = body.initReplicaRead();
                    k.setToken(rr.token);
@@ -192,14 +183,9 @@ StatusOr<Request> ReadRequest(wire::Request::Reader root, uint64_t* request_id) 
       r.body = GetClusterMapRequest{};
       break;
     case wire::Request::Body::REPLICA_WRITE: {
-      auto w = body.getReplicaWrite();
-      r.body = ReplicaWriteRequest{w.getToken(),
-                                   ToString(w.getKey()),
-                                   w.getTs(),
-                                   w.getNodeId(),
-                                   w.getTombstone(),
-                                   ToString(w.getValue()),
-                                   ReadExpiry(w.getExpiry())};
+      ReplicaWriteRequest w;
+      ReadRecord(body.getReplicaWrite(), &w);
+      r.body = std::move(w);
       break;
     }
     case wire::Request::Body::EXPIRE: {

@@ -111,15 +111,7 @@ CountRangesRequest ReadCountRanges(capnp::List<wire::TokenSpan>::Reader list) {
 void FillStreamScan(const StreamScanResponse& s, wire::Response::Body::StreamScan::Builder b) {
   auto list = b.initEntries(static_cast<unsigned>(s.entries.size()));
   for (unsigned i = 0; i < s.entries.size(); ++i) {
-    const StreamEntry& e = s.entries[i];
-    auto out = list[i];
-    out.setToken(e.token);
-    out.setKey(AsData(e.key));
-    out.setTs(e.ts);
-    out.setNodeId(e.node_id);
-    out.setTombstone(e.tombstone);
-    if (!e.value.empty()) out.setValue(AsData(e.value));
-    if (e.expiry != ExpiryRegister{}) FillExpiry(e.expiry, out.initExpiry());
+    FillRecord(s.entries[i], list[i]);
   }
   if (!s.cursor.empty()) b.setCursor(AsData(s.cursor));
   b.setDone(s.done);
@@ -132,9 +124,7 @@ StreamScanResponse ReadStreamScan(wire::Response::Body::StreamScan::Reader r) {
   auto list = r.getEntries();
   s.entries.reserve(list.size());
   for (auto e : list) {
-    s.entries.push_back(StreamEntry{e.getToken(), ToString(e.getKey()), e.getTs(), e.getNodeId(),
-                                    e.getTombstone(), ToString(e.getValue()),
-                                    ReadExpiry(e.getExpiry())});
+    ReadRecord(e, &s.entries.emplace_back());
   }
   s.cursor = ToString(r.getCursor());
   s.done = r.getDone();

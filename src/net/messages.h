@@ -25,18 +25,15 @@
 #include <vector>
 
 #include "net/repair_messages.h"
-#include "shardkv/admin.h"
+#include "net/versioned_record.h"
 #include "shardkv/change.h"
+#include "shardkv/options.h"
 #include "shardkv/status.h"
 
 namespace shardkv::net {
 
-enum class Consistency : uint8_t {
-  kDefault = 0,  // the cluster's configured level
-  kOne,
-  kQuorum,
-  kAll,
-};
+// The public per-request consistency (shardkv/options.h), carried as is.
+using Consistency = ::shardkv::Consistency;
 
 // ---- Requests ----
 
@@ -53,17 +50,6 @@ struct PutRequest {
   std::string value;
   uint64_t ttl_ms = 0;    // 0 = no expiry (and a plain put clears one)
   bool keep_ttl = false;  // write the value only, keeping the key's expiry
-};
-
-// A record's expiry register on the wire (shardkv.capnp ExpiryRegister); all defaults = the
-// format-1 meaning (the value's version, no expiry).
-struct ExpiryRegister {
-  bool explicit_expiry = false;
-  bool value_absent = false;
-  uint64_t ts = 0;
-  uint32_t node_id = 0;
-  uint64_t expires_at_ms = 0;
-  friend bool operator==(const ExpiryRegister&, const ExpiryRegister&) = default;
 };
 
 // Client: set or clear (expires_at_ms 0) a key's expiry; answered with a PutResponse.
@@ -91,15 +77,7 @@ struct StatsRequest {};
 struct GetClusterMapRequest {};
 
 // Node to node: store this version of a key (LWW), as replica of the sender's write.
-struct ReplicaWriteRequest {
-  uint64_t token = 0;
-  std::string key;
-  uint64_t ts = 0;
-  uint32_t node_id = 0;
-  bool tombstone = false;
-  std::string value;
-  ExpiryRegister expiry;
-};
+struct ReplicaWriteRequest : VersionedRecord {};
 
 // Node to node: the stored version of a key, tombstones included.
 struct ReplicaReadRequest {
@@ -291,13 +269,10 @@ struct ReplicaWriteResponse {
   uint8_t outcome = 0;  // storage WriteOutcome: 0 applied, 1 superseded, 2 duplicate
 };
 
-struct ReplicaReadResponse {
+// The replica's version of the key asked for (token and key are not sent back: the asker has
+// them).
+struct ReplicaReadResponse : VersionedRecord {
   bool found = false;  // false: the replica has no version at all
-  uint64_t ts = 0;
-  uint32_t node_id = 0;
-  bool tombstone = false;
-  std::string value;
-  ExpiryRegister expiry;
 };
 
 struct InstallMapResponse {
@@ -305,15 +280,7 @@ struct InstallMapResponse {
   uint64_t epoch = 0;  // the responder's epoch after the call
 };
 
-struct StreamEntry {
-  uint64_t token = 0;
-  std::string key;
-  uint64_t ts = 0;
-  uint32_t node_id = 0;
-  bool tombstone = false;
-  std::string value;
-  ExpiryRegister expiry;
-};
+struct StreamEntry : VersionedRecord {};
 
 struct StreamScanResponse {
   std::vector<StreamEntry> entries;

@@ -9,6 +9,8 @@
 #include <variant>
 #include <vector>
 
+#include "net/versioned_record.h"
+
 namespace shardkv::net {
 
 struct AeSpan {
@@ -34,22 +36,8 @@ struct TreeNode {
   friend bool operator==(const TreeNode&, const TreeNode&) = default;
 };
 
-// One record pushed to a replica: a value register and its expiry register (all expiry fields
-// default = format 1, as net::ExpiryRegister).
-struct RepairEntry {
-  uint64_t token = 0;
-  std::string key;
-  uint64_t ts = 0;
-  uint32_t node_id = 0;
-  bool tombstone = false;
-  std::string value;
-  bool exp_explicit = false;
-  bool exp_value_absent = false;
-  uint64_t exp_ts = 0;
-  uint32_t exp_node_id = 0;
-  uint64_t expires_at_ms = 0;
-  friend bool operator==(const RepairEntry&, const RepairEntry&) = default;
-};
+// One record pushed to a replica: the one versioned record type (versioned_record.h).
+using RepairEntry = VersionedRecord;
 
 struct ApplyEntries {
   std::vector<RepairEntry> entries;

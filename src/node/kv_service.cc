@@ -491,9 +491,14 @@ net::ResponseBody KvService::ReplicaRead(const ClusterMap& map, uint64_t sender_
   }
   auto env = d_.storage->GetEnvelope(r.token, r.key);
   if (env.ok()) {
-    net::ExpiryRegister expiry = cluster::ExpiryToWire(*env);
-    return net::ReplicaReadResponse{true,           env->timestamp,        env->node_id,
-                                    env->tombstone, std::move(env->value), expiry};
+    net::ReplicaReadResponse read;
+    read.found = true;
+    read.ts = env->timestamp;
+    read.node_id = env->node_id;
+    read.tombstone = env->tombstone;
+    read.value = std::move(env->value);
+    read.expiry = cluster::ExpiryToWire(*env);
+    return read;
   }
   if (env.status().IsNotFound()) return net::ReplicaReadResponse{};
   return Error(env.status());

@@ -90,10 +90,7 @@ StatusOr<std::vector<storage::RangeEntry>> RangeRepair::Entries(
     auto* batch = std::get_if<net::StreamScanResponse>(&body);
     if (batch == nullptr) return Status::Corruption("unexpected reply to a leaf scan");
     for (net::StreamEntry& e : batch->entries) {
-      out.push_back(FromRepairEntry(
-          net::RepairEntry{e.token, std::move(e.key), e.ts, e.node_id, e.tombstone,
-                           std::move(e.value), e.expiry.explicit_expiry, e.expiry.value_absent,
-                           e.expiry.ts, e.expiry.node_id, e.expiry.expires_at_ms}));
+      out.push_back(FromRepairEntry(net::RepairEntry(std::move(e))));  // the same record
     }
     if (batch->done) return out;
     scan.cursor = std::move(batch->cursor);

@@ -12,7 +12,7 @@
 namespace shardkv::rebalance {
 namespace {
 
-net::ResponseBody Error(const Status& s) { return net::ErrorResponse{s.code(), s.message()}; }
+net::ResponseBody Error(const Status& s) { return net::ErrorResponse::Of(s); }
 
 bool SameSet(std::vector<uint32_t> a, std::vector<uint32_t> b) {
   std::sort(a.begin(), a.end());

@@ -12,25 +12,18 @@ constexpr auto kIdleRelease = std::chrono::seconds(60);
 }  // namespace
 
 net::RepairEntry ToRepairEntry(const storage::RangeEntry& e) {
-  const net::ExpiryRegister x = cluster::ExpiryToWire(e.envelope);
   return net::RepairEntry{e.token,
                           e.key,
                           e.envelope.timestamp,
                           e.envelope.node_id,
                           e.envelope.tombstone,
                           e.envelope.value,
-                          x.explicit_expiry,
-                          x.value_absent,
-                          x.ts,
-                          x.node_id,
-                          x.expires_at_ms};
+                          cluster::ExpiryToWire(e.envelope)};
 }
 
 storage::RangeEntry FromRepairEntry(net::RepairEntry e) {
-  const net::ExpiryRegister x{e.exp_explicit, e.exp_value_absent, e.exp_ts, e.exp_node_id,
-                              e.expires_at_ms};
   return {e.token, std::move(e.key),
-          cluster::EnvelopeFromWire(e.ts, e.node_id, e.tombstone, std::move(e.value), x)};
+          cluster::EnvelopeFromWire(e.ts, e.node_id, e.tombstone, std::move(e.value), e.expiry)};
 }
 
 StatusOr<std::vector<net::TreeNode>> TreeSource::Tree(const net::TreeQuery& q) {

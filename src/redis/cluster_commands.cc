@@ -211,7 +211,7 @@ void ClusterCommands::Info(const RedisSession& session, Args args, ReplyDone don
       asked.empty() || asked.count("all") || asked.count("everything") || asked.count("default");
   auto want = [all, asked](const char* section) { return all || asked.count(section) > 0; };
   const resp::Protocol p = session.protocol();
-  const std::string consistency(ConsistencyName(static_cast<Consistency>(session.consistency())));
+  const std::string consistency(ConsistencyName(session.consistency()));
   auto map = c_->view->Map();
   c_->view->Fetch([this, want, p, map, consistency,
                    done = std::move(done)](std::vector<NodeView> nodes) {

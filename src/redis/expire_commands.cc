@@ -104,18 +104,9 @@ std::string ParseTimed(const ExpiryOptions& o, const std::string& command, int64
   return ParsePositiveExpire(o.expire->second, unit, absolute, command, at_ms);
 }
 
-const std::set<std::string>& Names() {
-  static const auto* names = new std::set<std::string>{
-      "setex",     "psetex", "getex", "expire",     "pexpire",     "expireat",
-      "pexpireat", "ttl",    "pttl",  "expiretime", "pexpiretime", "persist"};
-  return *names;
-}
-
 }  // namespace
 
-bool ExpireCommands::Handles(const std::string& lower_name, const Args& args) {
-  if (Names().count(lower_name) != 0) return true;
-  if (lower_name != "set") return false;
+bool ExpireCommands::SetTakesExpiry(const Args& args) {
   for (size_t i = 3; i < args.size(); ++i) {
     const std::string opt = Upper(args[i]);
     if (opt == "EX" || opt == "PX" || opt == "EXAT" || opt == "PXAT" || opt == "KEEPTTL") {

@@ -23,8 +23,9 @@ class ExpireCommands {
  public:
   explicit ExpireCommands(const CommandContext* context) : c_(context) {}
 
-  // True if ExpireCommands answers `args` (an expiry command, or a SET with an expiry option).
-  static bool Handles(const std::string& lower_name, const Args& args);
+  // True if a SET's `args` carry an expiry option (EX, PX, EXAT, PXAT, KEEPTTL): such a SET is
+  // answered here, a plain one by KeyCommands (command_routes.h, Handler::kSet).
+  static bool SetTakesExpiry(const Args& args);
   // `args` passed the arity check and authentication; args[0] names the command (any case).
   void Handle(const RedisSession& session, Args args, ReplyDone done);
 

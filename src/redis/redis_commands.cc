@@ -10,6 +10,7 @@
 #include <set>
 
 #include "redis/ascii_case.h"
+#include "redis/command_routes.h"
 #include "redis/command_table.h"
 #include "resp/resp_writer.h"
 #include "shardkv/options.h"
@@ -43,49 +44,9 @@ bool SecretsEqual(const std::string& a, const std::string& b) {
 constexpr char kWrongPass[] = "-WRONGPASS invalid username-password pair or user is disabled.";
 constexpr char kBadName[] = "Client names cannot contain spaces, newlines or special characters.";
 
-// The data commands, and the ones that describe the cluster.
-const std::set<std::string>& KeyCommandNames() {
-  static const auto* names = new std::set<std::string>{
-      "get", "set", "mget", "mset", "del", "unlink", "exists", "strlen", "getrange", "type"};
-  return *names;
-}
-
 }  // namespace
 
 namespace {
-
-// A refused command: its Redis 7.0 arity (checked first, so a malformed call gets Redis's own
-// arity error, as redis-server would answer it) and why shardkv refuses it.
-struct Refusal {
-  int arity;  // Redis's convention: N exactly, -N at least N (the name counts)
-  std::string reason;
-};
-
-const std::map<std::string, Refusal>& Refusals() {
-  static const auto* refusals = [] {
-    auto* m = new std::map<std::string, Refusal>;
-    const std::string rmw =
-        " is refused by shardkv: a read-modify-write is not atomic under last-write-wins "
-        "replication across coordinators (docs/redis.md)";
-    const std::pair<const char*, int> rmw_commands[] = {
-        {"incr", 2},   {"incrby", 3},   {"incrbyfloat", 3}, {"decr", 2},     {"decrby", 3},
-        {"append", 3}, {"setrange", 4}, {"rename", 3},      {"renamenx", 3}, {"copy", -3}};
-    for (const auto& [c, arity] : rmw_commands) (*m)[c] = {arity, Upper(c) + rmw};
-    const std::pair<const char*, int> transactions[] = {
-        {"multi", 1}, {"exec", 1}, {"discard", 1}, {"watch", -2}, {"unwatch", 1}};
-    for (const auto& [c, arity] : transactions) {
-      (*m)[c] = {arity, Upper(c) + " is refused by shardkv: it has no multi-key transactions"};
-    }
-    m->at("multi").reason += " (the commands up to EXEC or DISCARD are not run)";
-    return m;
-  }();
-  return *refusals;
-}
-
-bool ArityOk(const Refusal& refusal, size_t argc) {
-  const auto n = static_cast<int>(argc);
-  return refusal.arity > 0 ? n == refusal.arity : n >= -refusal.arity;
-}
 
 std::string ArityError(const std::string& name) {
   return Err("wrong number of arguments for '" + name + "' command");
@@ -107,10 +68,9 @@ constexpr char kExecAbort[] = "-EXECABORT Transaction discarded because of previ
 std::optional<std::string> InRefusedTransaction(RedisSession& session, const std::string& name,
                                                 const Args& args) {
   if (name == "quit" || name == "reset") return std::nullopt;
-  auto refused = Refusals().find(name);
   const bool control = name == "exec" || name == "discard" || name == "multi" || name == "watch";
   if (!control) return kNotRun;
-  if (!ArityOk(refused->second, args.size())) return ArityError(name);
+  if (!RefusedArityOk(*FindRow(name), args.size())) return ArityError(name);
   if (name == "multi") return Err("MULTI calls can not be nested");
   if (name == "watch") return Err("WATCH inside MULTI is not allowed");
   session.set_in_refused_transaction(false);
@@ -120,13 +80,15 @@ std::optional<std::string> InRefusedTransaction(RedisSession& session, const std
 }  // namespace
 
 std::string RefusalReason(const std::string& name) {
-  auto it = Refusals().find(name);
-  return it == Refusals().end() ? "" : it->second.reason;
+  const CommandRow* row = FindRow(name);
+  return row != nullptr && row->handler == Handler::kRefused ? row->refusal : "";
 }
 
 std::vector<std::string> RefusedCommands() {
   std::vector<std::string> out;
-  for (const auto& [name, refusal] : Refusals()) out.push_back(name);
+  for (const CommandRow* row : CommandRows()) {
+    if (row->handler == Handler::kRefused) out.push_back(row->name);
+  }
   return out;
 }
 
@@ -174,12 +136,14 @@ void RedisCommands::Step(const std::shared_ptr<Runner>& r, std::function<void()>
   if (session.in_refused_transaction()) {
     if (auto answer = InRefusedTransaction(session, name, args)) return reply(std::move(*answer));
   }
-  if (auto refused = Refusals().find(name); refused != Refusals().end()) {
-    if (!ArityOk(refused->second, args.size())) return reply(ArityError(name));
+  // One lookup decides: refused (with the reason), unknown, or the group that runs it.
+  const CommandRow* row = FindRow(name);
+  if (row != nullptr && row->handler == Handler::kRefused) {
+    if (!RefusedArityOk(*row, args.size())) return reply(ArityError(name));
     if (name == "multi") session.set_in_refused_transaction(true);
-    return reply(Err(refused->second.reason));
+    return reply(Err(row->refusal));
   }
-  const CommandSpec* spec = FindCommand(name);
+  const CommandSpec* spec = row != nullptr ? row->spec : nullptr;
   if (spec == nullptr) {
     std::string text =
         "unknown command '" + args[0].substr(0, 128) + "', with args beginning with: ";
@@ -207,7 +171,7 @@ void RedisCommands::Step(const std::shared_ptr<Runner>& r, std::function<void()>
   auto same = [&](size_t i, const char* cmd, size_t argc) {
     return r->commands[i].size() == argc && Lower(r->commands[i][0]) == cmd;
   };
-  if (name == "get" || (name == "set" && args.size() == 3)) {
+  if (name == "get" || (row->handler == Handler::kSet && args.size() == 3)) {
     const bool get = name == "get";
     size_t end = r->next + 1;
     while (end < r->commands.size() && same(end, get ? "get" : "set", get ? 2 : 3)) ++end;
@@ -227,20 +191,24 @@ void RedisCommands::Step(const std::shared_ptr<Runner>& r, std::function<void()>
     for (size_t i = r->next; i < end; ++i) kv.emplace_back(r->commands[i][1], r->commands[i][2]);
     return keys_.SetBatch(session, std::move(kv), std::move(finish));
   }
-  if (ExpireCommands::Handles(name, args)) {
-    return expire_.Handle(session, args, [reply](std::string bytes) { reply(std::move(bytes)); });
-  }
-  if (KeyCommandNames().count(name)) {
-    return keys_.Handle(session, args, [reply](std::string bytes) { reply(std::move(bytes)); });
-  }
-  if (ScanCommands::Handles(name)) {
-    return scans_.Handle(session, args, [reply](std::string bytes) { reply(std::move(bytes)); });
-  }
-  if (RmwCommands::Handles(name)) {
-    return rmw_.Handle(session, args, [reply](std::string bytes) { reply(std::move(bytes)); });
-  }
-  if (name == "info" || name == "dbsize" || name == "cluster") {
-    return cluster_.Handle(session, args, [reply](std::string bytes) { reply(std::move(bytes)); });
+  auto answer = [reply](std::string bytes) { reply(std::move(bytes)); };
+  switch (row->handler) {
+    case Handler::kSet:
+      if (ExpireCommands::SetTakesExpiry(args)) return expire_.Handle(session, args, answer);
+      return keys_.Handle(session, args, answer);
+    case Handler::kKeys:
+      return keys_.Handle(session, args, answer);
+    case Handler::kExpire:
+      return expire_.Handle(session, args, answer);
+    case Handler::kScan:
+      return scans_.Handle(session, args, answer);
+    case Handler::kRmw:
+      return rmw_.Handle(session, args, answer);
+    case Handler::kCluster:
+      return cluster_.Handle(session, args, answer);
+    case Handler::kConnection:
+    case Handler::kRefused:  // (answered above)
+      break;
   }
   std::string out;
   bool close = false;
@@ -328,7 +296,7 @@ bool RedisCommands::Local(RedisSession& session, const Args& args, std::string* 
       w.Error("unknown subcommand '" + args[1].substr(0, 128) +
               "'. Try SHARDKV CONSISTENCY [one|quorum|all|default].");
     } else if (args.size() == 2) {
-      w.Bulk(ConsistencyName(static_cast<Consistency>(session.consistency())));
+      w.Bulk(ConsistencyName(session.consistency()));
     } else if (Lower(args[2]) == "default") {
       session.set_consistency(net::Consistency::kDefault);
       w.SimpleString("OK");
@@ -338,7 +306,7 @@ bool RedisCommands::Local(RedisSession& session, const Args& args, std::string* 
         w.Error("unknown consistency level '" + args[2].substr(0, 128) +
                 "': use one, quorum, all or default");
       } else {
-        session.set_consistency(static_cast<net::Consistency>(*level));
+        session.set_consistency(*level);
         w.SimpleString("OK");
       }
     }

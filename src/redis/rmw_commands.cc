@@ -25,10 +25,6 @@ std::string BulkOrNull(resp::Protocol p, const std::optional<std::string>& v) {
 
 }  // namespace
 
-bool RmwCommands::Handles(const std::string& name) {
-  return name == "setnx" || name == "getset" || name == "getdel" || name == "msetnx";
-}
-
 void RmwCommands::Handle(const RedisSession& session, Args args, ReplyDone done) {
   const std::string name = Lower(args[0]);
   const resp::Protocol p = session.protocol();

@@ -21,8 +21,6 @@ class RmwCommands {
   // `keys` (the string commands' reads and writes) must outlive the object.
   RmwCommands(const CommandContext* context, KeyCommands* keys) : c_(context), keys_(keys) {}
 
-  // Whether Handle() runs `name` (lower case).
-  static bool Handles(const std::string& name);
   // `args` passed the arity check and authentication; args[0] names the command (any case).
   void Handle(const RedisSession& session, Args args, ReplyDone done);
 

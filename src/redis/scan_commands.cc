@@ -69,11 +69,6 @@ struct ScanCommands::Gather {
   ReplyDone done;
 };
 
-bool ScanCommands::Handles(const std::string& name) {
-  return name == "scan" || name == "keys" || name == "randomkey" || name == "flushdb" ||
-         name == "flushall";
-}
-
 void ScanCommands::Handle(const RedisSession& session, Args args, ReplyDone done) {
   const std::string name = Lower(args[0]);
   if (name == "scan") return Scan(session, args, std::move(done));

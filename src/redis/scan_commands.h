@@ -33,8 +33,6 @@ class ScanCommands {
  public:
   explicit ScanCommands(const CommandContext* context) : c_(context) {}
 
-  // Whether Handle() runs `name` (lower case).
-  static bool Handles(const std::string& name);
   // `args` passed the arity check and authentication; args[0] names the command (any case).
   void Handle(const RedisSession& session, Args args, ReplyDone done);
 

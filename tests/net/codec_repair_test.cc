@@ -17,8 +17,8 @@ TEST_CASE("codec: anti-entropy requests round trip") {
   r.body = AntiEntropyRequest{TreeQuery{11, 5, UINT64_MAX, {{5, 9}, {10, UINT64_MAX}}, true}};
   CHECK(std::get<AntiEntropyRequest>(RoundTrip(r).body) == std::get<AntiEntropyRequest>(r.body));
 
-  RepairEntry e{42, std::string("k\0y", 3), 99, 2, true, "", true, true, 77, 3, 1234};
-  RepairEntry plain{43, "key", 100, 1, false, std::string("v\0v", 3)};
+  RepairEntry e{42, std::string("k\0y", 3), 99, 2, true, "", {true, true, 77, 3, 1234}};
+  RepairEntry plain{43, "key", 100, 1, false, std::string("v\0v", 3), {}};
   r.body = AntiEntropyRequest{ApplyEntries{{e, plain}}};
   CHECK(std::get<AntiEntropyRequest>(RoundTrip(r).body) == std::get<AntiEntropyRequest>(r.body));
 

@@ -199,7 +199,13 @@ TEST_CASE("codec: replica and map ops round-trip", "[net][codec]") {
   }
   {
     Response r = base;
-    r.body = ReplicaReadResponse{true, 77, 3, false, "v", {true, true, 5, 6, 7}};
+    ReplicaReadResponse read;
+    read.found = true;
+    read.ts = 77;
+    read.node_id = 3;
+    read.value = "v";
+    read.expiry = {true, true, 5, 6, 7};
+    r.body = read;
     auto out = std::get<ReplicaReadResponse>(RoundTrip(r).body);
     CHECK(out.found);
     CHECK(out.ts == 77);

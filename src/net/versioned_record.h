@@ -1,0 +1,37 @@
+// The versioned record nodes exchange (replica writes and reads, rebalance streams, anti-entropy
+// repair): a key, its value register and its expiry register, as the storage envelope holds them.
+//
+// Thread-safety: value types.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace shardkv::net {
+
+// A record's expiry register on the wire (shardkv.capnp ExpiryRegister); all defaults = the
+// format-1 meaning (the value's version, no expiry).
+struct ExpiryRegister {
+  bool explicit_expiry = false;
+  bool value_absent = false;
+  uint64_t ts = 0;
+  uint32_t node_id = 0;
+  uint64_t expires_at_ms = 0;
+  friend bool operator==(const ExpiryRegister&, const ExpiryRegister&) = default;
+};
+
+// A key's stored version as nodes exchange it: the one record type of replica writes, replica
+// reads and rebalance streams (the storage envelope's fields: last-write-wins compares ts, then
+// node_id; a tombstone is a version too; the expiry register has its own version).
+struct VersionedRecord {
+  uint64_t token = 0;
+  std::string key;
+  uint64_t ts = 0;
+  uint32_t node_id = 0;
+  bool tombstone = false;
+  std::string value;
+  ExpiryRegister expiry;
+  friend bool operator==(const VersionedRecord&, const VersionedRecord&) = default;
+};
+
+}  // namespace shardkv::net
