@@ -58,7 +58,9 @@ struct RaftReplica::Impl {
   raft r{};
   raft_fsm fsm{};
   bool initialised = false;
-  bool started = false;
+  // Set by Start; read by Receive on whatever thread delivers a peer's message (ThreadSanitizer
+  // found the plain bool racing with a delivery from another replica's loop).
+  std::atomic<bool> started{false};
   std::atomic<bool> stopped{false};
   bool closed = false;
 
