@@ -181,10 +181,11 @@ struct ChangeReport {
   static StatusOr<ChangeReport> Decode(std::string_view bytes);
 };
 
-// What a change command (Admin::PlanChange, BeginChange) asks for. ChangeKind: for kJoin, node_id 0 takes the id the node reports. kParams
-// changes the replication factor and quorums: node_id, address and weight are unused, and a 0 in
-// replicas, write_quorum or read_quorum keeps that value as configured. The result must have
-// 1 <= W, Q <= RF (InvalidArgument otherwise, naming the flag), and must change something.
+// What a change command (Admin::PlanChange, BeginChange) asks for. ChangeKind: for kJoin, node_id 0
+// takes the id the node reports. kParams changes the replication factor and quorums: node_id,
+// address and weight are unused, and a 0 in replicas, write_quorum or read_quorum keeps that value
+// as configured. The result must have 1 <= W, Q <= RF (InvalidArgument otherwise, naming the flag),
+// and must change something.
 struct ChangeRequest {
   ChangeKind kind = ChangeKind::kAdd;
   uint32_t node_id = 0;
