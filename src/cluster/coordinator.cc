@@ -219,8 +219,36 @@ void Coordinator::Write(std::shared_ptr<const ClusterMap> map, uint64_t token, s
 
 void Coordinator::Write(std::shared_ptr<const ClusterMap> map, uint64_t token, std::string key,
                         WriteSpec spec, net::Consistency consistency, WriteDone done) {
+  auto op = MakeWriteOp(std::move(map), token, std::move(key), std::move(spec), consistency,
+                        std::move(done));
+  if (op != nullptr) StartWrite(op);
+}
+
+void Coordinator::WriteMany(std::shared_ptr<const ClusterMap> map, std::vector<BatchWrite> writes,
+                            net::Consistency consistency) {
+  std::vector<std::shared_ptr<WriteOp>> local;
+  local.reserve(writes.size());
+  for (BatchWrite& w : writes) {
+    auto op = MakeWriteOp(map, w.token, std::move(w.key), std::move(w.spec), consistency,
+                          std::move(w.done));
+    if (op != nullptr && SendWrite(op)) local.push_back(std::move(op));
+  }
+  if (local.empty()) return;
+  std::vector<storage::RangeEntry> entries;
+  entries.reserve(local.size());
+  for (const auto& op : local) entries.push_back({op->token, op->key, op->envelope});
+  std::vector<StatusOr<storage::WriteResult>> results = storage_->WriteMany(entries);
+  for (size_t i = 0; i < local.size(); ++i) FinishLocalWrite(local[i], std::move(results[i]));
+}
+
+std::shared_ptr<Coordinator::WriteOp> Coordinator::MakeWriteOp(
+    std::shared_ptr<const ClusterMap> map, uint64_t token, std::string key, WriteSpec spec,
+    net::Consistency consistency, WriteDone done) {
   auto ts = storage_->clock().Now();
-  if (!ts.ok()) return done(ts.status());
+  if (!ts.ok()) {
+    done(ts.status());
+    return nullptr;
+  }
   auto op = std::make_shared<WriteOp>();
   const storage::Version version{*ts, options_.self_id};
   switch (spec.kind) {
@@ -252,10 +280,14 @@ void Coordinator::Write(std::shared_ptr<const ClusterMap> map, uint64_t token, s
   op->consistency = consistency;
   op->done = std::move(done);
   op->map = std::move(map);
-  StartWrite(op);
+  return op;
 }
 
 void Coordinator::StartWrite(const std::shared_ptr<WriteOp>& op) {
+  if (SendWrite(op)) FinishLocalWrite(op, storage_->Write(op->token, op->key, op->envelope));
+}
+
+bool Coordinator::SendWrite(const std::shared_ptr<WriteOp>& op) {
   op->map->WriteReplicas(op->token, &op->old_set, &op->new_set);
   std::vector<uint32_t> targets = op->old_set;
   for (uint32_t id : op->new_set) {
@@ -265,7 +297,10 @@ void Coordinator::StartWrite(const std::shared_ptr<WriteOp>& op) {
   op->required_new =
       op->new_set.empty() ? 0 : Required(*op->map, op->consistency, true, op->new_set.size(), true);
   op->total = targets.size();
-  if (op->total == 0) return op->done(Status::Internal("the cluster map places no replica"));
+  if (op->total == 0) {
+    op->done(Status::Internal("the cluster map places no replica"));
+    return false;
+  }
   BeginOp(op->map->epoch());
   // The peers' copies go out first and the local write (a WAL append and sync) runs while they
   // travel: written the other way round, a 16 MiB value paid for the local disk and the network
@@ -282,9 +317,12 @@ void Coordinator::StartWrite(const std::shared_ptr<WriteOp>& op) {
                          self->FinishReplicaWrite(op, node, std::move(r));
                        });
   }
-  if (!local_replica) return;
+  return local_replica;
+}
+
+void Coordinator::FinishLocalWrite(const std::shared_ptr<WriteOp>& op,
+                                   StatusOr<storage::WriteResult> local) {
   const ClusterNode self_node = *op->map->FindNode(options_.self_id);
-  auto local = storage_->Write(op->token, op->key, op->envelope);
   ReplicaWriteReply r{local.status(), op->map->epoch()};
   if (local.ok() && local->outcome == storage::WriteOutcome::kSuperseded) {
     r.superseded = true;

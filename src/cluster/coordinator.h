@@ -30,6 +30,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "cluster/hint_store.h"
 #include "cluster/map_store.h"
@@ -108,6 +109,19 @@ class Coordinator : public std::enable_shared_from_this<Coordinator> {
   void Read(std::shared_ptr<const ClusterMap> map, uint64_t token, std::string key,
             net::Consistency consistency, ReadDone done);
 
+  // One write of a batch: Write()'s arguments.
+  struct BatchWrite {
+    uint64_t token = 0;
+    std::string key;
+    WriteSpec spec;
+    WriteDone done;
+  };
+  // Write() for each of `writes` (MSET, pipelined SETs). Each stays its own write, with its own
+  // timestamp, quorum, hints and re-stamping; what they share is this node's copy: one storage
+  // batch (one WAL append) for every write this node is a replica of, in the order given.
+  void WriteMany(std::shared_ptr<const ClusterMap> map, std::vector<BatchWrite> writes,
+                 net::Consistency consistency);
+
   // Blocks until no operation started under an epoch below `epoch` is in flight, or until
   // `deadline`. Returns false on timeout.
   bool WaitForOlderEpochs(uint64_t epoch, std::chrono::steady_clock::time_point deadline);
@@ -130,6 +144,14 @@ class Coordinator : public std::enable_shared_from_this<Coordinator> {
   void BeginOp(uint64_t epoch);
   void EndOp(uint64_t epoch);
   void StartWrite(const std::shared_ptr<WriteOp>& op);
+  // The op of a write, stamped now; null (and `done` called) if the clock cannot stamp.
+  std::shared_ptr<WriteOp> MakeWriteOp(std::shared_ptr<const ClusterMap> map, uint64_t token,
+                                       std::string key, WriteSpec spec,
+                                       net::Consistency consistency, WriteDone done);
+  // Sends `op`'s copies to its replicas other than this node; true if this node is a replica
+  // too, whose copy the caller applies and hands to FinishLocalWrite.
+  bool SendWrite(const std::shared_ptr<WriteOp>& op);
+  void FinishLocalWrite(const std::shared_ptr<WriteOp>& op, StatusOr<storage::WriteResult> local);
   void StartRead(const std::shared_ptr<ReadOp>& op);
   // The timeout of one replica write carrying `bytes` of key and value.
   std::chrono::milliseconds ReplicaWriteTimeout(size_t bytes) const;

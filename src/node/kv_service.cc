@@ -317,7 +317,7 @@ void KvService::Dispatch(const std::shared_ptr<const ClusterMap>& map, net::Requ
         } else if constexpr (std::is_same_v<T, net::MultiGetRequest>) {
           MultiGet(map, c, op, std::move(reply));
         } else if constexpr (std::is_same_v<T, net::MultiPutRequest>) {
-          MultiPut(map, c, op, std::move(reply));
+          MultiPut(map, c, op, request.deadline_ms, std::move(reply));
         } else if constexpr (std::is_same_v<T, net::StatsRequest>) {
           reply(Stats());
         } else if constexpr (std::is_same_v<T, net::GetClusterMapRequest>) {
@@ -431,12 +431,14 @@ void KvService::MultiGet(const std::shared_ptr<const ClusterMap>& map, net::Cons
 }
 
 void KvService::MultiPut(const std::shared_ptr<const ClusterMap>& map, net::Consistency c,
-                         net::MultiPutRequest& r, Reply reply) {
+                         net::MultiPutRequest& r, uint64_t deadline_ms, Reply reply) {
   if (r.items.empty()) return reply(net::MultiPutResponse{});
   auto gather = std::make_shared<Gather<net::ItemResult>>(
       r.items.size(), [reply = std::move(reply)](std::vector<net::ItemResult> items) {
         reply(net::MultiPutResponse{std::move(items)});
       });
+  std::vector<cluster::Coordinator::BatchWrite> writes;
+  writes.reserve(r.items.size());
   for (size_t i = 0; i < r.items.size(); ++i) {
     net::PutRequest& item = r.items[i];
     Status s = CheckKey(item.key);
@@ -449,17 +451,21 @@ void KvService::MultiPut(const std::shared_ptr<const ClusterMap>& map, net::Cons
       continue;
     }
     const uint64_t token = map->TokenOf(item.key);
-    d_.coordinator->Write(map, token, std::move(item.key), PutSpec(item), c,
-                          [gather, i](StatusOr<uint64_t> ts) {
-                            net::ItemResult out;
-                            if (ts.ok()) {
-                              out.ts = *ts;
-                            } else {
-                              out.status = ts.status();
-                            }
-                            gather->Set(i, std::move(out));
-                          });
+    cluster::WriteSpec spec = PutSpec(item);
+    spec.deadline_ms = deadline_ms;
+    writes.push_back(cluster::Coordinator::BatchWrite{token, std::move(item.key), std::move(spec),
+                                                      [gather, i](StatusOr<uint64_t> ts) {
+                                                        net::ItemResult out;
+                                                        if (ts.ok()) {
+                                                          out.ts = *ts;
+                                                        } else {
+                                                          out.status = ts.status();
+                                                        }
+                                                        gather->Set(i, std::move(out));
+                                                      }});
   }
+  // One coordinator batch: this node's copies of every item go to storage in one write.
+  if (!writes.empty()) d_.coordinator->WriteMany(map, std::move(writes), c);
 }
 
 Status KvService::CheckFence(const ClusterMap& map, uint64_t sender_epoch, uint64_t token) const {

@@ -141,7 +141,7 @@ class KvService : public net::RequestHandler {
   void MultiGet(const std::shared_ptr<const ClusterMap>& map, net::Consistency c,
                 net::MultiGetRequest& r, Reply reply);
   void MultiPut(const std::shared_ptr<const ClusterMap>& map, net::Consistency c,
-                net::MultiPutRequest& r, Reply reply);
+                net::MultiPutRequest& r, uint64_t deadline_ms, Reply reply);
   net::ResponseBody ReplicaWrite(const ClusterMap& map, uint64_t sender_epoch,
                                  const net::ReplicaWriteRequest& r);
   net::ResponseBody ReplicaRead(const ClusterMap& map, uint64_t sender_epoch,

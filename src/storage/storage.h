@@ -213,6 +213,14 @@ class Storage {
   [[nodiscard]] StatusOr<WriteResult> Write(uint64_t token, std::string_view key,
                                             const Envelope& envelope);
 
+  // Write() for many entries at once, in one WriteBatch (one WAL append): a coordinator's batch
+  // (MSET, pipelined SETs). Result i is what Write(entries[i]) would have answered had the
+  // entries been written one after another in order: a later entry of a key meets the record the
+  // earlier ones left. An entry that fails its checks fails alone; a failed batch write fails
+  // every entry that passed them.
+  [[nodiscard]] std::vector<StatusOr<WriteResult>> WriteMany(
+      const std::vector<RangeEntry>& entries);
+
   // The wall clock expiry is judged by (StorageOptions::physical_clock_ms, or the system clock).
   uint64_t WallClockMs() const;
 
