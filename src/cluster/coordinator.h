@@ -151,6 +151,15 @@ class Coordinator : public std::enable_shared_from_this<Coordinator> {
   // Sends `op`'s copies to its replicas other than this node; true if this node is a replica
   // too, whose copy the caller applies and hands to FinishLocalWrite.
   bool SendWrite(const std::shared_ptr<WriteOp>& op);
+  // Sets `op`'s replica sets and quorums and counts it in flight; its replicas other than this
+  // node in `remote`, whether this node is one in `local_replica`. False (and `done` called) if
+  // the map places no replica.
+  bool PrepareWrite(const std::shared_ptr<WriteOp>& op, std::vector<uint32_t>* remote,
+                    bool* local_replica);
+  // The copies of `ops` that `node` holds, in one replicaWriteBatch; each op counts its own
+  // result (a node without the batch op gets one replicaWrite each).
+  void SendReplicaWriteBatch(const ClusterNode& node, uint64_t epoch,
+                             std::vector<std::shared_ptr<WriteOp>> ops);
   void FinishLocalWrite(const std::shared_ptr<WriteOp>& op, StatusOr<storage::WriteResult> local);
   void StartRead(const std::shared_ptr<ReadOp>& op);
   // The timeout of one replica write carrying `bytes` of key and value.

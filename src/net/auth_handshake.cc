@@ -114,7 +114,13 @@ bool SameMac(std::string_view a, std::string_view b) {
 }
 
 bool NodeOnly(const RequestBody& body) {
+  // Anti-entropy's tree queries and applies are replica traffic between nodes (an apply writes
+  // versioned records, like replicaWrite); its `repair` command is what the admin sends.
+  if (const auto* ae = std::get_if<AntiEntropyRequest>(&body)) {
+    return !std::holds_alternative<RepairCommand>(ae->op);
+  }
   return std::holds_alternative<ReplicaWriteRequest>(body) ||
+         std::holds_alternative<ReplicaWriteBatchRequest>(body) ||
          std::holds_alternative<ReplicaReadRequest>(body) ||
          std::holds_alternative<ReplicaScanRequest>(body) ||
          std::holds_alternative<InstallMapRequest>(body) ||

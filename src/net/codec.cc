@@ -188,6 +188,18 @@ void FillResponse(const Response& r, wire::Response::Builder b) {
           [&](const ScanResponse& s) { FillScan(s, body.initScan()); },
           [&](const ReplicaScanResponse& s) { FillReplicaScan(s, body.initReplicaScan()); },
           [&](const AntiEntropyResponse& a) { FillAntiEntropy(a, body.initAntiEntropy()); },
+          [&](const ReplicaWriteBatchResponse& batch) {
+            auto list = body.initReplicaWriteBatch(static_cast<unsigned>(batch.results.size()));
+            for (unsigned i = 0; i < batch.results.size(); ++i) {
+              const ReplicaWriteResult& res = batch.results[i];
+              list[i].setOutcome(res.outcome);
+              list[i].setCode(ToWire(res.status.code()));
+              if (!res.status.ok()) {
+                list[i].setMessage(res.status.message());
+                list[i].setReason(ToWire(res.status.reason()));
+              }
+            }
+          },
       },
       r.body);
 }
@@ -292,6 +304,23 @@ StatusOr<Response> ReadResponse(wire::Response::Reader root) {
     case wire::Response::Body::REPLICA_WRITE:
       r.body = ReplicaWriteResponse{body.getReplicaWrite()};
       break;
+    case wire::Response::Body::REPLICA_WRITE_BATCH: {
+      ReplicaWriteBatchResponse batch;
+      batch.results.reserve(body.getReplicaWriteBatch().size());
+      for (auto it : body.getReplicaWriteBatch()) {
+        ReplicaWriteResult res;
+        res.outcome = it.getOutcome();
+        if (it.getCode() != wire::ErrorCode::OK) {
+          const Status::Code code = FromWire(it.getCode());
+          std::string message = ToString(it.getMessage());
+          const Status::Reason reason = FromWire(it.getReason(), code, message);
+          res.status = Status(code, reason, std::move(message));
+        }
+        batch.results.push_back(std::move(res));
+      }
+      r.body = std::move(batch);
+      break;
+    }
     case wire::Response::Body::REPLICA_READ: {
       auto rr = body.getReplicaRead();
       ReplicaReadResponse read;

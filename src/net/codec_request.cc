@@ -106,6 +106,13 @@ void FillRequest(const Request& r, wire::Request::Builder b) {
                  [&](const ReplicaScanRequest& s) { FillReplicaScan(s, body.initReplicaScan()); },
                  [&](const RaftMessageRequest& m) { body.setRaftMessage(AsData(m.data)); },
                  [&](const AntiEntropyRequest& a) { FillAntiEntropy(a, body.initAntiEntropy()); },
+                 [&](const ReplicaWriteBatchRequest& batch) {
+                   auto list =
+                       body.initReplicaWriteBatch(static_cast<unsigned>(batch.writes.size()));
+                   for (unsigned i = 0; i < batch.writes.size(); ++i) {
+                     FillRecord(batch.writes[i], list[i]);
+                   }
+                 },
              },
              r.body);
 }
@@ -186,6 +193,14 @@ StatusOr<Request> ReadRequest(wire::Request::Reader root, uint64_t* request_id) 
       ReplicaWriteRequest w;
       ReadRecord(body.getReplicaWrite(), &w);
       r.body = std::move(w);
+      break;
+    }
+    case wire::Request::Body::REPLICA_WRITE_BATCH: {
+      ReplicaWriteBatchRequest batch;
+      auto list = body.getReplicaWriteBatch();
+      batch.writes.resize(list.size());
+      for (unsigned i = 0; i < list.size(); ++i) ReadRecord(list[i], &batch.writes[i]);
+      r.body = std::move(batch);
       break;
     }
     case wire::Request::Body::EXPIRE: {

@@ -79,6 +79,11 @@ struct GetClusterMapRequest {};
 // Node to node: store this version of a key (LWW), as replica of the sender's write.
 struct ReplicaWriteRequest : VersionedRecord {};
 
+// A coordinator's replica writes to one replica, applied in one storage batch (node to node).
+struct ReplicaWriteBatchRequest {
+  std::vector<ReplicaWriteRequest> writes;
+};
+
 // Node to node: the stored version of a key, tombstones included.
 struct ReplicaReadRequest {
   uint64_t token = 0;
@@ -193,7 +198,7 @@ using RequestBody =
                  MultiPutRequest, StatsRequest, GetClusterMapRequest, ReplicaWriteRequest,
                  ReplicaReadRequest, InstallMapRequest, StreamScanRequest, StreamRangeRequest,
                  CountRangesRequest, AdminRequest, ExpireRequest, ScanRequest, ReplicaScanRequest,
-                 RaftMessageRequest, AntiEntropyRequest>;
+                 RaftMessageRequest, AntiEntropyRequest, ReplicaWriteBatchRequest>;
 
 struct Request {
   uint64_t id = 0;          // set by RpcClient; 0 is reserved for "unknown" in error replies
@@ -267,6 +272,15 @@ struct GetClusterMapResponse {
 
 struct ReplicaWriteResponse {
   uint8_t outcome = 0;  // storage WriteOutcome: 0 applied, 1 superseded, 2 duplicate
+};
+
+// One result per write of a ReplicaWriteBatchRequest, in its order.
+struct ReplicaWriteResult {
+  Status status;        // this write's own failure (fenced, refused by storage); OK otherwise
+  uint8_t outcome = 0;  // as ReplicaWriteResponse::outcome, when status is OK
+};
+struct ReplicaWriteBatchResponse {
+  std::vector<ReplicaWriteResult> results;
 };
 
 // The replica's version of the key asked for (token and key are not sent back: the asker has
@@ -350,7 +364,7 @@ using ResponseBody =
                  MultiGetResponse, MultiPutResponse, StatsResponse, GetClusterMapResponse,
                  ReplicaWriteResponse, ReplicaReadResponse, InstallMapResponse, StreamScanResponse,
                  StreamRangeResponse, CountRangesResponse, AdminResponse, ScanResponse,
-                 ReplicaScanResponse, AntiEntropyResponse>;
+                 ReplicaScanResponse, AntiEntropyResponse, ReplicaWriteBatchResponse>;
 
 struct Response {
   uint64_t id = 0;     // the request's id; 0 if the request could not be parsed

@@ -307,6 +307,9 @@ struct Request {
     replicaScan @24 :ReplicaScan;
     raftMessage @25 :Data;  # node to node: one Raft message, answered with `ping`
     antiEntropy @27 :AntiEntropy.AntiEntropyRequest;  # anti_entropy.capnp
+    # Node to node: a coordinator's batch of replica writes to this replica (MSET, pipelined
+    # SETs), applied in one storage batch; answered with one result per write, in order.
+    replicaWriteBatch @28 :List(ReplicaWrite);
   }
   # Wall-clock ms (Unix epoch) after which the sender no longer waits for this request (0 =
   # none). A node drops a client request that reaches it later, e.g. one queued in its socket
@@ -416,5 +419,15 @@ struct Response {
       examined @48 :UInt32;
     }
     antiEntropy @51 :AntiEntropy.AntiEntropyReply;  # anti_entropy.capnp
+    replicaWriteBatch @52 :List(ReplicaWriteResult);
   }
+}
+
+# One write's result in a replicaWriteBatch reply: the storage outcome as `replicaWrite`'s, or
+# the error that write alone met (code OK: none).
+struct ReplicaWriteResult {
+  outcome @0 :UInt8;
+  code @1 :ErrorCode;
+  message @2 :Text;
+  reason @3 :ErrorReason;
 }

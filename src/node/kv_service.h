@@ -144,6 +144,8 @@ class KvService : public net::RequestHandler {
                 net::MultiPutRequest& r, uint64_t deadline_ms, Reply reply);
   net::ResponseBody ReplicaWrite(const ClusterMap& map, uint64_t sender_epoch,
                                  const net::ReplicaWriteRequest& r);
+  net::ResponseBody ReplicaWriteBatch(const ClusterMap& map, uint64_t sender_epoch,
+                                      const net::ReplicaWriteBatchRequest& r);
   net::ResponseBody ReplicaRead(const ClusterMap& map, uint64_t sender_epoch,
                                 const net::ReplicaReadRequest& r);
   void Scan(const std::shared_ptr<const ClusterMap>& map, net::Consistency c, net::ScanRequest r,

@@ -295,9 +295,12 @@ TEST_CASE("auth: the client secret runs data operations, never node-to-node ones
   CHECK(get->ok());
   for (RequestBody node_only :
        {RequestBody{ReplicaWriteRequest{1, "k", 5, 1, false, "v", {}}},
+        RequestBody{ReplicaWriteBatchRequest{{ReplicaWriteRequest{1, "k", 5, 1, false, "v", {}}}}},
         RequestBody{ReplicaReadRequest{1, "k"}}, RequestBody{ReplicaScanRequest{}},
         RequestBody{InstallMapRequest{"m", 0, true}}, RequestBody{StreamScanRequest{}},
-        RequestBody{StreamRangeRequest{}}, RequestBody{CountRangesRequest{}}}) {
+        RequestBody{StreamRangeRequest{}}, RequestBody{CountRangesRequest{}},
+        RequestBody{AntiEntropyRequest{TreeQuery{}}},
+        RequestBody{AntiEntropyRequest{ApplyEntries{}}}}) {
     const std::string op(OpName(node_only));
     CAPTURE(op);
     auto r = client->CallSync(Body(node_only), kCallTimeout);
@@ -305,6 +308,10 @@ TEST_CASE("auth: the client secret runs data operations, never node-to-node ones
     CHECK(r->status().code() == Status::Code::kUnauthenticated);
     CHECK_THAT(r->status().message(), Catch::StartsWith(op + " needs the cluster secret"));
   }
+  // The admin's repair command is a client's to send (the node compares with its own secret).
+  auto repair = client->CallSync(Body(AntiEntropyRequest{RepairCommand{}}), kCallTimeout);
+  REQUIRE(repair.ok());
+  CHECK(repair->ok());
   // Still the same connection, still serving.
   auto ping = client->CallSync(Body(PingRequest{}), kCallTimeout);
   CHECK(ping.ok());

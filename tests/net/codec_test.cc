@@ -198,6 +198,36 @@ TEST_CASE("codec: replica and map ops round-trip", "[net][codec]") {
     CHECK(std::get<ReplicaWriteResponse>(RoundTrip(r).body).outcome == 2);
   }
   {
+    ReplicaWriteBatchRequest batch;
+    batch.writes.push_back(ReplicaWriteRequest{3, kBinaryKey, 999, 2, true, "", {}});
+    batch.writes.push_back(ReplicaWriteRequest{4, "k2", 1000, 3, false, "v", {}});
+    auto r = RoundTrip(Header(batch));
+    const auto& b = std::get<ReplicaWriteBatchRequest>(r.body);
+    REQUIRE(b.writes.size() == 2);
+    CHECK(b.writes[0].key == kBinaryKey);
+    CHECK(b.writes[0].tombstone);
+    CHECK(b.writes[1].token == 4);
+    CHECK(b.writes[1].ts == 1000);
+    CHECK(b.writes[1].node_id == 3);
+    CHECK(b.writes[1].value == "v");
+  }
+  {
+    Response r = base;
+    ReplicaWriteBatchResponse batch;
+    batch.results.push_back({Status::OK(), 1});
+    batch.results.push_back(
+        {Status::StaleEpoch("fenced").WithReason(Status::Reason::kUnexpectedEpoch), 0});
+    r.body = batch;
+    const Response decoded = RoundTrip(r);
+    const auto& out = std::get<ReplicaWriteBatchResponse>(decoded.body);
+    REQUIRE(out.results.size() == 2);
+    CHECK(out.results[0].status.ok());
+    CHECK(out.results[0].outcome == 1);
+    CHECK(out.results[1].status.code() == Status::Code::kStaleEpoch);
+    CHECK(out.results[1].status.reason() == Status::Reason::kUnexpectedEpoch);
+    CHECK(out.results[1].status.message() == "fenced");
+  }
+  {
     Response r = base;
     ReplicaReadResponse read;
     read.found = true;
