@@ -5,9 +5,11 @@
 #     emulated CLUSTER SLOTS spreads the clients over the three nodes) and plain against node 1
 #     (which coordinates every key), against a 3-master Redis Cluster (redis-server
 #     --cluster-enabled yes, formed with `redis-cli --cluster create`, no replicas);
-#   - `redis-benchmark -t set,get,mset` with --clients connections, 100-byte values, random keys
+#   - `redis-benchmark -t set`, `-t get`, `-t mset` (one run each) with --clients connections, 100-byte values, random keys
 #     over --keyspace, pipeline 1 and 16, every target interleaved within each of --repeat
 #     rounds;
+#   - measures each server's CPU per op (user + system ticks from /proc/PID/stat around each
+#     run; the cluster's summed over its nodes), the figure the shared machine disturbs least;
 #   - prints a markdown table of medians (ops/s per test, shardkv/Redis ratios of the same run)
 #     and the count of error replies (any `rror` in redis-benchmark's output); raw output stays
 #     in --out.
@@ -64,8 +66,10 @@ for _ in $(seq 100); do
 done
 [[ -s $WORK/single/redis_port ]] || bench_die "the node wrote no redis_port" "$OUT/single.log"
 SINGLE_PORT=$(cat "$WORK/single/redis_port")
+SINGLE_PIDS="$NODE_PID"
 start_redis "$WORK/redis" "$OUT/redis.log"
 REDIS_SINGLE_PORT=$REDIS_PORT
+REDIS_SINGLE_PIDS="$REDIS_PID"
 
 # --- a 3-node shardkv cluster: `cluster up` starts every node with a Redis listener.
 cluster_up "$WORK/cluster" ring 3 3
@@ -73,6 +77,8 @@ mapfile -t SK_PORTS < <("$SHARDKV_CLI" --dir "$WORK/cluster" cluster status --js
   python3 -c 'import json, sys
 for n in json.load(sys.stdin)["nodes"]: print(n["redis_address"].rsplit(":", 1)[1])')
 ((${#SK_PORTS[@]} == 3)) || bench_die "the cluster reports ${#SK_PORTS[@]} Redis listeners"
+SK_PIDS=$("$SHARDKV_CLI" --dir "$WORK/cluster" cluster status --json |
+  python3 -c 'import json, sys; print(" ".join(str(n["pid"]) for n in json.load(sys.stdin)["nodes"]))')
 
 # --- a 3-master Redis Cluster, no replicas, no persistence.
 RC_PORTS=()
@@ -81,6 +87,7 @@ for i in 1 2 3; do
   start_redis "$WORK/rc$i" "$OUT/rc$i.log" --cluster-enabled yes \
     --cluster-config-file "$WORK/rc$i/nodes.conf" --cluster-node-timeout 5000
   RC_PORTS+=("$REDIS_PORT")
+  RC_PIDS="${RC_PIDS:-} $REDIS_PID"
 done
 redis-cli --cluster create "127.0.0.1:${RC_PORTS[0]}" "127.0.0.1:${RC_PORTS[1]}" \
   "127.0.0.1:${RC_PORTS[2]}" --cluster-replicas 0 --cluster-yes >"$OUT/rc-create.log" 2>&1 ||
@@ -100,35 +107,55 @@ echo "# shardkv node :$SINGLE_PORT, redis-server :$REDIS_SINGLE_PORT;" \
 echo "# $REQUESTS requests per test, $CLIENTS clients, keyspace $KEYSPACE, x $REPEAT;" \
   "raw results in $OUT" >&2
 
-bench() {  # name pipeline rep redis-benchmark-args...
-  local name=$1 pipeline=$2 rep=$3
-  shift 3
-  local base="$OUT/$name-P$pipeline-rep$rep"
-  echo "# $name P=$pipeline rep=$rep: redis-benchmark $* -c $CLIENTS -n $REQUESTS -P $pipeline" \
-    "-r $KEYSPACE -d 100 -t set,get,mset --csv" >&2
-  timeout 600 redis-benchmark -h 127.0.0.1 "$@" -c "$CLIENTS" -n "$REQUESTS" -P "$pipeline" \
-    -r "$KEYSPACE" -d 100 -t set,get,mset --csv >"$base.csv" 2>"$base.err" ||
-    echo "exit $?" >>"$base.err"
+# The CPU time (clock ticks, user + system) the server processes `pids` have used so far.
+cpu_ticks() {
+  local pid total=0
+  for pid in "$@"; do
+    # Fields 14 and 15 of /proc/PID/stat, counted after the ")" that ends the command name.
+    total=$((total + $(sed 's/.*) //' "/proc/$pid/stat" | awk '{print $12 + $13}')))
+  done
+  echo "$total"
+}
+
+bench() {  # name pipeline rep "server pids" redis-benchmark-args...
+  local name=$1 pipeline=$2 rep=$3 pids=$4 test before
+  shift 4
+  for test in set get mset; do
+    local base="$OUT/$name-P$pipeline-rep$rep-$test"
+    echo "# $name P=$pipeline rep=$rep: redis-benchmark $* -c $CLIENTS -n $REQUESTS" \
+      "-P $pipeline -r $KEYSPACE -d 100 -t $test --csv" >&2
+    # shellcheck disable=SC2086  # pids is a list
+    before=$(cpu_ticks $pids)
+    timeout 600 redis-benchmark -h 127.0.0.1 "$@" -c "$CLIENTS" -n "$REQUESTS" -P "$pipeline" \
+      -r "$KEYSPACE" -d 100 -t "$test" --csv >"$base.csv" 2>"$base.err" ||
+      echo "exit $?" >>"$base.err"
+    # shellcheck disable=SC2086
+    echo $(($(cpu_ticks $pids) - before)) >"$base.cpu"
+  done
 }
 
 for rep in $(seq "$REPEAT"); do
   for pipeline in 1 16; do
-    bench shardkv-node "$pipeline" "$rep" -p "$SINGLE_PORT"
-    bench redis-server "$pipeline" "$rep" -p "$REDIS_SINGLE_PORT"
-    bench shardkv-cluster "$pipeline" "$rep" --cluster -p "${SK_PORTS[0]}"
-    bench redis-cluster "$pipeline" "$rep" --cluster -p "${RC_PORTS[0]}"
-    bench shardkv-cluster-plain "$pipeline" "$rep" -p "${SK_PORTS[0]}"
+    bench shardkv-node "$pipeline" "$rep" "$SINGLE_PIDS" -p "$SINGLE_PORT"
+    bench redis-server "$pipeline" "$rep" "$REDIS_SINGLE_PIDS" -p "$REDIS_SINGLE_PORT"
+    bench shardkv-cluster "$pipeline" "$rep" "$SK_PIDS" --cluster -p "${SK_PORTS[0]}"
+    bench redis-cluster "$pipeline" "$rep" "$RC_PIDS" --cluster -p "${RC_PORTS[0]}"
+    bench shardkv-cluster-plain "$pipeline" "$rep" "$SK_PIDS" -p "${SK_PORTS[0]}"
   done
 done
 
-python3 - "$OUT" "$REPEAT" <<'PY'
+python3 - "$OUT" "$REPEAT" "$REQUESTS" "$(getconf CLK_TCK)" <<'PY'
 import csv, glob, os, statistics, sys
-out, repeat = sys.argv[1], int(sys.argv[2])
-rps, errors = {}, {}
-for path in sorted(glob.glob(f"{out}/*-P*-rep*.csv")):
+out, repeat, requests, hz = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+rps, errors, cpu = {}, {}, {}
+names = {"set": "SET", "get": "GET", "mset": "MSET (10 keys)"}
+for path in sorted(glob.glob(f"{out}/*-P*-rep*-*.csv")):
     name = os.path.basename(path)[:-4]
     target, rest = name.rsplit("-P", 1)
     pipeline = int(rest.split("-rep")[0])
+    test = names[rest.rsplit("-", 1)[1]]
+    ticks = int(open(path[:-4] + ".cpu").read().strip() or 0)
+    cpu.setdefault((target, pipeline, test), []).append(ticks / hz / requests * 1e6)
     text = open(path).read() + open(path[:-4] + ".err").read()
     errors[target] = errors.get(target, 0) + text.count("rror") + text.count("exit ")
     # In --cluster mode the CSV follows a list of the masters.
@@ -151,6 +178,20 @@ for pipeline in (1, 16):
         c, cp, rc = m("shardkv-cluster"), m("shardkv-cluster-plain"), m("redis-cluster")
         print(f"| {t} | {pipeline} | {n:,.0f} | {r:,.0f} | **{n / r:.2f}x** | {c:,.0f} | "
               f"{cp:,.0f} | {rc:,.0f} | **{c / rc:.2f}x** | {cp / rc:.2f}x |")
+print()
+print("Server CPU per op (us, user + system of the server processes from /proc/PID/stat; the")
+print("cluster columns sum the 3 nodes; medians):")
+print()
+print("| test | P | shardkv node | redis-server | node/redis | shardkv cluster --cluster | "
+      "Redis Cluster --cluster | cluster/Redis Cluster |")
+print("|---|---:|---:|---:|---:|---:|---:|---:|")
+for pipeline in (1, 16):
+    for t in tests:
+        m = lambda target: med(cpu.get((target, pipeline, t), []))
+        n, r, c, rc = m("shardkv-node"), m("redis-server"), m("shardkv-cluster"), m("redis-cluster")
+        ratio = lambda a, b: f"{a / b:.2f}x" if b > 0 else "n/a"
+        print(f"| {t} | {pipeline} | {n:.1f} | {r:.1f} | **{ratio(n, r)}** | {c:.1f} | {rc:.1f} | "
+              f"**{ratio(c, rc)}** |")
 print()
 print("runs per target and pipeline:", {k: len(v) for k, v in sorted(rps.items()) if k[2] == "SET"})
 print("error replies or failed runs:", errors)
