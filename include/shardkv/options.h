@@ -31,6 +31,11 @@ inline constexpr size_t kMaxKeyBytesLimit = size_t{1} << 20;     // 1 MiB
 inline constexpr size_t kMaxValueBytesLimit = size_t{32} << 20;  // 32 MiB: fits in a 64 MiB frame
 inline constexpr uint64_t kMaxTombstoneGraceSeconds = uint64_t{1}
                                                       << 40;  // the CLI passes up to this
+// Background anti-entropy's period: at least a second (a short tombstone grace would otherwise
+// compare every range many times a second), at most a year.
+inline constexpr uint64_t kMinRepairPeriodMs = 1000;
+inline constexpr uint64_t kMaxRepairPeriodMs = uint64_t{365} * 24 * 3600 * 1000;
+inline constexpr uint64_t kMaxRepairRate = uint64_t{1} << 32;  // keys a second
 // Room in a frame for everything but the key and value (header, epoch, ids, timestamps).
 inline constexpr size_t kFrameOverheadBytes = size_t{64} << 10;
 
@@ -63,6 +68,14 @@ struct NodeOptions {
   size_t max_frame_bytes = size_t{64} << 20;
   uint64_t tombstone_grace_ms = uint64_t{10} * 24 * 3600 * 1000;  // Cassandra's gc_grace
   uint64_t max_clock_offset_ms = 500;
+  // Background anti-entropy (design.md "Anti-entropy"): each node compares the ranges it drives
+  // with their other replicas, every range once within repair_period_ms, its tree scans at most
+  // repair_rate keys a second. Period 0: tombstone_grace_ms / 10, within [kMinRepairPeriodMs,
+  // kMaxRepairPeriodMs] (EffectiveRepairPeriodMs), so a missed delete is repaired well before
+  // its tombstone may be collected.
+  bool background_repair = true;
+  uint64_t repair_period_ms = 0;
+  uint64_t repair_rate = 10000;
   // Cluster maps are decided by Raft among the voting members (design.md "Consensus"); off: the
   // compare-and-set commit of earlier releases (no majority rule; kept for comparison tests).
   bool map_consensus = true;
@@ -109,6 +122,9 @@ struct NodeOptions {
 // OK if Node::Start would accept `options`; otherwise InvalidArgument naming the bad field in
 // the words of shardkv-node's flags (it checks them with this before starting anything).
 Status ValidateNodeOptions(const NodeOptions& options);
+
+// The period background anti-entropy runs with (NodeOptions::repair_period_ms, or its default).
+uint64_t EffectiveRepairPeriodMs(const NodeOptions& options);
 
 // Per put: the key's expiry (design.md "Expiry").
 struct PutOptions {

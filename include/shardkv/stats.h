@@ -15,57 +15,68 @@
 namespace shardkv::stats {
 
 // X(name, help). Counters.
-#define SHARDKV_NODE_COUNTERS(X)                                                                  \
-  X(node_id, "the node's id")                                                                     \
-  X(uptime_s, "seconds since the node started")                                                   \
-  X(wall_clock_ms, "the node's wall clock (Unix ms) when it answered, for clock offsets")         \
-  X(client_errors, "failed client get/put/delete requests (not NotFound, StaleEpoch, Timeout)")   \
-  X(connections, "open client and peer connections (shardkv protocol; not Redis's)")              \
-  X(connections_total, "connections accepted since start (shardkv protocol; not Redis's)")        \
-  X(redis_connections, "open connections to the Redis listener (0 without one)")                  \
-  X(redis_connections_total, "Redis connections accepted since start")                            \
-  X(redis_connections_rejected, "Redis connections refused at the connection limit")              \
-  X(bad_frames, "frames refused as malformed or oversized")                                       \
-  X(quorum_failures, "coordinated operations that missed their quorum")                           \
-  X(read_repairs, "stale replicas repaired by a read")                                            \
-  X(hints_written, "hinted-handoff writes stored for unreachable replicas")                       \
-  X(hints_not_written, "replica misses of writes that were not acknowledged: never hinted")       \
-  X(hints_pending, "hints not yet delivered")                                                     \
-  X(hints_replayed, "hints delivered")                                                            \
-  X(hints_expired, "hints dropped after the tombstone grace")                                     \
-  X(hints_discarded, "hints deleted unsent because their target left the cluster")                \
-  X(stale_epoch_replies, "requests refused because the sender's map was older")                   \
-  X(redriven, "operations re-driven after a map change")                                          \
-  X(writes_restamped, "writes re-stamped because a replica held a newer version")                 \
-  X(requests_late, "client requests dropped unserved: they arrived past their client's deadline") \
-  X(requests_sent_on, "client requests sent on to a node whose clock agrees (this one's is off)") \
-  X(rebalance_commits, "cluster maps this node committed as rebalance driver")                    \
-  X(rebalance_task_errors, "failed stream task calls while driving a change")                     \
-  X(rebalance_plans_counted, "change plans this node counted (each counts every key once)")       \
-  X(stream_tasks_resumed, "stream tasks continued from a checkpoint on this node")                \
-  X(stream_entries_pulled, "entries this node pulled as a stream destination")                    \
-  X(ranges_dropped, "token ranges dropped after a change moved them away")                        \
-  X(clock_skewed, "1 while this node's clock is off a majority's: it sends client requests on")   \
-  X(clock_offset_ms, "this node's clock minus the other members' (median of the gossip samples)") \
-  X(consensus_leader_id, "the map consensus leader this node knows (0: none, or no consensus)")   \
-  X(consensus_is_leader, "1 while this node leads the map consensus")                             \
-  X(consensus_voters, "voters in the map consensus configuration this node knows")                \
-  X(consensus_fenced, "1 while this node does not coordinate: no leader heard for the lease")     \
-  X(consensus_applied_epoch, "epoch of the newest map the consensus applied on this node")        \
-  X(consensus_store_errors, "Raft log store writes that failed on this node (a full disk)")       \
-  X(consensus_recoveries, "times this node's Raft server started again after a store error")      \
-  X(consensus_changes_given_up, "voter changes this node gave up as leader (deadline, catch-up)") \
-  X(epoch, "epoch of the node's cluster map (0 while unformed)")                                  \
-  X(formed, "1 once the node is in a cluster, 0 while unformed (no cluster id, no map)")          \
-  X(keys_approx, "estimated keys stored (RocksDB estimate, tombstones included)")                 \
-  X(live_keys, "keys holding a live value here (counted; expired ones drop out within ~1 s)")     \
-  X(live_keys_expiring, "of live_keys: the keys with a TTL")                                      \
-  X(live_keys_counted, "1 once live_keys covers every record (0 while a background count runs)")  \
-  X(bytes_approx, "estimated bytes stored")                                                       \
-  X(storage_io_errors, "storage operations that failed with an I/O error")                        \
-  X(storage_failures, "storage I/O failure episodes since start (full, read-only, failing disk)") \
-  X(needs_repair, "1 while the node needs repair (refuses replica reads and streams), else 0")    \
-  X(rebuilt_at_ms, "when the node's last completed rebuild started (Unix ms), 0 if never")
+#define SHARDKV_NODE_COUNTERS(X)                                                                   \
+  X(node_id, "the node's id")                                                                      \
+  X(uptime_s, "seconds since the node started")                                                    \
+  X(wall_clock_ms, "the node's wall clock (Unix ms) when it answered, for clock offsets")          \
+  X(client_errors, "failed client get/put/delete requests (not NotFound, StaleEpoch, Timeout)")    \
+  X(connections, "open client and peer connections (shardkv protocol; not Redis's)")               \
+  X(connections_total, "connections accepted since start (shardkv protocol; not Redis's)")         \
+  X(redis_connections, "open connections to the Redis listener (0 without one)")                   \
+  X(redis_connections_total, "Redis connections accepted since start")                             \
+  X(redis_connections_rejected, "Redis connections refused at the connection limit")               \
+  X(bad_frames, "frames refused as malformed or oversized")                                        \
+  X(quorum_failures, "coordinated operations that missed their quorum")                            \
+  X(read_repairs, "stale replicas repaired by a read")                                             \
+  X(hints_written, "hinted-handoff writes stored for unreachable replicas")                        \
+  X(hints_not_written, "replica misses of writes that were not acknowledged: never hinted")        \
+  X(hints_pending, "hints not yet delivered")                                                      \
+  X(hints_replayed, "hints delivered")                                                             \
+  X(hints_expired, "hints dropped after the tombstone grace")                                      \
+  X(hints_discarded, "hints deleted unsent because their target left the cluster")                 \
+  X(stale_epoch_replies, "requests refused because the sender's map was older")                    \
+  X(redriven, "operations re-driven after a map change")                                           \
+  X(writes_restamped, "writes re-stamped because a replica held a newer version")                  \
+  X(requests_late, "client requests dropped unserved: they arrived past their client's deadline")  \
+  X(requests_sent_on, "client requests sent on to a node whose clock agrees (this one's is off)")  \
+  X(rebalance_commits, "cluster maps this node committed as rebalance driver")                     \
+  X(rebalance_task_errors, "failed stream task calls while driving a change")                      \
+  X(rebalance_plans_counted, "change plans this node counted (each counts every key once)")        \
+  X(stream_tasks_resumed, "stream tasks continued from a checkpoint on this node")                 \
+  X(stream_entries_pulled, "entries this node pulled as a stream destination")                     \
+  X(ranges_dropped, "token ranges dropped after a change moved them away")                         \
+  X(clock_skewed, "1 while this node's clock is off a majority's: it sends client requests on")    \
+  X(clock_offset_ms, "this node's clock minus the other members' (median of the gossip samples)")  \
+  X(consensus_leader_id, "the map consensus leader this node knows (0: none, or no consensus)")    \
+  X(consensus_is_leader, "1 while this node leads the map consensus")                              \
+  X(consensus_voters, "voters in the map consensus configuration this node knows")                 \
+  X(consensus_fenced, "1 while this node does not coordinate: no leader heard for the lease")      \
+  X(consensus_applied_epoch, "epoch of the newest map the consensus applied on this node")         \
+  X(consensus_store_errors, "Raft log store writes that failed on this node (a full disk)")        \
+  X(consensus_recoveries, "times this node's Raft server started again after a store error")       \
+  X(consensus_changes_given_up, "voter changes this node gave up as leader (deadline, catch-up)")  \
+  X(epoch, "epoch of the node's cluster map (0 while unformed)")                                   \
+  X(formed, "1 once the node is in a cluster, 0 while unformed (no cluster id, no map)")           \
+  X(keys_approx, "estimated keys stored (RocksDB estimate, tombstones included)")                  \
+  X(live_keys, "keys holding a live value here (counted; expired ones drop out within ~1 s)")      \
+  X(live_keys_expiring, "of live_keys: the keys with a TTL")                                       \
+  X(live_keys_counted, "1 once live_keys covers every record (0 while a background count runs)")   \
+  X(bytes_approx, "estimated bytes stored")                                                        \
+  X(storage_io_errors, "storage operations that failed with an I/O error")                         \
+  X(storage_failures, "storage I/O failure episodes since start (full, read-only, failing disk)")  \
+  X(needs_repair, "1 while the node needs repair (refuses replica reads and streams), else 0")     \
+  X(rebuilt_at_ms, "when the node's last completed rebuild started (Unix ms), 0 if never")         \
+  X(repair_background, "1 while background anti-entropy runs on this node, else 0")                \
+  X(repair_period_ms, "background anti-entropy's period: each range compared once within it")      \
+  X(repair_passes, "background anti-entropy passes completed (every driven range visited)")        \
+  X(repair_last_full_ms, "when the last pass that compared every range completed (Unix ms), 0")    \
+  X(repair_ranges_compared, "ranges this node compared with their replicas (command, background)") \
+  X(repair_ranges_differed, "of those, the ranges whose replicas differed")                        \
+  X(repair_ranges_failed, "of those, the ranges not fully repaired (a replica failed or refused)") \
+  X(repair_ranges_skipped, "ranges skipped by repair: in a membership change")                     \
+  X(repair_keys_in, "records repair wrote to this node (newer versions it lacked)")                \
+  X(repair_keys_out, "records this node's repairs wrote to other replicas")                        \
+  X(repair_tree_bytes, "hash tree bytes this node's repairs exchanged with other replicas")
 
 // Gauges.
 #define SHARDKV_NODE_GAUGES(X)                                       \

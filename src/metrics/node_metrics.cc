@@ -110,6 +110,36 @@ constexpr std::array kStatExports = {
                "Episodes of storage I/O failure since the node started."},
     StatExport{"needs_repair", "shardkv_needs_repair", kGauge,
                "1 while the node needs repair (refuses replica reads and streams), else 0."},
+    StatExport{"repair_background", "shardkv_repair_background", kGauge,
+               "1 while background anti-entropy runs on this node, else 0."},
+    StatExport{"repair_period_ms", "shardkv_repair_period_seconds", kGauge,
+               "Background anti-entropy's period: every range this node drives is compared once "
+               "within it.",
+               1e-3},
+    StatExport{"repair_passes", "shardkv_repair_passes_total", kCounter,
+               "Background anti-entropy passes completed (every range this node drives visited)."},
+    StatExport{"repair_last_full_ms", "shardkv_repair_last_full_pass_timestamp_seconds", kGauge,
+               "When the last background pass in which every range was compared (none failed or "
+               "skipped) completed, Unix time; 0 if none yet.",
+               1e-3},
+    StatExport{"repair_ranges_compared", "shardkv_repair_ranges_compared_total", kCounter,
+               "Token ranges this node compared with their other replicas (repair commands and "
+               "background)."},
+    StatExport{"repair_ranges_differed", "shardkv_repair_ranges_differed_total", kCounter,
+               "Of those, the ranges whose replicas differed."},
+    StatExport{
+        "repair_ranges_failed", "shardkv_repair_ranges_failed_total", kCounter,
+        "Of those, the ranges not fully repaired: a replica failed, refused, or needs repair."},
+    StatExport{"repair_ranges_skipped", "shardkv_repair_ranges_skipped_total", kCounter,
+               "Ranges repair skipped because a membership change moves them."},
+    StatExport{
+        "repair_keys_in", "shardkv_repair_keys_received_total", kCounter,
+        "Records repair wrote to this node: newer versions (tombstones included) it lacked."},
+    StatExport{"repair_keys_out", "shardkv_repair_keys_sent_total", kCounter,
+               "Records this node's repairs wrote to other replicas."},
+    StatExport{"repair_tree_bytes", "shardkv_repair_tree_bytes_total", kCounter,
+               "Bytes of hash tree queries and replies this node's repairs exchanged with other "
+               "replicas."},
 };
 
 // Stats that have no metric, and why:

@@ -120,7 +120,19 @@ Status Node::Impl::Start() {
   repair_deps.refusal = [repair = repair_.get()] {
     return repair->Refusal("to take part in repair");
   };
+  repair_deps.replica_refusal = [repair = repair_.get()](uint32_t id) {
+    return repair->ReadRefusal(id);
+  };
   repair_service_ = std::make_unique<rebalance::RepairService>(std::move(repair_deps));
+  if (options_.background_repair) {
+    rebalance::RepairSchedulerOptions rso;
+    rso.self_id = options_.id;
+    rso.period = std::chrono::milliseconds(EffectiveRepairPeriodMs(options_));
+    rso.rate = options_.repair_rate;
+    rso.wall_ms = [storage = storage_.get()] { return storage->WallClockMs(); };
+    repair_scheduler_ =
+        std::make_unique<rebalance::RepairScheduler>(std::move(rso), repair_service_.get());
+  }
   rebalance::RebalancerOptions rebalancer_options;
   rebalancer_options.self_id = options_.id;
   rebalancer_options.consensus = consensus_.get();
@@ -194,6 +206,13 @@ Status Node::Impl::Start() {
         static_cast<int64_t>(stream_sink_->entries_pulled());
     (*counters)[std::string(stats::ranges_dropped)] =
         static_cast<int64_t>(reconciler_->ranges_dropped());
+    repair_service_->AddCounters(counters);
+    (*counters)[std::string(stats::repair_background)] = repair_scheduler_ ? 1 : 0;
+    (*counters)[std::string(stats::repair_period_ms)] =
+        static_cast<int64_t>(EffectiveRepairPeriodMs(options_));
+    (*counters)[std::string(stats::repair_passes)] = 0;
+    (*counters)[std::string(stats::repair_last_full_ms)] = 0;
+    if (repair_scheduler_) repair_scheduler_->AddCounters(counters);
     const cluster::ClockVerdict clock = membership_->Clock();
     (*counters)[std::string(stats::clock_skewed)] = clock.skewed ? 1 : 0;
     (*counters)[std::string(stats::clock_offset_ms)] = clock.offset_ms;
@@ -262,6 +281,7 @@ Status Node::Impl::Start() {
   membership_->Start();
   stream_sink_->Start();
   repair_service_->Start();
+  if (repair_scheduler_) repair_scheduler_->Start();
   rebalancer_->Start();
   service_->SetReady(true);
   SHARDKV_RETURN_IF_ERROR(StartRedis());

@@ -36,6 +36,7 @@
 #include "node/node_stats.h"
 #include "rebalance/rebalancer.h"
 #include "rebalance/reconciler.h"
+#include "rebalance/repair_scheduler.h"
 #include "rebalance/repair_service.h"
 #include "rebalance/stream_sink.h"
 #include "rebalance/stream_source.h"
@@ -108,7 +109,8 @@ class Node::Impl {
   std::unique_ptr<rebalance::StreamSource> stream_source_;
   std::unique_ptr<rebalance::StreamSink> stream_sink_;
   std::unique_ptr<rebalance::Rebalancer> rebalancer_;
-  std::unique_ptr<rebalance::RepairService> repair_service_;  // anti-entropy
+  std::unique_ptr<rebalance::RepairService> repair_service_;      // anti-entropy
+  std::unique_ptr<rebalance::RepairScheduler> repair_scheduler_;  // null: background repair off
   node::NodeStats stats_;
   std::unique_ptr<node::KvService> service_;
   std::unique_ptr<net::Server> server_;

@@ -6,6 +6,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
+#include <algorithm>
 #include <string_view>
 
 #include "shardkv/options.h"
@@ -84,6 +85,11 @@ Status CheckListenerProtected(const std::string& listener, const std::string& ho
 
 }  // namespace node
 
+uint64_t EffectiveRepairPeriodMs(const NodeOptions& o) {
+  const uint64_t period = o.repair_period_ms != 0 ? o.repair_period_ms : o.tombstone_grace_ms / 10;
+  return std::clamp(period, kMinRepairPeriodMs, kMaxRepairPeriodMs);
+}
+
 Status ValidateNodeOptions(const NodeOptions& o) {
   SHARDKV_RETURN_IF_ERROR(CheckRange<uint32_t>("--id", o.id, 1, kMaxNodeId));
   if (o.data_dir.empty()) return Status::InvalidArgument("--data: a data directory is required");
@@ -141,6 +147,11 @@ Status ValidateNodeOptions(const NodeOptions& o) {
   }
   SHARDKV_RETURN_IF_ERROR(CheckRange<uint64_t>("--tombstone-grace (ms)", o.tombstone_grace_ms, 1000,
                                                kMaxTombstoneGraceSeconds * 1000));
+  if (o.repair_period_ms != 0) {
+    SHARDKV_RETURN_IF_ERROR(CheckRange<uint64_t>("--repair-period (ms)", o.repair_period_ms,
+                                                 kMinRepairPeriodMs, kMaxRepairPeriodMs));
+  }
+  SHARDKV_RETURN_IF_ERROR(CheckRange<uint64_t>("--repair-rate", o.repair_rate, 1, kMaxRepairRate));
   for (const std::string& seed : o.seeds) {
     SHARDKV_RETURN_IF_ERROR(node::ParseHostPort(seed, "--seeds", &host, &port));
     if (port == 0) return Status::InvalidArgument("--seeds '" + seed + "' has port 0");

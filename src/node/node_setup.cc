@@ -273,6 +273,8 @@ void Node::Impl::Stop() {
   if (repair_) repair_->Stop();
   if (peers_) peers_->Close();
   // After the peers: a repair waiting on one fails at once instead of waiting out its timeout.
+  // The scheduler first: its step runs on the service.
+  if (repair_scheduler_) repair_scheduler_->Stop();
   if (repair_service_) repair_service_->Stop();
   if (stream_source_) stream_source_->Close();
   if (reconciler_) reconciler_->Stop();

@@ -1,7 +1,5 @@
 #include "rebalance/range_repair.h"
 
-#include <spdlog/spdlog.h>
-
 #include <algorithm>
 #include <atomic>
 #include <optional>
@@ -157,6 +155,10 @@ RangeRepairResult RangeRepair::Run(const ClusterMap& map, const TokenRange& rang
                &result);
           continue;
         }
+        // The first round asks for the whole range: its count is this node's keys there.
+        if (peers[p].address.empty() && frontier.size() == 1 && frontier[0] == range) {
+          result.own_keys = nodes->front().count;
+        }
         answers[p] = std::move(*nodes);
       }
       for (size_t i = at; i < end; ++i) {
@@ -239,9 +241,6 @@ RangeRepairResult RangeRepair::Run(const ClusterMap& map, const TokenRange& rang
   }
   if (result.status.ok() && live_count() < static_cast<long>(peers.size())) {
     result.status = Status::Unavailable("a replica failed");
-  }
-  if (!result.status.ok()) {
-    spdlog::warn("repair of tokens {}..{}: {}", range.first, range.last, result.status.ToString());
   }
   return result;
 }

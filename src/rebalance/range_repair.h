@@ -13,7 +13,8 @@
 //    a deleted key never comes back, as the tombstone is newer than the value it deleted.
 //
 // A replica that fails is left out for the rest of the range, which then counts as failed; the
-// others are still repaired between themselves.
+// others are still repaired between themselves. Run does not log the failure: the caller does,
+// since background repair meets a down replica at every range and must not flood the log.
 //
 // Thread-safety: Run may be called concurrently; it blocks on the peers (never on an I/O thread).
 #pragma once
@@ -39,6 +40,7 @@ struct RangeRepairResult {
   uint64_t keys_fetched = 0;   // leaf entries read from the replicas (this node's own included)
   uint64_t bytes_fetched = 0;  // their key and value bytes
   uint64_t tree_bytes = 0;     // tree query and reply frames exchanged with the other replicas
+  uint64_t own_keys = 0;       // this node's keys in the range (its tree's root count)
   std::map<uint32_t, net::NodeStreamed> streamed;  // records written to each replica
   Status status;                                   // the first failure (the range is incomplete)
 };

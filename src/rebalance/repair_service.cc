@@ -8,6 +8,7 @@
 #include <chrono>
 
 #include "rebalance/plan.h"
+#include "shardkv/stats.h"
 
 namespace shardkv::rebalance {
 namespace {
@@ -22,6 +23,30 @@ bool SameSet(std::vector<uint32_t> a, std::vector<uint32_t> b) {
 
 bool Contains(const std::vector<uint32_t>& v, uint32_t id) {
   return std::find(v.begin(), v.end(), id) != v.end();
+}
+
+// A range in a command's scope, clipped to it.
+struct Item {
+  TokenRange range;
+  std::vector<uint32_t> replicas;
+  bool transition = false;  // a pending change moves its replica set
+};
+
+// The ranges of `map` in scope: every range `self` holds (`all`), or those it is the first
+// replica of; clipped to [first, last].
+std::vector<Item> Scope(const ClusterMap& map, uint32_t self, bool all, uint64_t first,
+                        uint64_t last) {
+  std::vector<Item> items;
+  for (const MovingRange& r : AllRanges(map)) {
+    if (r.range.last < first || r.range.first > last) continue;
+    const bool moving = map.has_pending() && !SameSet(r.old_set, r.new_set);
+    const bool in_scope = all ? Contains(r.old_set, self) || (moving && Contains(r.new_set, self))
+                              : r.old_set.front() == self;
+    if (!in_scope) continue;
+    items.push_back(
+        {{std::max(r.range.first, first), std::min(r.range.last, last)}, r.old_set, moving});
+  }
+  return items;
 }
 
 void Add(net::RepairReport* to, uint32_t node, const net::NodeStreamed& s) {
@@ -117,6 +142,7 @@ void RepairService::Handle(net::AntiEntropyRequest request, Done done) {
         [this, a = std::move(*a)]() -> net::ResponseBody {
           auto counts = trees_.Apply(a);
           if (!counts.ok()) return Error(counts.status());
+          figures_.keys_in += counts->applied;
           return net::AntiEntropyResponse{*counts};
         },
         std::move(done));
@@ -134,6 +160,45 @@ void RepairService::Handle(net::AntiEntropyRequest request, Done done) {
 }
 
 net::RepairReport RepairService::RunCommand(const net::RepairCommand& c) {
+  return Run(c, false, nullptr);
+}
+
+BackgroundStep RepairService::RunBackgroundStep(uint64_t from, std::chrono::milliseconds budget) {
+  BackgroundStep step;
+  if (d_.refusal) step.refused = d_.refusal();
+  if (step.refused.ok() && !d_.maps->Current()) {
+    step.refused =
+        Status::FailedPrecondition("node " + std::to_string(d_.self_id) + " has no cluster map");
+  }
+  if (!step.refused.ok()) return step;
+  net::RepairCommand c;
+  c.from = from;
+  c.budget_ms = static_cast<uint32_t>(std::max<int64_t>(0, budget.count()));
+  step.report = Run(c, true, &step.own_keys);
+  return step;
+}
+
+size_t RepairService::RangesDriven() const {
+  auto map = d_.maps->Current();
+  return map ? Scope(*map, d_.self_id, false, 0, UINT64_MAX).size() : 0;
+}
+
+void RepairService::AddCounters(std::map<std::string, int64_t>* counters) const {
+  const std::pair<std::string_view, const std::atomic<uint64_t>*> figures[] = {
+      {stats::repair_ranges_compared, &figures_.ranges_compared},
+      {stats::repair_ranges_differed, &figures_.ranges_differed},
+      {stats::repair_ranges_failed, &figures_.ranges_failed},
+      {stats::repair_ranges_skipped, &figures_.ranges_skipped},
+      {stats::repair_keys_in, &figures_.keys_in},
+      {stats::repair_keys_out, &figures_.keys_out},
+      {stats::repair_tree_bytes, &figures_.tree_bytes}};
+  for (const auto& [name, value] : figures) {
+    (*counters)[std::string(name)] = static_cast<int64_t>(value->load());
+  }
+}
+
+net::RepairReport RepairService::Run(const net::RepairCommand& c, bool background,
+                                     uint64_t* own_keys) {
   const auto start = std::chrono::steady_clock::now();
   net::RepairReport report;
   auto map = d_.maps->Current();
@@ -145,22 +210,7 @@ net::RepairReport RepairService::RunCommand(const net::RepairCommand& c) {
   const uint64_t first = std::max(c.first, c.from);
   const uint64_t last = c.last;
   // The ranges in scope, clipped to [first, last]: this node's share of the work.
-  struct Item {
-    TokenRange range;
-    std::vector<uint32_t> replicas;
-    bool transition = false;
-  };
-  std::vector<Item> items;
-  for (const MovingRange& r : AllRanges(*map)) {
-    if (r.range.last < first || r.range.first > last) continue;
-    const bool moving = map->has_pending() && !SameSet(r.old_set, r.new_set);
-    const bool in_scope =
-        c.all ? Contains(r.old_set, d_.self_id) || (moving && Contains(r.new_set, d_.self_id))
-              : r.old_set.front() == d_.self_id;
-    if (!in_scope) continue;
-    items.push_back(
-        {{std::max(r.range.first, first), std::min(r.range.last, last)}, r.old_set, moving});
-  }
+  const std::vector<Item> items = Scope(*map, d_.self_id, c.all, first, last);
   // ranges_total counts the whole scope, from c.first on: progress is against it.
   report.ranges_total = items.size();
   for (const MovingRange& r : AllRanges(*map)) {
@@ -177,26 +227,46 @@ net::RepairReport RepairService::RunCommand(const net::RepairCommand& c) {
     }
     if (item.transition) {
       ++report.ranges_skipped;
+      ++figures_.ranges_skipped;
       continue;
     }
-    if (item.replicas.size() < 2) {
-      ++report.ranges_compared;  // one copy: nothing to compare against
-      continue;
+    // A replica known to need repair is left out, and the range is incomplete without it.
+    std::vector<uint32_t> replicas;
+    Status refused;
+    for (uint32_t id : item.replicas) {
+      Status s = id != d_.self_id && d_.replica_refusal ? d_.replica_refusal(id) : Status::OK();
+      if (s.ok()) {
+        replicas.push_back(id);
+      } else if (refused.ok()) {
+        refused = s;
+      }
     }
-    RangeRepairResult r = ranges_.Run(*map, item.range, item.replicas);
     ++report.ranges_compared;
+    ++figures_.ranges_compared;
+    RangeRepairResult r;
+    if (replicas.size() >= 2) r = ranges_.Run(*map, item.range, replicas);
+    if (r.status.ok()) r.status = refused;
     if (r.differed) ++report.ranges_differed;
     report.leaves_differed += r.leaves_differed;
     report.keys_fetched += r.keys_fetched;
     report.bytes_fetched += r.bytes_fetched;
     report.tree_bytes += r.tree_bytes;
-    for (const auto& [node, s] : r.streamed) Add(&report, node, s);
+    figures_.ranges_differed += r.differed ? 1 : 0;
+    figures_.tree_bytes += r.tree_bytes;
+    if (own_keys != nullptr) *own_keys += r.own_keys;
+    for (const auto& [node, s] : r.streamed) {
+      Add(&report, node, s);
+      (node == d_.self_id ? figures_.keys_in : figures_.keys_out) += s.keys;
+    }
     if (!r.status.ok()) {
       ++report.ranges_failed;
-      if (report.failures.size() < 20) {
-        report.failures.push_back("tokens " + std::to_string(item.range.first) + ".." +
-                                  std::to_string(item.range.last) + ": " + r.status.ToString());
-      }
+      ++figures_.ranges_failed;
+      const std::string what = "tokens " + std::to_string(item.range.first) + ".." +
+                               std::to_string(item.range.last) + ": " + r.status.ToString();
+      // A command's failures are few and asked for; background ones are logged by the
+      // scheduler, rate-limited (a down replica fails every range of every pass).
+      if (!background) spdlog::warn("repair of {}", what);
+      if (report.failures.size() < 20) report.failures.push_back(what);
     }
   }
   std::sort(report.streamed.begin(), report.streamed.end(),

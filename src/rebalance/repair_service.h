@@ -11,6 +11,14 @@
 // - a command runs for about its budget, then answers where it got to (RepairReport::next), so
 //   the admin shows progress and no request waits long.
 //
+// - a replica that this node knows needs repair (`replica_refusal`: a mark this node or a peer
+//   holds, which the replica itself may not have learned yet) is left out of the comparison and
+//   the range counts as failed, as when it refuses itself: its data may hold values whose deletes
+//   the others already collected, and a merge would spread them.
+//
+// Background anti-entropy (RepairScheduler) runs the same comparison a range at a time through
+// RunBackgroundStep, on its own thread; the figures (AddCounters) count both.
+//
 // Work runs on the service's own threads at a lower CPU priority, never on I/O threads: a
 // command on one (one command at a time per node), tree queries and pushes on two others, so a
 // comparing node never waits for a peer that waits for it.
@@ -18,10 +26,14 @@
 // Thread-safety: all methods are thread-safe.
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -44,7 +56,16 @@ struct RepairServiceDeps {
   StreamSource* stream_source = nullptr;
   // Non-OK while this node must not take part (it needs repair: cluster/repair_state.h).
   std::function<Status()> refusal;
+  // Non-OK while replica `id` must not be compared (it needs repair, as this node knows).
+  std::function<Status(uint32_t id)> replica_refusal;
   int nice = 10;
+};
+
+// One step of background anti-entropy (RepairService::RunBackgroundStep).
+struct BackgroundStep {
+  Status refused;            // non-OK: this node takes no part now (needs repair, no map)
+  net::RepairReport report;  // as a repair command's over the ranges this node drives
+  uint64_t own_keys = 0;     // this node's keys in the ranges compared: the throttle's measure
 };
 
 class RepairService {
@@ -61,13 +82,33 @@ class RepairService {
   // The repair command itself, on the calling thread (tests; Handle queues it).
   net::RepairReport RunCommand(const net::RepairCommand& command);
 
+  // Background anti-entropy, on the calling thread: compares the ranges this node drives (is the
+  // first replica of, as a whole-cluster repair asks) from token `from` on, for about `budget`
+  // and at least one range. report.next is where to continue (report.done: the last one was).
+  BackgroundStep RunBackgroundStep(uint64_t from, std::chrono::milliseconds budget);
+  // How many ranges this node drives under its current map (0 without one): the scheduler
+  // spreads a pass over its period by this.
+  size_t RangesDriven() const;
+
+  // Counters repair_ranges_*, repair_keys_*, repair_tree_bytes (shardkv/stats.h): every range
+  // this node compared, by command or in the background, and every record repair wrote to it.
+  void AddCounters(std::map<std::string, int64_t>* counters) const;
+
  private:
+  struct Figures {
+    std::atomic<uint64_t> ranges_compared{0}, ranges_differed{0}, ranges_failed{0},
+        ranges_skipped{0}, keys_in{0}, keys_out{0}, tree_bytes{0};
+  };
+
+  net::RepairReport Run(const net::RepairCommand& command, bool background, uint64_t* own_keys);
+
   void Worker(bool commands);
   void Enqueue(bool command, std::function<net::ResponseBody()> job, Done done);
 
   const RepairServiceDeps d_;
   TreeSource trees_;
   RangeRepair ranges_;
+  Figures figures_;
   common::Mutex mu_;
   std::condition_variable wake_;
   bool stopping_ GUARDED_BY(mu_) = false;

@@ -1,0 +1,94 @@
+// RepairScheduler: background anti-entropy on every node (design.md "Anti-entropy"). Hinted
+// handoff and read repair only mend what passed through the write path, and a manual `shardkv
+// repair` only runs when someone runs it; this walks the ranges the node drives (those it is the
+// first replica of, as a whole-cluster repair asks, so each range is compared by one node) with
+// RepairService::RunBackgroundStep, one range at a time, so every range is compared with its
+// other replicas once within `period`.
+//
+// - Pacing: a pass spreads its n ranges evenly over the period (range i is due at
+//   start + (i + 1/2) * period / n), so the load is flat rather than a burst per period; the next
+//   pass starts one period after this one started.
+// - Throttle: after a range of k keys (this node's count; every replica scans as many to build
+//   its tree), the next one waits at least (k + kRangeCostKeys) / rate seconds: a range costs its
+//   tree rounds with every replica however few keys it holds, so many small ranges (vnodes) with
+//   a short period do not become hundreds of comparisons a second. A pass the rate stretches
+//   past its period is logged (at most once per kWarnInterval).
+// - Skips: RepairService's rules. While this node needs repair it compares nothing (its data
+//   may hold values whose deletes the others collected: it must not be a source); the pass
+//   restarts once it may. Ranges a membership change moves are skipped; replicas that need
+//   repair are left out.
+// - Figures: passes completed, and the wall time of the last pass in which every range was
+//   compared and none failed or was skipped (`repair_last_full_ms`): then every range was
+//   compared with all its replicas between that pass's start and its end.
+// - Failed ranges (a replica down fails every range of every pass) are logged at most once per
+//   kWarnInterval, with how many were not.
+// - Stop: wakes the thread; a range under way finishes first (the node closes its peer
+//   connections before, so a comparison waiting for a peer fails at once).
+//
+// Thread-safety: all methods are thread-safe.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <thread>
+
+#include "common/mutex.h"
+#include "rebalance/repair_service.h"
+
+namespace shardkv::rebalance {
+
+struct RepairSchedulerOptions {
+  uint32_t self_id = 0;
+  std::chrono::milliseconds period{24 * 3600 * 1000};
+  uint64_t rate = 10000;  // keys a second, at most (>= 1)
+  int nice = 10;          // the thread's CPU priority, as the repair service's
+  // Wall clock (Unix ms) for repair_last_full_ms.
+  std::function<uint64_t()> wall_ms;
+};
+
+class RepairScheduler {
+ public:
+  static constexpr std::chrono::seconds kWarnInterval{60};
+  static constexpr uint64_t kRangeCostKeys = 250;
+
+  // REQUIRES: `service` outlives the scheduler (Stop() first).
+  RepairScheduler(RepairSchedulerOptions options, RepairService* service);
+  ~RepairScheduler();
+
+  void Start();
+  void Stop();  // idempotent; joins
+
+  // Counters repair_passes and repair_last_full_ms (shardkv/stats.h).
+  void AddCounters(std::map<std::string, int64_t>* counters) const;
+
+ private:
+  void Loop();
+  // One pass; false if it ended early (stopping, or this node takes no part now).
+  bool Pass(std::chrono::steady_clock::time_point start);
+  // Waits until `when`; false if Stop() was called.
+  bool SleepUntil(std::chrono::steady_clock::time_point when);
+  // Logs failed ranges at most once per kWarnInterval.
+  void NoteFailures(const net::RepairReport& report);
+
+  const RepairSchedulerOptions o_;
+  RepairService* service_;
+  std::atomic<uint64_t> passes_{0};
+  std::atomic<uint64_t> last_full_ms_{0};
+  // Owned by the scheduler's thread.
+  std::chrono::steady_clock::time_point last_warn_{};
+  std::chrono::steady_clock::time_point last_late_log_{};
+  uint64_t unlogged_failures_ = 0;
+  std::string refused_;  // the refusal last logged ("" when taking part)
+
+  common::Mutex mu_;
+  std::condition_variable wake_;
+  bool stopping_ GUARDED_BY(mu_) = false;
+  std::thread thread_;
+};
+
+}  // namespace shardkv::rebalance
