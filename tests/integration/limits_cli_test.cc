@@ -176,6 +176,10 @@ const std::vector<NodeRow>& NodeRows() {
        "--max-value-bytes", S(shardkv::kMaxValueBytesLimit + 1)},
       {"`shardkv-node --tombstone-grace` (s)", "1", S(shardkv::kMaxTombstoneGraceSeconds),
        "--tombstone-grace", S(shardkv::kMaxTombstoneGraceSeconds + 1)},
+      {"`shardkv-node --repair-period` (ms)", S(shardkv::kMinRepairPeriodMs),
+       S(shardkv::kMaxRepairPeriodMs), "--repair-period", S(shardkv::kMaxRepairPeriodMs + 1)},
+      {"`shardkv-node --repair-rate` (keys/s)", "1", S(shardkv::kMaxRepairRate), "--repair-rate",
+       S(shardkv::kMaxRepairRate + 1)},
   };
   return rows;
 }

@@ -51,6 +51,11 @@ listen = "127.0.0.1:9107"
 [redis]
 listen = "127.0.0.1:6307"
 allow_flush = true
+
+[repair]
+background = false
+period = 5000
+rate = 250
 )";
 
 Status Parse(const std::string& text, NodeConfig* c) {
@@ -108,7 +113,10 @@ TEST_CASE("node config: every key sets its option", "[node][config]") {
   CHECK(o.metrics_listen == "127.0.0.1:9107");
   CHECK(o.redis_listen == "127.0.0.1:6307");
   CHECK(o.redis_allow_flush);
-  CHECK(c.keys.size() == 21);
+  CHECK_FALSE(o.background_repair);
+  CHECK(o.repair_period_ms == 5000);
+  CHECK(o.repair_rate == 250);
+  CHECK(c.keys.size() == 24);
   CHECK(c.keys.size() == node_tool::NodeConfigKeys().size());
   CHECK(c.keys.count("limits.max_value_bytes") == 1);
   // The file is read whole and its options pass validation (the TLS files themselves are
@@ -333,4 +341,58 @@ TEST_CASE("node flags: the file gives the options, and flags override it", "[nod
   CHECK(bare.options.insecure);
   CHECK(bare.options.sync);
   CHECK(bare.options.advertise.empty());
+}
+
+TEST_CASE("node config: [repair] and its flags set background anti-entropy", "[node][config]") {
+  // The defaults: on, the period from the tombstone grace (grace / 10, at least a second).
+  NodeOptions defaults;
+  CHECK(defaults.background_repair);
+  CHECK(defaults.repair_period_ms == 0);
+  CHECK(EffectiveRepairPeriodMs(defaults) == defaults.tombstone_grace_ms / 10);
+  defaults.tombstone_grace_ms = 60000;
+  CHECK(EffectiveRepairPeriodMs(defaults) == 6000);
+  defaults.tombstone_grace_ms = 2000;
+  CHECK(EffectiveRepairPeriodMs(defaults) == kMinRepairPeriodMs);
+  defaults.repair_period_ms = 2500;
+  CHECK(EffectiveRepairPeriodMs(defaults) == 2500);
+
+  NodeConfig c;
+  REQUIRE(Parse("[repair]\nperiod = 3000\nrate = 7\n", &c).ok());
+  CHECK(c.options.background_repair);
+  CHECK(c.options.repair_period_ms == 3000);
+  CHECK(c.options.repair_rate == 7);
+  CHECK(ErrorOf("[repair]\nperiod = 999\n").find("'repair.period' must be between 1000 and") !=
+        std::string::npos);
+  CHECK(ErrorOf("[repair]\nrate = 0\n").find("'repair.rate' must be between 1 and") !=
+        std::string::npos);
+  CHECK(ErrorOf("[repair]\nbackground = 1\n").find("'repair.background'") != std::string::npos);
+  CHECK(ErrorOf("[repair]\nperiod_ms = 1000\n") ==
+        "/etc/shardkv/node.toml:2: unknown key 'repair.period_ms'");
+
+  // Flags override the file; --no-background-repair turns it off.
+  TempDir dir;
+  const std::string path = WriteFile(dir, "node.toml", "[repair]\nperiod = 3000\nrate = 7\n");
+  NodeCommandLine cl;
+  std::string error;
+  REQUIRE(ParseArgs({"--config", path, "--id", "1", "--data", dir.Sub("d"), "--repair-period",
+                     "4000", "--repair-rate", "9", "--no-background-repair"},
+                    &cl, &error) == node_tool::kRunNode);
+  INFO(error);
+  CHECK_FALSE(cl.options.background_repair);
+  CHECK(cl.options.repair_period_ms == 4000);
+  CHECK(cl.options.repair_rate == 9);
+  CHECK(ValidateNodeOptions(cl.options).ok());
+  NodeCommandLine bad;
+  CHECK(ParseArgs({"--id", "1", "--data", dir.Sub("d"), "--repair-period", "10"}, &bad, &error) ==
+        2);
+  CHECK(error.find("--repair-period") != std::string::npos);
+  CHECK(ParseArgs({"--id", "1", "--data", dir.Sub("d"), "--repair-rate", "0"}, &bad, &error) == 2);
+  // Options given directly are validated the same way.
+  NodeOptions direct;
+  direct.data_dir = dir.Sub("d");
+  direct.repair_period_ms = 10;
+  CHECK_THAT(ValidateNodeOptions(direct).message(), Catch::Contains("--repair-period"));
+  direct.repair_period_ms = 0;
+  direct.repair_rate = 0;
+  CHECK_THAT(ValidateNodeOptions(direct).message(), Catch::Contains("--repair-rate"));
 }

@@ -4,7 +4,7 @@
 //   id, cluster_id, listen, advertise, data_dir, seeds, threads, sync, log_level,
 //   tombstone_grace_s, [limits] max_key_bytes, max_value_bytes,
 //   [auth] secret_file, client_secret_file, insecure, [tls] cert, key, ca,
-//   [metrics] listen, [redis] listen, allow_flush
+//   [metrics] listen, [redis] listen, allow_flush, [repair] background, period, rate
 //
 // (conf/shardkv-node.toml documents each one, and docs/operations.md lists them: a test checks
 // that page against NodeConfigKeys().) An unreadable or missing file, a TOML syntax

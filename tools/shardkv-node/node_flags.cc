@@ -110,6 +110,19 @@ int ParseNodeCommandLine(int argc, const char* const* argv, NodeCommandLine* out
       app.add_option("--tombstone-grace", grace_s, "Seconds before deleted keys are purged")
           ->capture_default_str()
           ->check(CLI::Range(uint64_t{1}, kMaxTombstoneGraceSeconds));
+  bool no_background_repair = false;
+  app.add_flag("--no-background-repair", no_background_repair,
+               "Turn background anti-entropy off: this node then compares its ranges with their "
+               "other replicas only when `shardkv repair` asks. Default: on");
+  app.add_option("--repair-period", options.repair_period_ms,
+                 "Background anti-entropy compares every range this node drives with its other "
+                 "replicas once within this many ms. Default: the tombstone grace / 10, at least "
+                 "1000")
+      ->check(CLI::Range(kMinRepairPeriodMs, kMaxRepairPeriodMs));
+  app.add_option("--repair-rate", options.repair_rate,
+                 "Background anti-entropy's throttle: keys a second its hash trees cover, at most")
+      ->capture_default_str()
+      ->check(CLI::Range(uint64_t{1}, kMaxRepairRate));
   app.add_option("--max-key-bytes", options.max_key_bytes,
                  "Largest key this node accepts, in bytes; a longer one is refused with "
                  "'invalid argument'")
@@ -148,6 +161,7 @@ int ParseNodeCommandLine(int argc, const char* const* argv, NodeCommandLine* out
     return 2;
   }
   if (grace->count() > 0) options.tombstone_grace_ms = grace_s * 1000;
+  if (no_background_repair) options.background_repair = false;
   return kRunNode;
 }
 
