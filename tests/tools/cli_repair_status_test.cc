@@ -82,3 +82,41 @@ TEST_CASE("cli status: a node that needs repair is shown, up or down", "[multipr
   CHECK(Contains(text.out, "node 3: needs-repair: node "));
   CHECK(Contains(text.out, "'shardkv cluster start-node 3 --rebuild'"));
 }
+
+TEST_CASE("cli status: each node's background repair and its last full pass",
+          "[multiprocess][repair]") {
+  InProcessCluster cluster(3, shardkv::testing::ThreeReplicas());
+  cluster.TuneNodes([](uint32_t id, shardkv::NodeOptions* o) {
+    o->repair_period_ms = 1000;
+    o->background_repair = id != 3;
+  });
+  REQUIRE(cluster.Start().ok());
+  auto client = shardkv::testing::MustConnect(cluster);
+  // Nodes 1 and 2 complete a full pass within a period or two.
+  REQUIRE(shardkv::testing::Eventually([&] {
+    for (uint32_t id : {1u, 2u}) {
+      if (shardkv::testing::CounterOf(*client, cluster, id, "repair_last_full_ms") <= 0) {
+        return false;
+      }
+    }
+    return true;
+  }));
+  TempDir dir;
+  ProcessResult json = Status(dir, cluster, {"--json"});
+  INFO(json.Text());
+  CHECK(json.exit_code == 0);
+  const std::string one = NodeJson(json.out, 1);
+  CHECK(Contains(one, "\"background_repair\":true"));
+  CHECK(Contains(one, "\"repair_period_ms\":1000"));
+  CHECK_FALSE(Contains(one, "\"last_full_repair_ms\":0"));
+  CHECK(Contains(one, "\"last_full_repair_ms\":1"));  // Unix ms: 1.7e12 and on
+  const std::string three = NodeJson(json.out, 3);
+  CHECK(Contains(three, "\"background_repair\":false"));
+  CHECK(Contains(three, "\"last_full_repair_ms\":0"));
+  ProcessResult text = Status(dir, cluster, {});
+  INFO(text.Text());
+  CHECK(text.exit_code == 0);
+  CHECK(Contains(text.out, "repair: node 1 last full repair "));
+  CHECK(Contains(text.out, " ago (period 1 s)"));
+  CHECK(Contains(text.out, "node 3 background repair off"));
+}

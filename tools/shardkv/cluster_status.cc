@@ -1,8 +1,8 @@
 #include "cluster_status.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
-#include <future>
 #include <iostream>
 #include <map>
 #include <optional>
@@ -21,6 +21,7 @@
 #include "shardkv/copy_shares.h"
 #include "shardkv/stats.h"
 #include "status_advice.h"
+#include "status_probe.h"
 
 namespace shardkv::cli {
 namespace {
@@ -55,111 +56,8 @@ struct NodeRow {
   bool needs_repair = false;
   std::string needs_repair_reason;
   bool clock_skew = false;  // the node finds its clock off a majority's: it forwards its requests
+  BackgroundRepair repair;  // background anti-entropy, as it reports it
 };
-
-// What one address answered.
-struct Probe {
-  bool up = false;
-  bool unformed = false;
-  std::optional<ClusterMap> map;
-  std::optional<int64_t> keys;
-  bool keys_estimate = true;
-  std::optional<int64_t> node_id;
-  bool disk_full = false;
-  // While its storage fails with I/O errors: the error, as it reports it.
-  std::optional<std::string> storage_error;
-  std::optional<int64_t> clock_offset_ms;  // against this host's clock
-  int64_t round_trip_ms = 0;
-  std::optional<int64_t> uptime_s;
-  std::optional<std::string> version, advertised, redis;
-  std::optional<std::string> metrics;
-  RepairReport repair;                // needs repair (repair_status.h)
-  ConsensusReport consensus;          // voters, voter change (consensus_status.h)
-  bool clock_skewed = false;          // by its own verdict (design.md "Clock offsets")
-  int64_t clock_offset_to_peers = 0;  // its clock minus the other members', by its own measure
-};
-
-// The map's ClusterMap::ContentHash, as 16 hex digits.
-std::string Digest(const ClusterMap& map) {
-  char buf[17];
-  std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(map.ContentHash()));
-  return buf;
-}
-
-// Asks without an expected cluster id (Admin::Probe sends none), so a node of another cluster
-// still answers and can be shown as a mismatch rather than as down.
-Probe ProbeNode(NodeProber* prober, const std::string& address) {
-  Probe p;
-  if (address.empty()) return p;
-  NodeProbe np = prober->Probe(address);
-  if (!np.reachable) return p;
-  p.up = true;
-  p.unformed = np.unformed;
-  p.map = std::move(np.map);
-  p.clock_offset_ms = np.clock_offset_ms;
-  p.round_trip_ms = np.round_trip_ms;
-  if (np.stats) {
-    if (auto it = np.stats->counters.find(std::string(stats::uptime_s));
-        it != np.stats->counters.end()) {
-      p.uptime_s = it->second;
-    }
-    if (auto it = np.stats->info.find(std::string(stats::version)); it != np.stats->info.end())
-      p.version = it->second;
-    if (auto it = np.stats->info.find(std::string(stats::address)); it != np.stats->info.end())
-      p.advertised = it->second;
-    if (auto it = np.stats->info.find(std::string(stats::redis_address));
-        it != np.stats->info.end())
-      p.redis = it->second;
-    if (auto it = np.stats->info.find(std::string(stats::metrics_address));
-        it != np.stats->info.end() && !it->second.empty()) {
-      p.metrics = it->second;
-    }
-    p.repair = ReadRepairReport(*np.stats);
-    p.consensus = ReadConsensusReport(*np.stats);
-    const auto& counters = np.stats->counters;
-    // The node's counted live keys; RocksDB's estimate (tombstones and expired records
-    // included) only from a node of an older release.
-    if (auto it = counters.find(std::string(stats::live_keys)); it != counters.end()) {
-      p.keys = it->second;
-      auto counted = counters.find(std::string(stats::live_keys_counted));
-      p.keys_estimate = counted == counters.end() || counted->second == 0;
-    } else if (auto approx = counters.find(std::string(stats::keys_approx));
-               approx != counters.end()) {
-      p.keys = approx->second;
-    }
-    if (auto it = counters.find(std::string(stats::node_id)); it != counters.end())
-      p.node_id = it->second;
-    if (auto it = counters.find(std::string(stats::clock_skewed)); it != counters.end())
-      p.clock_skewed = it->second != 0;
-    if (auto it = counters.find(std::string(stats::clock_offset_ms)); it != counters.end())
-      p.clock_offset_to_peers = it->second;
-    // The gauge is 1 while the node's writes fail with no space left; a node that does not
-    // report it (older) counts as not full.
-    if (auto it = np.stats->gauges.find(std::string(stats::disk_full));
-        it != np.stats->gauges.end()) {
-      p.disk_full = it->second != 0;
-    }
-    if (auto it = np.stats->gauges.find(std::string(stats::storage_failing));
-        it != np.stats->gauges.end() && it->second != 0) {
-      auto error = np.stats->info.find(std::string(stats::storage_error));
-      p.storage_error = error != np.stats->info.end() ? error->second : "an I/O error";
-    }
-  }
-  return p;
-}
-
-// Probes every address not yet in `probes`, in parallel.
-void ProbeAll(NodeProber* prober, const std::vector<std::string>& addresses,
-              std::chrono::milliseconds timeout, std::map<std::string, Probe>* probes) {
-  prober->SetTimeout(timeout);
-  std::vector<std::pair<std::string, std::future<Probe>>> pending;
-  for (const auto& a : addresses) {
-    if (probes->count(a) != 0) continue;
-    (*probes)[a] = Probe{};  // also dedups addresses listed twice
-    pending.emplace_back(a, std::async(std::launch::async, ProbeNode, prober, a));
-  }
-  for (auto& [a, f] : pending) (*probes)[a] = f.get();
-}
 
 // "~850", "~72k", "~12.3k", "~1.2M": a KEYS figure that is an estimate says so.
 std::string ApproxCount(int64_t n) {
@@ -221,6 +119,7 @@ void FillReported(const Probe& p, uint32_t id, const Probe* answering, NodeRow* 
   r->metrics = p.metrics;
   r->version = p.version;
   r->uptime_s = p.uptime_s;
+  r->repair = p.repair_schedule;
   if (p.map) {
     r->epoch = p.map->epoch();
     r->map_digest = Digest(*p.map);
@@ -327,6 +226,10 @@ void PrintJson(const std::optional<ClusterMap>& map, const std::string& map_from
     w.Field("needs_repair", r.needs_repair);
     w.Field("needs_repair_reason", r.needs_repair_reason);
     w.Field("clock_skew", r.clock_skew);
+    null_or("background_repair", r.repair.on.value_or(false), r.repair.on.has_value());
+    null_or("repair_period_ms", r.repair.period_ms.value_or(0), r.repair.period_ms.has_value());
+    null_or("last_full_repair_ms", r.repair.last_full_ms.value_or(0),
+            r.repair.last_full_ms.has_value());
     w.End();
   }
   w.EndArray();
@@ -375,6 +278,17 @@ void PrintTable(const std::string& dir, const std::optional<ClusterMap>& map, ui
   std::printf(
       "REDIS, METRICS: ports of its Redis and metrics listeners on its host (--json: "
       "addresses)\n");
+  // Background anti-entropy, one line for every node that reports it.
+  const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count();
+  std::string repair;
+  for (const NodeRow& r : rows) {
+    const std::string said = r.up ? DescribeBackgroundRepair(r.repair, now_ms) : "";
+    if (!said.empty())
+      repair += (repair.empty() ? "" : "; ") + ("node " + std::to_string(r.id) + " " + said);
+  }
+  if (!repair.empty()) std::printf("repair: %s\n", repair.c_str());
   for (const NodeRow& r : rows) {
     if (!r.problem.empty())
       std::printf("node %u: %s: %s\n", r.id, r.state.c_str(), r.problem.c_str());

@@ -88,6 +88,13 @@ add-node/remove-node.
     needs_repair   true if it says it needs repair, or an answering node holds a needs-repair
                    mark of it that its last rebuild did not retire
     needs_repair_reason  why ("" if it does not): its own words, else the nodes that marked it
+    clock_skew     true while it finds its clock off a majority's (it sends its requests on)
+    background_repair  true while background anti-entropy runs on it (false:
+                   --no-background-repair)
+    repair_period_ms  its background repair period: every range it drives is compared with
+                   the other replicas once within it
+    last_full_repair_ms  when its last background pass that compared every range (none failed
+                   or skipped) completed, Unix ms; 0 if none yet. The table says how long ago
   rebalance        null (no change ever, or no answer) or {change_id (string), kind ("add"|
                    "remove"), node_id, state, moved_copies, planned_copies, live, error}
 Exit codes: 0 if a node of this cluster answered, 3 if none did.
