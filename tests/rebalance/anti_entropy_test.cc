@@ -23,24 +23,8 @@ using shardkv::testing::InProcessCluster;
 
 namespace {
 
-using Contents = std::map<std::pair<uint64_t, std::string>, storage::Envelope>;
-
-// Every data record of a stopped node, read from its database.
-Contents ReadAll(const InProcessCluster& c, uint32_t id) {
-  auto s = storage::Storage::Open(c.DataDir(id) + "/db", storage::StorageOptions{});
-  REQUIRE(s.ok());
-  Contents out;
-  storage::ScanOptions options;
-  for (;;) {
-    auto batch = (*s)->Scan({0, UINT64_MAX}, options);
-    REQUIRE(batch.ok());
-    for (auto& e : batch->entries) out[{e.token, e.key}] = e.envelope;
-    if (batch->done || batch->entries.empty()) break;
-    options.cursor = batch->cursor;
-  }
-  REQUIRE((*s)->Close().ok());
-  return out;
-}
+using rebalance_test::Contents;
+using rebalance_test::ReadAll;
 
 std::string Key(int i) { return "key-" + std::to_string(i); }
 
@@ -128,17 +112,7 @@ TEST_CASE("anti-entropy: repair converges a damaged replica and brings no delete
   // Every replica holds exactly what node 1 held before the damage: the deleted keys are
   // tombstones everywhere, and the older versions were overwritten.
   admin.reset();
-  for (uint32_t id = 1; id <= 3; ++id) c.StopNode(id);
-  for (uint32_t id = 1; id <= 3; ++id) {
-    INFO("node " << id);
-    const Contents after = ReadAll(c, id);
-    CHECK(after.size() == before.size());
-    for (const auto& [k, env] : before) {
-      auto it = after.find(k);
-      REQUIRE(it != after.end());
-      CHECK(it->second == env);
-    }
-  }
+  rebalance_test::CheckEveryNodeHolds(c, before);
 }
 
 TEST_CASE("anti-entropy: a repair of one node compares only the ranges it holds") {
