@@ -108,16 +108,17 @@ void RepairState::Loop() {
   }
 }
 
-void RepairState::PollPeers(std::chrono::milliseconds timeout) {
+size_t RepairState::PollPeers(std::chrono::milliseconds timeout) {
   // This node's own marks first: a target still away is marked once its hints pass the grace.
   hints_->MarkOverdue();
   auto map = maps_->Current();
-  if (!map) return;
+  if (!map) return 0;
   // Shared with the callbacks, which may outlive this call when a peer answers late.
   struct Round {
     common::Mutex mu;
     std::condition_variable done;
     size_t pending GUARDED_BY(mu) = 0;
+    size_t silent GUARDED_BY(mu) = 0;  // peers that answered with no stats
   };
   auto round = std::make_shared<Round>();
   std::vector<std::pair<uint32_t, std::string>> peers;
@@ -135,12 +136,15 @@ void RepairState::PollPeers(std::chrono::milliseconds timeout) {
     req.body = net::StatsRequest{};
     peers_->Call(address, std::move(req), options_.call_timeout,
                  [this, round, id = id](StatusOr<net::Response> reply) {
+                   bool heard = false;
                    if (reply.ok() && reply->ok()) {
                      if (const auto* s = std::get_if<net::StatsResponse>(&reply->body)) {
                        NoteReport(id, *s);
+                       heard = true;
                      }
                    }
                    common::MutexLock lock(&round->mu);
+                   if (!heard) ++round->silent;
                    if (--round->pending == 0) round->done.notify_all();
                  });
   }
@@ -149,6 +153,7 @@ void RepairState::PollPeers(std::chrono::milliseconds timeout) {
   while (round->pending > 0) {
     if (!lock.WaitUntil(round->done, deadline)) break;
   }
+  return round->silent + round->pending;
 }
 
 void RepairState::NoteReport(uint32_t peer, const net::StatsResponse& reported) {

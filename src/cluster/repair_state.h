@@ -58,8 +58,9 @@ class RepairState {
   [[nodiscard]] Status Load();
   // Marks the targets of this node's overdue hints (HintStore::MarkOverdue), then polls every
   // peer of the current map once, in parallel, and waits up to `timeout` for their answers.
+  // Returns how many peers did not answer in time (0: this node's view of the marks is fresh).
   // REQUIRES: not on a network thread.
-  void PollPeers(std::chrono::milliseconds timeout);
+  size_t PollPeers(std::chrono::milliseconds timeout);
   void Start();  // the poll thread
   void Stop();   // idempotent
 

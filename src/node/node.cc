@@ -130,6 +130,9 @@ Status Node::Impl::Start() {
     rso.period = std::chrono::milliseconds(EffectiveRepairPeriodMs(options_));
     rso.rate = options_.repair_rate;
     rso.wall_ms = [storage = storage_.get()] { return storage->WallClockMs(); };
+    rso.refresh_marks = [repair = repair_.get()] {
+      return repair->PollPeers(std::chrono::milliseconds(1000));
+    };
     repair_scheduler_ =
         std::make_unique<rebalance::RepairScheduler>(std::move(rso), repair_service_.get());
   }

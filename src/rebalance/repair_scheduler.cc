@@ -80,6 +80,8 @@ bool RepairScheduler::Pass(Clock::time_point start) {
                     std::chrono::duration<double>(o_.period) * (static_cast<double>(done) + 0.5) /
                     static_cast<double>(n));
     if (!SleepUntil(std::max(due, not_before))) return false;
+    // Right before the step, so that a mark set while a peer was cut off is known here first.
+    if (doubt_ && o_.refresh_marks) doubt_ = o_.refresh_marks() > 0;
     const Clock::time_point began = Clock::now();
     BackgroundStep step = service_->RunBackgroundStep(from, std::chrono::milliseconds(0));
     if (!step.refused.ok()) {
@@ -97,6 +99,7 @@ bool RepairScheduler::Pass(Clock::time_point start) {
     const net::RepairReport& r = step.report;
     done += r.ranges_compared + r.ranges_skipped;
     every_range = every_range && r.ranges_failed == 0 && r.ranges_skipped == 0;
+    if (r.ranges_failed > 0) doubt_ = true;
     NoteFailures(r);
     // The throttle: k keys hashed cost k / rate seconds, whatever the slot says; a range costs
     // at least kRangeCostKeys (its tree rounds with every replica, however few keys it holds).

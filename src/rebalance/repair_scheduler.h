@@ -17,6 +17,12 @@
 //   may hold values whose deletes the others collected: it must not be a source); the pass
 //   restarts once it may. Ranges a membership change moves are skipped; replicas that need
 //   repair are left out.
+// - After a range failed (a replica unreachable, refusing, or known to need repair), the next
+//   step first asks every peer for its needs-repair marks, and keeps doing so until all answer.
+//   A node cut off longer than the tombstone grace is marked by the others meanwhile, but learns
+//   it only from their stats; without this, its first comparisons after the partition heals
+//   (before its once-a-second poll) would push values whose deletes the others collected. The
+//   window left is the few milliseconds between that poll and the step's first request.
 // - Figures: passes completed, and the wall time of the last pass in which every range was
 //   compared and none failed or was skipped (`repair_last_full_ms`): then every range was
 //   compared with all its replicas between that pass's start and its end.
@@ -49,6 +55,9 @@ struct RepairSchedulerOptions {
   int nice = 10;          // the thread's CPU priority, as the repair service's
   // Wall clock (Unix ms) for repair_last_full_ms.
   std::function<uint64_t()> wall_ms;
+  // Asks every peer for its needs-repair marks (RepairState::PollPeers); returns how many did
+  // not answer. Null: never asked.
+  std::function<size_t()> refresh_marks;
 };
 
 class RepairScheduler {
@@ -84,6 +93,7 @@ class RepairScheduler {
   std::chrono::steady_clock::time_point last_late_log_{};
   uint64_t unlogged_failures_ = 0;
   std::string refused_;  // the refusal last logged ("" when taking part)
+  bool doubt_ = false;   // a range failed since the last poll every peer answered
 
   common::Mutex mu_;
   std::condition_variable wake_;
