@@ -5,9 +5,9 @@
 #     emulated CLUSTER SLOTS spreads the clients over the three nodes) and plain against node 1
 #     (which coordinates every key), against a 3-master Redis Cluster (redis-server
 #     --cluster-enabled yes, formed with `redis-cli --cluster create`, no replicas);
-#   - `redis-benchmark -t set`, `-t get`, `-t mset` (one run each) with --clients connections, 100-byte values, random keys
-#     over --keyspace, pipeline 1 and 16, every target interleaved within each of --repeat
-#     rounds;
+#   - `redis-benchmark -t set`, `-t get`, `-t mset` (one run each) with --clients connections,
+#     100-byte values, random keys over --keyspace, pipeline 1 and 16, every target interleaved
+#     within each of --repeat rounds;
 #   - measures each server's CPU per op (user + system ticks from /proc/PID/stat around each
 #     run; the cluster's summed over its nodes), the figure the shared machine disturbs least;
 #   - prints a markdown table of medians (ops/s per test, shardkv/Redis ratios of the same run)

@@ -117,6 +117,9 @@ struct NodeOptions {
   // sync, rename, delete) asks this first, and a non-OK Status fails it as an I/O error
   // (ResourceExhausted: as a full disk). Null: no injection.
   std::function<Status(const std::string& file)> storage_fault_injection_for_test;
+  // For tests only: false keeps this node from polling its peers' needs-repair marks, so it does
+  // not learn that it needs repair itself (as right after a partition heals, before its poll).
+  bool learn_repair_marks_for_test = true;
 };
 
 // OK if Node::Start would accept `options`; otherwise InvalidArgument naming the bad field in

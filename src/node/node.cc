@@ -139,6 +139,7 @@ Status Node::Impl::Start() {
   rebalance::RebalancerOptions rebalancer_options;
   rebalancer_options.self_id = options_.id;
   rebalancer_options.consensus = consensus_.get();
+  rebalancer_options.source_refusal = co.read_refusal;
   rebalancer_ = std::make_unique<rebalance::Rebalancer>(rebalancer_options, maps_.get(),
                                                         peers_.get(), membership_.get());
   net::ServerOptions server_options;
@@ -279,8 +280,10 @@ Status Node::Impl::Start() {
   membership_->MeasureClocks();
   SHARDKV_RETURN_IF_ERROR(StartConsensus());
   // Before serving: a peer may have marked this node as needing repair while it was away.
-  repair_->PollPeers(std::chrono::milliseconds(1000));
-  repair_->Start();
+  if (options_.learn_repair_marks_for_test) {
+    repair_->PollPeers(std::chrono::milliseconds(1000));
+    repair_->Start();
+  }
   membership_->Start();
   stream_sink_->Start();
   repair_service_->Start();

@@ -37,6 +37,11 @@ struct RebalancerOptions {
   // The map consensus (null: the compare-and-set commits; the claimant drives). With it, the
   // Raft leader drives changes and follower nodes forward commands to it.
   cluster::MapConsensus* consensus = nullptr;
+  // Non-OK for an old replica that must not be a stream source (it needs repair:
+  // RepairState::ReadRefusal). The driver gives it no address in a task, so the destination
+  // merges from the others instead, also before that node has learned that it needs repair
+  // (the drivers that marked it know first).
+  std::function<Status(uint32_t node_id)> source_refusal;
 };
 
 class ChangeDriver {

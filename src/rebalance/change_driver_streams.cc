@@ -173,8 +173,16 @@ void ChangeDriver::RunTask(size_t index, const ClusterMap& map, uint64_t change_
   }
   for (uint32_t id : task.sources) {
     const ClusterNode* n = map.FindNode(id);
+    std::string address = n ? n->address : std::string();
+    if (options_.source_refusal) {
+      if (Status refused = options_.source_refusal(id); !refused.ok()) {
+        // An empty address: the destination pulls nothing from it (merges from the others).
+        spdlog::warn("stream task {}: node {} is no source: {}", task.id, id, refused.ToString());
+        address.clear();
+      }
+    }
     req.source_ids.push_back(id);
-    req.source_addresses.push_back(n ? n->address : std::string());
+    req.source_addresses.push_back(std::move(address));
   }
   req.merge_count = merge_count;
   req.slice_ms = options_.slice_ms;

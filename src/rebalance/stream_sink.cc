@@ -241,7 +241,13 @@ net::ResponseBody StreamSink::Run(const net::StreamRangeRequest& r) {
     const size_t window_end = std::min(ranges.size(), base + kScanWindow);
     const std::vector<net::TokenSpan> window(ranges.begin() + static_cast<long>(base),
                                              ranges.begin() + static_cast<long>(window_end));
-    if (!skip) batch = Pull(source, address, stream_id, window, ck.cursor);
+    // No address: the driver left this source out (not in the map, or it needs repair).
+    if (address.empty() && source != options_.self_id) {
+      batch = Status::FailedPrecondition("node " + std::to_string(source) +
+                                         " is no stream source for this change");
+    } else if (!skip) {
+      batch = Pull(source, address, stream_id, window, ck.cursor);
+    }
     if (!batch.ok() && !skip && ck.phase == 0 &&
         batch.status().code() != Status::Code::kStaleEpoch) {
       common::MutexLock lock(&mu_);
@@ -260,6 +266,7 @@ net::ResponseBody StreamSink::Run(const net::StreamRangeRequest& r) {
       ck.merge_index = 0;
       ck.merge_ids.clear();
       for (size_t i = 1; i < r.source_ids.size() && ck.merge_ids.size() < r.merge_count; ++i) {
+        if (r.source_addresses[i].empty() && r.source_ids[i] != options_.self_id) continue;
         ck.merge_ids.push_back(r.source_ids[i]);
       }
       if (ck.merge_ids.size() < r.merge_count) {
