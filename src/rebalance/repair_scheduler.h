@@ -93,7 +93,10 @@ class RepairScheduler {
   std::chrono::steady_clock::time_point last_late_log_{};
   uint64_t unlogged_failures_ = 0;
   std::string refused_;  // the refusal last logged ("" when taking part)
-  bool doubt_ = false;   // a range failed since the last poll every peer answered
+  // A range failed since the last poll every peer answered. True at start: the node's poll
+  // before serving may have missed a peer (a restart inside a partition), and its first step
+  // must not push values a mark it has not seen would forbid.
+  bool doubt_ = true;
 
   common::Mutex mu_;
   std::condition_variable wake_;

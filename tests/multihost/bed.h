@@ -79,9 +79,9 @@ class Bed {
   void ResumeNode(int host);                      // SIGCONT
   Status RestartNode(int host, int skew_ms = 0);  // KillNode + StartNode, same data
   bool NodeRunning(int host) const;
-  // The node's wall clock minus this process's, in ms, read from the timestamp of the node's
-  // newest "listening on" log line (written right before it became ready). Shows that a skew
-  // took effect. Error if the log has no such line.
+  // The node's wall clock minus the real one, in ms: the stamp of the newest line of the node's
+  // log against the file's modification time. Shows that a skew took effect. Error if the log
+  // has no stamped line.
   StatusOr<int64_t> ObservedSkewMs(int host) const;
 
   // Runs argv in host's namespace (host 0: the root namespace), waiting at most `limit`.

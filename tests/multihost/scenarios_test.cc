@@ -235,7 +235,8 @@ void CheckSentOn(Scenario& s, const std::string& name, const ClusterMap& map) {
 void SkewScenario(const std::string& name, int skew_ms, const std::string& expected_failure) {
   MULTIHOST_SCENARIO(s, name, 4);
   REQUIRE(s.StartNodes(4, {0, 0, skew_ms, 0}).ok());
-  // The nemesis works: node 3's log is stamped skew_ms off (polling and logging cost < 300 ms).
+  // The nemesis works: node 3's log is stamped skew_ms off the real clock (logging and the
+  // file's modification stamp cost < 300 ms).
   const StatusOr<int64_t> observed = s.bed().ObservedSkewMs(3);
   REQUIRE(observed.ok());
   std::printf("%s: node 3's clock observed %+lld ms off\n", name.c_str(),
