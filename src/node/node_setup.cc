@@ -157,9 +157,6 @@ Status Node::Impl::StartConsensus() {
 Status Node::Impl::Rebuild() {
   // Marks of writes older than this are retired once the rebuild completes: it pulls them.
   const uint64_t started_ms = storage_->WallClockMs();
-  // Whatever is left locally is older than the tombstone grace: keeping it could resurrect
-  // deletes whose tombstones the others already collected.
-  SHARDKV_RETURN_IF_ERROR(storage_->DeleteRange(TokenRange{0, UINT64_MAX}));
   std::optional<ClusterMap> newest;
   size_t foreign = 0;  // seeds of another cluster
   for (const std::string& seed : options_.seeds) {
@@ -194,6 +191,10 @@ Status Node::Impl::Rebuild() {
     return Status::FailedPrecondition("rebuild: the map has node " + std::to_string(options_.id) +
                                       " at " + self->address + ", not " + address());
   }
+  // Only now, with a map of this cluster that names this node here: a refusal above leaves the
+  // data as it was. Whatever is left locally is older than the tombstone grace: keeping it could
+  // resurrect deletes whose tombstones the others already collected.
+  SHARDKV_RETURN_IF_ERROR(storage_->DeleteRange(TokenRange{0, UINT64_MAX}));
   SHARDKV_RETURN_IF_ERROR(maps_->Reset(*newest));
   auto pulled = stream_sink_->Rebuild(*newest);
   if (!pulled.ok()) return pulled.status();

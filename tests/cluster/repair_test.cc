@@ -250,6 +250,39 @@ TEST_CASE("needs repair: a rebuild clears the mark, on the node and on the nodes
   CHECK(client->Get(gone[1], Consistency::kAll).status().IsNotFound());
 }
 
+// A node started with --rebuild asks its seeds for the map before it deletes anything: a seed
+// that does not answer (or a map that does not name it) refuses the start and keeps the data.
+TEST_CASE("rebuild: a node whose seeds do not answer refuses and keeps its data",
+          "[replication][repair]") {
+  InProcessCluster cluster(3, shardkv::testing::ThreeReplicas(), kGraceMs);
+  bool rebuild = false;
+  cluster.TuneNodes([&](uint32_t id, NodeOptions* o) {
+    if (id != 3 || !rebuild) return;
+    o->rebuild = true;
+    o->seeds = {"127.0.0.1:1"};  // nothing listens on port 1
+  });
+  REQUIRE(cluster.Start().ok());
+  auto client = shardkv::testing::MustConnect(cluster);
+  const auto kept = Keys("kept", 10);
+  for (const std::string& key : kept) REQUIRE(client->Put(key, "v").ok());
+  for (const std::string& key : kept) {
+    REQUIRE(Eventually([&] { return Live(cluster.LocalRead(3, key)); }));
+  }
+  cluster.StopNode(3);
+  rebuild = true;
+  const Status refused = cluster.RestartNode(3);
+  rebuild = false;
+  INFO(refused.ToString());
+  REQUIRE_FALSE(refused.ok());
+  CHECK(Contains(refused.ToString(), "no seed answered"));
+  cluster.StopNode(3);
+  REQUIRE(cluster.RestartNode(3).ok());
+  for (const std::string& key : kept) {
+    INFO(key);
+    CHECK(Live(cluster.LocalRead(3, key)));
+  }
+}
+
 TEST_CASE("needs repair: with one replica nothing is refused", "[replication][repair]") {
   // The writes a single replica missed were never acknowledged, and its data is the only copy.
   ClusterParams params = shardkv::testing::ThreeReplicas();
