@@ -1,5 +1,7 @@
 #include "net/peer_pool.h"
 
+#include <vector>
+
 namespace shardkv::net {
 
 PeerPool::PeerPool(int io_threads, std::string auth_secret, std::shared_ptr<const TlsContext> tls)
@@ -38,15 +40,18 @@ StatusOr<net::Response> PeerPool::CallSync(const std::string& address, net::Requ
 }
 
 void PeerPool::Close() {
-  std::map<std::string, std::unique_ptr<net::RpcClient>> clients;
+  std::vector<net::RpcClient*> clients;
   {
     common::MutexLock lock(&mu_);
     if (closed_) return;
     closed_ = true;
-    clients.swap(clients_);
+    for (auto& [address, rpc] : clients_) clients.push_back(rpc.get());
   }
-  for (auto& [address, rpc] : clients) rpc->Close();
-  clients.clear();
+  // Closed, not freed: a thread that took a client from Get() before the close may still call
+  // it, and the call then fails at once ("client closed"). Freeing them here was a
+  // use-after-free (ASan: a background repair step in RpcClient::Call during a node's stop).
+  // The destructor frees them, after the I/O threads stopped.
+  for (net::RpcClient* rpc : clients) rpc->Close();
   io_->Stop();
 }
 
