@@ -232,13 +232,17 @@ TEST_CASE("rebalance: a node down through a change catches up, its hints are re-
   // Node 3 learns the committed map, drops what it lost, and gets only the hints for tokens it
   // still holds: once every hint is replayed or dropped, it stores nothing in its lost ranges.
   auto coordinators = AdminFor({c.Address(1), c.Address(2)}, c.cluster_id());
+  int64_t pending = -1;
+  uint64_t epoch3 = 0;
   const bool settled = testing::PollUntil(
       [&] {
         auto m3 = MapOf(c, 3);
-        return coordinators->SumCounter(std::string(stats::hints_pending)) == 0 && m3.has_value() &&
-               m3->epoch() == after->epoch();
+        pending = coordinators->SumCounter(std::string(stats::hints_pending));
+        epoch3 = m3.has_value() ? m3->epoch() : 0;
+        return pending == 0 && epoch3 == after->epoch();
       },
       std::chrono::seconds(30), std::chrono::milliseconds(50));
+  INFO("hints pending " << pending << ", node 3 at epoch " << epoch3 << " of " << after->epoch());
   REQUIRE(settled);
   const auto lost = rebalance::Subtract(rebalance::HeldRanges(*before, 3, false),
                                         rebalance::HeldRanges(*after, 3, false));
