@@ -67,7 +67,10 @@ struct Coordinator::ReadOp {
   bool stale GUARDED_BY(mu) = false;
   std::string failures GUARDED_BY(mu);
   std::optional<storage::Envelope> newest GUARDED_BY(mu);
-  std::vector<std::pair<ClusterNode, std::optional<storage::Envelope>>> results GUARDED_BY(mu);
+  // Each replica's answer, for read repair once all are in; the nodes point into `map`. Empty
+  // when the read has a single replica: there is nothing to repair then, so nothing is copied.
+  std::vector<std::pair<const ClusterNode*, std::optional<storage::Envelope>>> results
+      GUARDED_BY(mu);
 };
 
 namespace {
@@ -606,7 +609,8 @@ void Coordinator::StartRead(const std::shared_ptr<ReadOp>& op) {
   if (op->total == 0) return op->done(Status::Internal("the cluster map places no replica"));
   BeginOp(op->map->epoch());
   for (uint32_t id : replicas) {
-    const ClusterNode node = *op->map->FindNode(id);
+    // A reference into op->map, which the op keeps alive: no copy of the node per read.
+    const ClusterNode& node = *op->map->FindNode(id);
     if (options_.read_refusal) {
       // A replica that needs repair may hold values whose deletes were purged elsewhere: its
       // answer must neither count nor be merged (design.md "Needs repair").
@@ -633,7 +637,7 @@ void Coordinator::StartRead(const std::shared_ptr<ReadOp>& op) {
     req.cluster_id = op->map->cluster_id();
     req.body = net::ReplicaReadRequest{op->token, op->key};
     peers_->Call(node.address, std::move(req), options_.replica_timeout,
-                 [self = shared_from_this(), op, node](StatusOr<net::Response> reply) {
+                 [self = shared_from_this(), op, &node](StatusOr<net::Response> reply) {
                    if (!reply.ok()) return self->FinishReplicaRead(op, node, reply.status(), 0);
                    self->NoteReply(*reply);
                    const uint64_t epoch = reply->epoch;
@@ -667,11 +671,15 @@ void Coordinator::FinishReplicaRead(const std::shared_ptr<ReadOp>& op, const Clu
     ++op->replies;
     if (result.ok() && reply_epoch <= op->map->epoch()) {
       ++op->answers;
-      const std::optional<storage::Envelope>& env = *result;
-      // Merge, never "pick the newest reply": one replica may hold the newest value and
-      // another the newest expiry.
-      if (env) op->newest = op->newest ? storage::Merge(*op->newest, *env) : *env;
-      op->results.push_back({node, *result});
+      std::optional<storage::Envelope>& env = *result;
+      if (op->total == 1) {
+        op->newest = std::move(env);  // the only answer: nothing to merge or repair
+      } else {
+        // Merge, never "pick the newest reply": one replica may hold the newest value and
+        // another the newest expiry.
+        if (env) op->newest = op->newest ? storage::Merge(*op->newest, *env) : *env;
+        op->results.push_back({&node, std::move(env)});
+      }
     } else if (result.ok() || fenced) {
       op->stale = true;  // answered at a newer epoch: re-read under that map if needed
     } else {
@@ -681,7 +689,10 @@ void Coordinator::FinishReplicaRead(const std::shared_ptr<ReadOp>& op, const Clu
     last = op->replies == op->total;
     if (!op->answered && op->answers >= op->required) {
       op->answered = true;
-      if (op->newest) {
+      if (op->newest && op->total == 1) {
+        answer = std::move(*op->newest);  // RepairStale has no other reply to compare it with
+        op->newest.reset();
+      } else if (op->newest) {
         answer = *op->newest;
       } else {
         answer = Status::NotFound("not found");
@@ -735,12 +746,12 @@ void Coordinator::RepairStale(const std::shared_ptr<ReadOp>& op) {
       common::MutexLock stats_lock(&mu_);
       ++stats_.read_repairs;
     }
-    if (node.id == options_.self_id) {
+    if (node->id == options_.self_id) {
       Status s = storage_->Write(op->token, op->key, *op->newest).status();
       if (!s.ok()) spdlog::warn("read repair of a local key failed: {}", s.ToString());
       continue;
     }
-    SendReplicaWrite(node, op->map->epoch(), op->token, op->key, *op->newest, [](Status) {});
+    SendReplicaWrite(*node, op->map->epoch(), op->token, op->key, *op->newest, [](Status) {});
   }
 }
 

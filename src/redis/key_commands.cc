@@ -185,7 +185,10 @@ void KeyCommands::Handle(const RedisSession& session, Args args, ReplyDone done)
   if (name == "mset") {
     if (args.size() % 2 != 1) return done(Err("wrong number of arguments for 'mset' command"));
     std::vector<std::pair<std::string, std::string>> kv;
-    for (size_t i = 1; i + 1 < args.size(); i += 2) kv.emplace_back(args[i], args[i + 1]);
+    kv.reserve(args.size() / 2);
+    for (size_t i = 1; i + 1 < args.size(); i += 2) {
+      kv.emplace_back(std::move(args[i]), std::move(args[i + 1]));
+    }
     return SetBatch(session, std::move(kv), [done](std::vector<std::string> replies) {
       // MSET has one reply: the first failure, else OK (it is not atomic: docs/redis.md).
       for (const std::string& r : replies) {
