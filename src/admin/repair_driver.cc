@@ -1,8 +1,12 @@
 #include "admin/repair_driver.h"
 
 #include <algorithm>
+#include <functional>
 #include <string>
+#include <thread>
 #include <vector>
+
+#include "common/mutex.h"
 
 namespace shardkv::admin {
 namespace {
@@ -34,6 +38,42 @@ void Add(RepairSummary* s, const net::RepairReport& r) {
   for (const std::string& f : r.failures) s->failures.push_back(f);
 }
 
+// One comparing node's share of the repair: its slices until it is done or fails. Its own
+// summary and counts; the caller merges them.
+struct NodeRun {
+  const ClusterNode* node = nullptr;
+  RepairSummary summary;
+  bool answered = false;
+  std::string unreachable;
+};
+
+// Adds `from` (one node's share) to `into`.
+void MergeInto(RepairSummary* into, RepairSummary from) {
+  into->ranges_compared += from.ranges_compared;
+  into->ranges_differed += from.ranges_differed;
+  into->ranges_skipped += from.ranges_skipped;
+  into->ranges_failed += from.ranges_failed;
+  into->leaves_differed += from.leaves_differed;
+  into->keys_fetched += from.keys_fetched;
+  into->bytes_fetched += from.bytes_fetched;
+  into->tree_bytes += from.tree_bytes;
+  for (const RepairStreamed& n : from.streamed) {
+    auto it = std::find_if(into->streamed.begin(), into->streamed.end(),
+                           [&](const RepairStreamed& x) { return x.node_id == n.node_id; });
+    if (it == into->streamed.end()) {
+      into->streamed.push_back({n.node_id, 0, 0});
+      it = into->streamed.end() - 1;
+    }
+    it->keys += n.keys;
+    it->bytes += n.bytes;
+  }
+  into->keys_streamed += from.keys_streamed;
+  into->bytes_streamed += from.bytes_streamed;
+  for (std::string& f : from.failures) into->failures.push_back(std::move(f));
+  into->failed_nodes.insert(into->failed_nodes.end(), from.failed_nodes.begin(),
+                            from.failed_nodes.end());
+}
+
 }  // namespace
 
 StatusOr<RepairSummary> RunRepair(AdminTransport* transport, const ClusterMap& map,
@@ -41,28 +81,29 @@ StatusOr<RepairSummary> RunRepair(AdminTransport* transport, const ClusterMap& m
                                   std::chrono::milliseconds timeout) {
   const auto start = std::chrono::steady_clock::now();
   if (!options.tokens.Valid()) return Status::InvalidArgument("token range has first > last");
-  std::vector<const ClusterNode*> nodes;
+  std::vector<NodeRun> runs;
   if (options.node_id != 0) {
     const ClusterNode* n = map.FindNode(options.node_id);
     if (n == nullptr) {
       return Status::InvalidArgument("node " + std::to_string(options.node_id) +
                                      " is not a member of the cluster");
     }
-    nodes.push_back(n);
+    runs.push_back(NodeRun{n, {}, false, {}});
   } else {
-    for (const ClusterNode& n : map.nodes()) nodes.push_back(&n);
-    std::sort(nodes.begin(), nodes.end(),
-              [](const ClusterNode* a, const ClusterNode* b) { return a->id < b->id; });
+    for (const ClusterNode& n : map.nodes()) runs.push_back(NodeRun{&n, {}, false, {}});
+    std::sort(runs.begin(), runs.end(),
+              [](const NodeRun& a, const NodeRun& b) { return a.node->id < b.node->id; });
   }
   const auto wait = std::max<std::chrono::milliseconds>(
       timeout, std::chrono::milliseconds(options.slice_ms) + kSliceMargin);
-  RepairSummary summary;
+  // The transport only reads its cluster id once one is set, so the nodes can be asked at once:
+  // set it from the map (a no-op when the admin already knows it).
+  transport->Adopt(map.cluster_id(), "the cluster map");
+  common::Mutex mu;
   RepairProgress p;
-  p.nodes_total = static_cast<uint32_t>(nodes.size());
-  bool answered = false;
-  std::string unreachable;
-  for (const ClusterNode* node : nodes) {
-    p.node_id = node->id;
+  p.nodes_total = static_cast<uint32_t>(runs.size());
+  auto drive = [&](NodeRun& run) {
+    const ClusterNode* node = run.node;
     net::RepairCommand command;
     command.all = options.node_id != 0;
     command.from = options.tokens.first;
@@ -80,28 +121,45 @@ StatusOr<RepairSummary> RunRepair(AdminTransport* transport, const ClusterMap& m
         if (report == nullptr) body = Status::Corruption("unexpected reply to a repair command");
       }
       if (!body.ok()) {
-        if (!failure.unreachable && !failure.foreign) answered = true;
+        if (!failure.unreachable && !failure.foreign) run.answered = true;
         const std::string why = "node " + std::to_string(node->id) + " (" + node->address +
                                 "): " + body.status().ToString();
-        summary.failures.push_back(why);
-        summary.failed_nodes.push_back(node->id);
-        if (failure.unreachable || failure.foreign) {
-          unreachable += (unreachable.empty() ? "" : "; ") + why;
-        }
+        run.summary.failures.push_back(why);
+        run.summary.failed_nodes.push_back(node->id);
+        if (failure.unreachable || failure.foreign) run.unreachable = why;
         break;
       }
-      answered = true;
-      Add(&summary, *report);
+      run.answered = true;
+      Add(&run.summary, *report);
+      common::MutexLock lock(&mu);
+      p.node_id = node->id;
       if (first_slice) p.ranges_total += report->ranges_total;
       first_slice = false;
       p.ranges_done += report->ranges_compared + report->ranges_skipped;
-      p.keys_streamed = summary.keys_streamed;
+      for (const net::NodeStreamed& n : report->streamed) p.keys_streamed += n.keys;
       if (report->done) break;
       if (progress) progress(p);
       command.from = report->next;
     }
+    common::MutexLock lock(&mu);
     ++p.nodes_done;
     if (progress) progress(p);
+  };
+  // Every comparing node at once: each compares its own ranges (those it is the first replica
+  // of), so their work overlaps instead of each node's scans waiting for the previous node's.
+  std::vector<std::thread> threads;
+  threads.reserve(runs.size());
+  for (NodeRun& run : runs) threads.emplace_back(drive, std::ref(run));
+  for (std::thread& t : threads) t.join();
+
+  RepairSummary summary;
+  bool answered = false;
+  std::string unreachable;
+  for (NodeRun& run : runs) {
+    answered = answered || run.answered;
+    if (!run.unreachable.empty())
+      unreachable += (unreachable.empty() ? "" : "; ") + run.unreachable;
+    MergeInto(&summary, std::move(run.summary));
   }
   if (!answered) {
     return Status::Unavailable(transport->NoNode() + " answered the repair (" + unreachable + ")");

@@ -1,8 +1,10 @@
-// RunRepair: the admin's side of Admin::Repair (design.md "Anti-entropy"). It asks each comparing
-// node, one at a time and one slice at a time, to repair its ranges (net::RepairCommand), and
-// sums the nodes' reports into the summary.
+// RunRepair: the admin's side of Admin::Repair (design.md "Anti-entropy"). It asks every comparing
+// node at once (a thread each), one slice at a time, to repair its ranges (net::RepairCommand),
+// and sums the nodes' reports into the summary. `progress` is called under a lock, from those
+// threads.
 //
-// Thread-safety: as AdminTransport (not thread-safe).
+// Thread-safety: as AdminTransport (not thread-safe); it calls the transport from several threads
+// only after setting its cluster id from `map`, after which the transport only reads it.
 #pragma once
 
 #include <chrono>
