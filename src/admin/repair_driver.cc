@@ -14,30 +14,6 @@ namespace {
 // A slice compares whole ranges, each up to a few tree rounds and leaf batches of 30 s at most.
 constexpr auto kSliceMargin = std::chrono::seconds(120);
 
-void Add(RepairSummary* s, const net::RepairReport& r) {
-  s->ranges_compared += r.ranges_compared;
-  s->ranges_differed += r.ranges_differed;
-  s->ranges_skipped += r.ranges_skipped;
-  s->ranges_failed += r.ranges_failed;
-  s->leaves_differed += r.leaves_differed;
-  s->keys_fetched += r.keys_fetched;
-  s->bytes_fetched += r.bytes_fetched;
-  s->tree_bytes += r.tree_bytes;
-  for (const net::NodeStreamed& n : r.streamed) {
-    auto it = std::find_if(s->streamed.begin(), s->streamed.end(),
-                           [&](const RepairStreamed& x) { return x.node_id == n.node_id; });
-    if (it == s->streamed.end()) {
-      s->streamed.push_back({n.node_id, 0, 0});
-      it = s->streamed.end() - 1;
-    }
-    it->keys += n.keys;
-    it->bytes += n.bytes;
-    s->keys_streamed += n.keys;
-    s->bytes_streamed += n.bytes;
-  }
-  for (const std::string& f : r.failures) s->failures.push_back(f);
-}
-
 // One comparing node's share of the repair: its slices until it is done or fails. Its own
 // summary and counts; the caller merges them.
 struct NodeRun {
@@ -47,7 +23,7 @@ struct NodeRun {
   std::string unreachable;
 };
 
-// Adds `from` (one node's share) to `into`.
+// Adds `from` (one node's share, or one slice's report) to `into`.
 void MergeInto(RepairSummary* into, RepairSummary from) {
   into->ranges_compared += from.ranges_compared;
   into->ranges_differed += from.ranges_differed;
@@ -66,12 +42,28 @@ void MergeInto(RepairSummary* into, RepairSummary from) {
     }
     it->keys += n.keys;
     it->bytes += n.bytes;
+    into->keys_streamed += n.keys;
+    into->bytes_streamed += n.bytes;
   }
-  into->keys_streamed += from.keys_streamed;
-  into->bytes_streamed += from.bytes_streamed;
   for (std::string& f : from.failures) into->failures.push_back(std::move(f));
   into->failed_nodes.insert(into->failed_nodes.end(), from.failed_nodes.begin(),
                             from.failed_nodes.end());
+}
+
+// One slice's report as a summary (its streamed counts per node; the totals come from those).
+RepairSummary SummaryOf(const net::RepairReport& r) {
+  RepairSummary s;
+  s.ranges_compared = r.ranges_compared;
+  s.ranges_differed = r.ranges_differed;
+  s.ranges_skipped = r.ranges_skipped;
+  s.ranges_failed = r.ranges_failed;
+  s.leaves_differed = r.leaves_differed;
+  s.keys_fetched = r.keys_fetched;
+  s.bytes_fetched = r.bytes_fetched;
+  s.tree_bytes = r.tree_bytes;
+  for (const net::NodeStreamed& n : r.streamed) s.streamed.push_back({n.node_id, n.keys, n.bytes});
+  s.failures = r.failures;
+  return s;
 }
 
 }  // namespace
@@ -130,7 +122,7 @@ StatusOr<RepairSummary> RunRepair(AdminTransport* transport, const ClusterMap& m
         break;
       }
       run.answered = true;
-      Add(&run.summary, *report);
+      MergeInto(&run.summary, SummaryOf(*report));
       common::MutexLock lock(&mu);
       p.node_id = node->id;
       if (first_slice) p.ranges_total += report->ranges_total;
