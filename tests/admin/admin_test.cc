@@ -47,7 +47,10 @@ void Load(const InProcessCluster& c, int n, size_t value_bytes = 0) {
     if (v.size() < value_bytes) v.resize(value_bytes, 'x');
     part.emplace_back("k" + std::to_string(i), std::move(v));
     if (part.size() == 500 || i + 1 == n) {
-      for (const auto& s : (*client)->MultiPut(part)) REQUIRE(s.ok());
+      for (const auto& s : (*client)->MultiPut(part)) {
+        INFO(s.status().ToString());
+        REQUIRE(s.ok());
+      }
       part.clear();
     }
   }

@@ -12,6 +12,7 @@
 #include "testing/cluster_util.h"
 #include "testing/standalone_node.h"
 #include "testing/temp_dir.h"
+#include "testing/time_scale.h"
 
 using namespace shardkv;
 using shardkv::testing::MustStart;
@@ -205,7 +206,8 @@ TEST_CASE("node: the largest accepted limits work end to end", "[node][hardening
   o.max_value_bytes = kMaxValueBytesLimit;
   o.tombstone_grace_ms = kMaxTombstoneGraceSeconds * 1000;
   auto node = MustStartFormed(o);
-  auto client = Connect(*node);
+  // A 16 MiB value: copied and hashed many times over, which a sanitizer build slows most.
+  auto client = testing::MustConnect(node->address(), testing::ScaledMs(uint32_t{5000}));
   const std::string key(kMaxKeyBytesLimit, 'k');
   const std::string value(kMaxValueBytesLimit, 'v');
   auto put = client->Put(key, value);
