@@ -5,6 +5,7 @@
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <memory>
 #include <random>
 #include <string>
 #include <thread>
@@ -56,10 +57,14 @@ TEST_CASE("ttl history: concurrent SET, EXPIRE and PERSIST lose no acknowledged 
   std::vector<std::string> last_set(kKeys);
   std::atomic<uint64_t> acked_sets{0}, failed{0}, acked_expires{0}, acked_persists{0};
   std::atomic<uint64_t> last_expire_ack_ms{0};
+  // Every client connects here, on the test's thread: Catch2's assertions (connect's REQUIRE)
+  // are not thread-safe, and TSan reported two workers' REQUIREs racing on its run context.
+  std::vector<std::unique_ptr<Client>> clients;
+  for (int t = 0; t < kWriters + kExpirers; ++t) clients.push_back(connect());
   std::vector<std::thread> threads;
   for (int w = 0; w < kWriters; ++w) {
     threads.emplace_back([&, w] {
-      auto client = connect();
+      Client* client = clients[w].get();
       uint64_t n = 0;
       for (int op = 0; op < 100'000 && Clock::now() < phase_end; ++op) {
         for (int i = w; i < kKeys; i += kWriters) {
@@ -76,7 +81,7 @@ TEST_CASE("ttl history: concurrent SET, EXPIRE and PERSIST lose no acknowledged 
   }
   for (int e = 0; e < kExpirers; ++e) {
     threads.emplace_back([&, e] {
-      auto client = connect();
+      Client* client = clients[kWriters + e].get();
       std::mt19937_64 rng(1000 + e);
       for (int op = 0; op < 100'000 && Clock::now() < phase_end; ++op) {
         const std::string key = Key(static_cast<int>(rng() % kKeys));
