@@ -14,6 +14,7 @@
 #include "common/mutex.h"
 #include "testing/cluster_util.h"
 #include "testing/in_process_cluster.h"
+#include "testing/time_scale.h"
 
 using namespace shardkv;
 using shardkv::testing::InProcessCluster;
@@ -43,7 +44,6 @@ TEST_CASE("ttl history: concurrent SET, EXPIRE and PERSIST lose no acknowledged 
   constexpr int kWriters = 2;
   constexpr int kExpirers = 3;
   constexpr uint64_t kMaxTtlMs = 150;
-  const auto phase_end = Clock::now() + std::chrono::milliseconds(2500);
 
   auto connect = [&] {
     ClientOptions o;
@@ -61,6 +61,9 @@ TEST_CASE("ttl history: concurrent SET, EXPIRE and PERSIST lose no acknowledged 
   // are not thread-safe, and TSan reported two workers' REQUIREs racing on its run context.
   std::vector<std::unique_ptr<Client>> clients;
   for (int t = 0; t < kWriters + kExpirers; ++t) clients.push_back(connect());
+  // The workload's phase, from when every client is ready; stretched by a slow build's
+  // testing::TimeScale() so that it makes as many requests as a release build.
+  const auto phase_end = Clock::now() + shardkv::testing::Scaled(std::chrono::milliseconds(2500));
   std::vector<std::thread> threads;
   for (int w = 0; w < kWriters; ++w) {
     threads.emplace_back([&, w] {
