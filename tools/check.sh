@@ -220,15 +220,50 @@ fi
 # (bench/README.md "CI time"), so it runs with SHARDKV_LONG=1 (or SHARDKV_TSAN=1). RocksDB,
 # libraft and Cap'n Proto come from Debian uninstrumented: TSan sees their locks, not their
 # memory accesses.
+# The TSan stage's tests. The test waits stretch under TSan by testing::TimeScale()
+# (tests/testing/time_scale.h), but a few tests are bound by deadlines inside the node that no
+# NodeOptions field lets a test stretch: a replica write's 1 s (CoordinatorOptions), the
+# consensus lease's 2.5 s and its 1 s election timeout (MapConsensusOptions), an RPC client's 1 s
+# ping after a timed-out call. Under TSan's 5-15x slowdown those expire, and the test fails on a
+# quorum, "fenced" or unreachable error, not on a race report. They run in the release and
+# ASan+UBSan stages; here they are left out by name, loudly, and a name that no longer matches
+# a test fails the stage. (CTest names, not a Catch tag: one of them is in a file that cannot
+# take one now.) A test-only NodeOptions timing factor would let them back in.
+TSAN_LEFT_OUT=(
+  # The coordinator's replica batch to a live node outlasts 1 s: write quorum not reached.
+  'replication_tests:batch writes: a replica down misses its batch and gets hints'
+  # A node counts a client-visible error (replica deadline or fence) while the change streams.
+  'rebalance_tests:rebalance: scale-out 3->4 and scale-in 4->3 under the history checker'
+  # The surviving nodes elect slower than the 2.5 s lease: clients see "fenced" (2 runs of 3).
+  'replication_tests:cluster: history holds while nodes stop and restart'
+  # The leader misses the RPC client's 1 s ping while it plans: "unreachable" (1 run of 2).
+  'rebalance_tests:params change: RF 1 -> 3 streams the new copies, 3 -> 2 drops the surplus ones'
+)
+tsan_tests() {
+  local dir="$ROOT/build-tsan" name regex=""
+  echo "==> TSAN STAGE LEAVES OUT ${#TSAN_LEFT_OUT[@]} TESTS (node-internal deadlines; they run in the" \
+    "release and ASan stages, see tools/check.sh):" >&2
+  for name in "${TSAN_LEFT_OUT[@]}"; do
+    echo "      - $name" >&2
+    # CTest's -R/-E take a regex: escape its metacharacters so each name matches only itself.
+    name=$(sed 's/[][\.*^$+?(){}|]/\\&/g' <<<"$name")
+    if ! ctest --test-dir "$dir" -N -R "^${name}\$" | grep -q 'Total Tests: 1$'; then
+      echo "TSan stage: no test is named '$name' any more: update TSAN_LEFT_OUT" >&2
+      return 1
+    fi
+    regex+="${regex:+|}${name}"
+  done
+  env TSAN_OPTIONS="halt_on_error=1:detect_deadlocks=0:suppressions=$ROOT/tools/tsan.supp" \
+    ctest --test-dir "$dir" --output-on-failure -j "$JOBS" --timeout 900 \
+    -LE 'multiprocess|multihost|bench' -E "^(${regex})\$"
+}
+
 if [[ "${SHARDKV_LONG:-0}" == 1 || "${SHARDKV_TSAN:-0}" == 1 ]]; then
   stage "configure tsan" configure "$ROOT/build-tsan" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DSHARDKV_SANITIZE_THREAD=ON -DSHARDKV_BUILD_BENCH=OFF -DSHARDKV_BUILD_PROCESS_TESTS=OFF \
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g"
   stage "build tsan" build "$ROOT/build-tsan"
-  stage "test tsan (unit + in-process)" \
-    env TSAN_OPTIONS="halt_on_error=1:detect_deadlocks=0:suppressions=$ROOT/tools/tsan.supp" \
-    ctest --test-dir "$ROOT/build-tsan" --output-on-failure -j "$JOBS" --timeout 900 \
-    -LE 'multiprocess|multihost|bench'
+  stage "test tsan (unit + in-process)" tsan_tests
 fi
 
 echo "==> all stages passed in $(($(date +%s) - START)) s"

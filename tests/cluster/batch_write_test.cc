@@ -66,7 +66,10 @@ TEST_CASE("batch writes: a replica down misses its batch and gets hints", "[repl
   cluster.StopNode(3);
   std::vector<std::pair<std::string, std::string>> items;
   for (int i = 0; i < 50; ++i) items.emplace_back("h" + std::to_string(i), "x");
-  for (const auto& r : client->MultiPut(items)) REQUIRE(r.ok());  // W = 2 of nodes 1 and 2
+  for (const auto& r : client->MultiPut(items)) {  // W = 2 of nodes 1 and 2
+    INFO(r.status().ToString());
+    REQUIRE(r.ok());
+  }
   REQUIRE(cluster.RestartNode(3).ok());
   for (int i = 0; i < 50; i += 5) {
     const std::string key = "h" + std::to_string(i);

@@ -19,16 +19,19 @@ using namespace shardkv;
 namespace {
 
 // Replica 2: holds a version at `ahead` for every key, as a node whose clock ran fast would, and
-// answers a replica write older than that "superseded" with its clock at `ahead`.
+// answers a replica write older than that "superseded" with its clock at `ahead`. Set once the
+// coordinator is ready (SetAhead): a node opened slowly (a sanitizer build) would otherwise
+// start writing after `ahead` had passed, and nothing would be superseded.
 class FastReplica : public net::RequestHandler {
  public:
-  explicit FastReplica(uint64_t ahead) : ahead_(ahead) {}
+  void SetAhead(uint64_t ahead) { ahead_.store(ahead); }
   void Handle(net::Request request, std::function<void(net::Response)> done) override {
+    const uint64_t ahead = ahead_.load();
     net::Response r;
     r.epoch = request.epoch;
-    r.ts = ahead_;
+    r.ts = ahead;
     const auto* w = std::get_if<net::ReplicaWriteRequest>(&request.body);
-    const bool older = w != nullptr && w->ts <= ahead_;
+    const bool older = w != nullptr && w->ts <= ahead;
     if (older) superseded_.fetch_add(1);
     r.body = net::ReplicaWriteResponse{static_cast<uint8_t>(
         older ? storage::WriteOutcome::kSuperseded : storage::WriteOutcome::kApplied)};
@@ -37,15 +40,15 @@ class FastReplica : public net::RequestHandler {
   int superseded() const { return superseded_.load(); }
 
  private:
-  const uint64_t ahead_;
+  std::atomic<uint64_t> ahead_{0};
   std::atomic<int> superseded_{0};
 };
 
 // Node 1 (a local Storage and a Coordinator) with RF 2 and W 2: node 2 is a FastReplica.
 struct TwoReplicas {
   shardkv::testing::TempDir dir;
-  const uint64_t ahead = common::HlcClock::Make(common::HlcClock::WallClockMs() + 300, 0);
-  FastReplica fast{ahead};
+  uint64_t ahead = 0;  // 300 ms past the end of the constructor
+  FastReplica fast;
   std::unique_ptr<net::Server> server;
   std::unique_ptr<storage::Storage> storage;
   std::unique_ptr<cluster::MapStore> maps;
@@ -78,6 +81,8 @@ struct TwoReplicas {
     co.self_id = 1;
     coordinator =
         std::make_shared<cluster::Coordinator>(co, storage.get(), maps.get(), &peers, hints.get());
+    ahead = common::HlcClock::Make(common::HlcClock::WallClockMs() + 300, 0);
+    fast.SetAhead(ahead);
   }
   ~TwoReplicas() {
     peers.Close();

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <memory>
 #include <random>
 #include <string>
 #include <thread>
@@ -13,6 +14,7 @@
 #include "common/mutex.h"
 #include "testing/cluster_util.h"
 #include "testing/in_process_cluster.h"
+#include "testing/time_scale.h"
 
 using namespace shardkv;
 using shardkv::testing::InProcessCluster;
@@ -42,7 +44,6 @@ TEST_CASE("ttl history: concurrent SET, EXPIRE and PERSIST lose no acknowledged 
   constexpr int kWriters = 2;
   constexpr int kExpirers = 3;
   constexpr uint64_t kMaxTtlMs = 150;
-  const auto phase_end = Clock::now() + std::chrono::milliseconds(2500);
 
   auto connect = [&] {
     ClientOptions o;
@@ -56,10 +57,17 @@ TEST_CASE("ttl history: concurrent SET, EXPIRE and PERSIST lose no acknowledged 
   std::vector<std::string> last_set(kKeys);
   std::atomic<uint64_t> acked_sets{0}, failed{0}, acked_expires{0}, acked_persists{0};
   std::atomic<uint64_t> last_expire_ack_ms{0};
+  // Every client connects here, on the test's thread: Catch2's assertions (connect's REQUIRE)
+  // are not thread-safe, and TSan reported two workers' REQUIREs racing on its run context.
+  std::vector<std::unique_ptr<Client>> clients;
+  for (int t = 0; t < kWriters + kExpirers; ++t) clients.push_back(connect());
+  // The workload's phase, from when every client is ready; stretched by a slow build's
+  // testing::TimeScale() so that it makes as many requests as a release build.
+  const auto phase_end = Clock::now() + shardkv::testing::Scaled(std::chrono::milliseconds(2500));
   std::vector<std::thread> threads;
   for (int w = 0; w < kWriters; ++w) {
     threads.emplace_back([&, w] {
-      auto client = connect();
+      Client* client = clients[w].get();
       uint64_t n = 0;
       for (int op = 0; op < 100'000 && Clock::now() < phase_end; ++op) {
         for (int i = w; i < kKeys; i += kWriters) {
@@ -76,7 +84,7 @@ TEST_CASE("ttl history: concurrent SET, EXPIRE and PERSIST lose no acknowledged 
   }
   for (int e = 0; e < kExpirers; ++e) {
     threads.emplace_back([&, e] {
-      auto client = connect();
+      Client* client = clients[kWriters + e].get();
       std::mt19937_64 rng(1000 + e);
       for (int op = 0; op < 100'000 && Clock::now() < phase_end; ++op) {
         const std::string key = Key(static_cast<int>(rng() % kKeys));

@@ -18,12 +18,14 @@
 #include "consensus/raft_replica.h"
 #include "consensus/raft_test_network.h"
 #include "testing/temp_dir.h"
+#include "testing/time_scale.h"
 
 namespace shardkv::consensus {
 
+// Under a slow build the wait is stretched by testing::TimeScale() (testing/time_scale.h).
 inline bool PollUntil(const std::function<bool()>& done,
                       std::chrono::milliseconds limit = std::chrono::seconds(30)) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
+  const auto deadline = std::chrono::steady_clock::now() + shardkv::testing::Scaled(limit);
   for (int i = 0; i < 100000; ++i) {
     if (done()) return true;
     if (std::chrono::steady_clock::now() > deadline) return false;
@@ -182,7 +184,8 @@ class Group {
     Status last;
     for (int attempt = 0; attempt < 20; ++attempt) {
       const uint64_t leader = AwaitLeader();
-      last = servers_[leader].replica->ProposeSync(command, std::chrono::seconds(5));
+      last = servers_[leader].replica->ProposeSync(
+          command, shardkv::testing::Scaled(std::chrono::seconds(5)));
       if (last.ok()) return;
     }
     FAIL("could not commit " << command << ": " << last.ToString());

@@ -12,6 +12,7 @@
 #include "testing/cluster_util.h"
 #include "testing/standalone_node.h"
 #include "testing/temp_dir.h"
+#include "testing/time_scale.h"
 
 using namespace shardkv;
 using shardkv::testing::MustStart;
@@ -205,13 +206,17 @@ TEST_CASE("node: the largest accepted limits work end to end", "[node][hardening
   o.max_value_bytes = kMaxValueBytesLimit;
   o.tombstone_grace_ms = kMaxTombstoneGraceSeconds * 1000;
   auto node = MustStartFormed(o);
-  auto client = Connect(*node);
+  // A 16 MiB value, copied and hashed many times over: under TSan (TimeScale() > 1) every copy
+  // goes through its memcpy interceptor, and a put and a get took 25-50 s on 2 shared cores.
+  const uint32_t timeout_ms = testing::TimeScale() > 1 ? testing::ScaledMs(uint32_t{24000}) : 5000;
+  auto client = testing::MustConnect(node->address(), timeout_ms);
   const std::string key(kMaxKeyBytesLimit, 'k');
   const std::string value(kMaxValueBytesLimit, 'v');
   auto put = client->Put(key, value);
   INFO(put.status().ToString());
   REQUIRE(put.ok());
   auto got = client->Get(key);
+  INFO(got.status().ToString());
   REQUIRE(got.ok());
   CHECK(*got == value);
   REQUIRE(client->Delete(key).ok());

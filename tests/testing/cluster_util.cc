@@ -10,6 +10,7 @@
 
 #include "net/messages.h"
 #include "net/rpc_client.h"
+#include "testing/time_scale.h"
 
 namespace shardkv::testing {
 
@@ -20,9 +21,11 @@ int TestKeys(int fallback) {
   return env && *env ? std::atoi(env) : fallback;
 }
 
+// Every wait of the in-process and process tests comes through here: under a slow build
+// (TimeScale()) it waits that much longer for the same condition.
 bool PollUntil(const std::function<bool()>& done, std::chrono::milliseconds limit,
                std::chrono::milliseconds every) {
-  const auto deadline = Clock::now() + limit;
+  const auto deadline = Clock::now() + Scaled(limit);
   for (;;) {
     if (done()) return true;
     if (Clock::now() >= deadline) return false;
@@ -37,8 +40,8 @@ std::unique_ptr<Admin> AdminFor(std::vector<std::string> seeds, uint64_t cluster
   o.seeds = std::move(seeds);
   o.cluster_id = cluster_id;
   o.cluster_origin = "the cluster under test";
-  o.timeout_ms = static_cast<uint32_t>(timeout.count());
-  o.plan_timeout_ms = static_cast<uint32_t>(plan_timeout.count());
+  o.timeout_ms = static_cast<uint32_t>(Scaled(timeout).count());
+  o.plan_timeout_ms = static_cast<uint32_t>(Scaled(plan_timeout).count());
   auto admin = Admin::Create(std::move(o));
   if (!admin.ok()) throw std::invalid_argument("AdminFor: " + admin.status().ToString());
   return std::move(admin).value();

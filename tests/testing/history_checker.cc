@@ -4,6 +4,8 @@
 #include <random>
 #include <utility>
 
+#include "testing/time_scale.h"
+
 namespace shardkv::testing {
 namespace {
 
@@ -22,10 +24,24 @@ uint64_t Mix(uint64_t x) {
 constexpr size_t kFinalBatch = 100;
 constexpr size_t kViolationsInStatus = 3;
 
+// Under a slow build (TimeScale()) every operation takes longer: the workload runs longer, so it
+// makes as many operations as in a release build, and the clients and the waits allow as much
+// more time. A release build (factor 1) runs exactly the options given.
+ClientOptions ScaledClient(ClientOptions o) {
+  o.timeout_ms = ScaledMs(o.timeout_ms);
+  return o;
+}
+HistoryOptions ScaledHistory(HistoryOptions o) {
+  o.duration = Scaled(o.duration);
+  o.final_timeout = Scaled(o.final_timeout);
+  return o;
+}
+
 }  // namespace
 
 HistoryChecker::HistoryChecker(ClientOptions client_options, HistoryOptions options)
-    : client_options_(std::move(client_options)), options_(std::move(options)) {}
+    : client_options_(ScaledClient(std::move(client_options))),
+      options_(ScaledHistory(std::move(options))) {}
 
 HistoryChecker::~HistoryChecker() { Stop(); }
 
@@ -197,7 +213,8 @@ void HistoryChecker::Stop() {
 bool HistoryChecker::WaitUntil(const std::function<bool(const HistoryStats&)>& done,
                                std::chrono::milliseconds timeout) const {
   std::unique_lock lock(mu_);
-  progress_cv_.wait_for(lock, timeout, [&] { return running_ == 0 || done(StatsLocked()); });
+  progress_cv_.wait_for(lock, Scaled(timeout),
+                        [&] { return running_ == 0 || done(StatsLocked()); });
   return done(StatsLocked());
 }
 
@@ -205,7 +222,9 @@ Status HistoryChecker::FinalCheck(std::optional<ClientOptions> client_options) {
   if (!started_) return Status::FailedPrecondition("history checker: FinalCheck before Start");
   Stop();
   const Clock::time_point deadline = Clock::now() + options_.final_timeout;
-  const ClientOptions& co = client_options ? *client_options : client_options_;
+  std::optional<ClientOptions> replaced = std::move(client_options);
+  if (replaced) replaced->timeout_ms = ScaledMs(replaced->timeout_ms);
+  const ClientOptions& co = replaced ? *replaced : client_options_;
 
   std::vector<std::optional<uint64_t>> final_state(keys_.size());
   std::vector<size_t> pending(keys_.size());

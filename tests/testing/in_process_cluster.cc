@@ -2,6 +2,7 @@
 
 #include "net/rpc_client.h"
 #include "testing/cluster_util.h"
+#include "testing/time_scale.h"
 
 namespace shardkv::testing {
 
@@ -75,12 +76,14 @@ std::vector<std::string> InProcessCluster::Addresses() const { return addresses_
 
 StatusOr<std::unique_ptr<Client>> InProcessCluster::Connect(ClientOptions options) const {
   if (options.seeds.empty()) options.seeds = addresses_;
+  // A slow build's nodes answer that much later; a release build keeps the test's timeout.
+  options.timeout_ms = ScaledMs(options.timeout_ms);
   return Client::Connect(std::move(options));
 }
 
 StatusOr<net::Response> InProcessCluster::Call(uint32_t id, net::Request request) const {
   net::RpcClient rpc(addresses_[id - 1]);
-  return rpc.CallSync(std::move(request), std::chrono::milliseconds(10000));
+  return rpc.CallSync(std::move(request), Scaled(std::chrono::milliseconds(10000)));
 }
 
 StatusOr<net::ReplicaReadResponse> InProcessCluster::LocalRead(uint32_t id,
