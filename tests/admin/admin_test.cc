@@ -16,6 +16,7 @@
 #include "shardkv/cluster_map.h"
 #include "shardkv/stats.h"
 #include "testing/cluster_util.h"
+#include "testing/in_process_client.h"
 #include "testing/in_process_cluster.h"
 
 using namespace shardkv;
@@ -47,20 +48,9 @@ void Load(const InProcessCluster& c, int n, size_t value_bytes = 0) {
     if (v.size() < value_bytes) v.resize(value_bytes, 'x');
     part.emplace_back("k" + std::to_string(i), std::move(v));
     if (part.size() < 500 && i + 1 < n) continue;
-    // Setup, not what the tests check: a write of a batch that missed its quorum is sent again
-    // (at most 3 sends). A replica batch's 1 s deadline is inside the node, and a sanitizer
-    // build's slowdown can outlast it (testing/time_scale.h cannot stretch it).
-    for (int send = 1; !part.empty(); ++send) {
-      std::vector<std::pair<std::string, std::string>> failed;
-      const auto results = (*client)->MultiPut(part);
-      for (size_t j = 0; j < results.size(); ++j) {
-        if (results[j].ok()) continue;
-        INFO("send " << send << ": " << results[j].status().ToString());
-        REQUIRE(send < 3);
-        failed.push_back(std::move(part[j]));
-      }
-      part = std::move(failed);
-    }
+    // Setup, not what the tests check (see MultiPutResending).
+    testing::MultiPutResending(**client, std::move(part));
+    part.clear();
   }
 }
 

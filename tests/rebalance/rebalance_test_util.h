@@ -13,6 +13,7 @@
 #include "shardkv/admin.h"
 #include "storage/storage.h"
 #include "testing/cluster_util.h"
+#include "testing/in_process_client.h"
 #include "testing/in_process_cluster.h"
 
 namespace shardkv::rebalance_test {
@@ -40,10 +41,8 @@ inline std::string LoadedValue(int i, size_t value_bytes = 8) {
   return std::string(value_bytes, static_cast<char>('a' + i % 26));
 }
 
-// n keys "k<i>" with values of `value_bytes` (LoadedValue). The load is the tests' setup, not
-// what they check: a write of a batch that missed its quorum is sent again (at most 3 sends). A
-// replica batch has a 1 s deadline inside the node that a sanitizer build's slowdown can outlast
-// (testing/time_scale.h cannot stretch it); a release build practically never resends.
+// n keys "k<i>" with values of `value_bytes` (LoadedValue), in batches of 500, each resent where
+// it missed its quorum (testing::MultiPutResending: the load is setup, not what tests check).
 inline void Load(const testing::InProcessCluster& c, int n, size_t value_bytes = 8) {
   auto client = c.Connect();
   REQUIRE(client.ok());
@@ -51,17 +50,8 @@ inline void Load(const testing::InProcessCluster& c, int n, size_t value_bytes =
   for (int i = 0; i < n; ++i) {
     part.emplace_back("k" + std::to_string(i), LoadedValue(i, value_bytes));
     if (part.size() < 500 && i + 1 < n) continue;
-    for (int send = 1; !part.empty(); ++send) {
-      std::vector<std::pair<std::string, std::string>> failed;
-      const auto results = (*client)->MultiPut(part);
-      for (size_t j = 0; j < results.size(); ++j) {
-        if (results[j].ok()) continue;
-        INFO("send " << send << ": " << results[j].status().ToString());
-        REQUIRE(send < 3);
-        failed.push_back(std::move(part[j]));
-      }
-      part = std::move(failed);
-    }
+    testing::MultiPutResending(**client, std::move(part));
+    part.clear();
   }
 }
 

@@ -6,6 +6,9 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "shardkv/client.h"
 #include "testing/cluster_util.h"
@@ -39,6 +42,25 @@ inline std::unique_ptr<Client> MustConnect(const InProcessCluster& c, uint32_t t
   INFO(client.status().ToString());
   REQUIRE(client.ok());
   return std::move(client).value();
+}
+
+// Writes `part` for a test's setup (not what the test checks): the writes of a batch that
+// missed its quorum are sent again, at most 3 sends in all. A replica batch has a 1 s deadline
+// inside the node that a sanitizer build's slowdown can outlast (testing/time_scale.h cannot
+// stretch it); a release build practically never resends.
+inline void MultiPutResending(Client& client,
+                              std::vector<std::pair<std::string, std::string>> part) {
+  for (int send = 1; !part.empty(); ++send) {
+    std::vector<std::pair<std::string, std::string>> failed;
+    const auto results = client.MultiPut(part);
+    for (size_t j = 0; j < results.size(); ++j) {
+      if (results[j].ok()) continue;
+      INFO("send " << send << ": " << results[j].status().ToString());
+      REQUIRE(send < 3);
+      failed.push_back(std::move(part[j]));
+    }
+    part = std::move(failed);
+  }
 }
 
 }  // namespace shardkv::testing
