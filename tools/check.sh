@@ -64,15 +64,25 @@ stage "install dependencies" "$ROOT/tools/install-deps.sh"
 # fails the run and is named (fix with `clang-format -i FILE`). Same clang-format as the
 # packages install (Debian's 14), so local and CI agree.
 format_check() {
-  local bad=() f
+  local files=() bad=() f
   while IFS= read -r f; do
-    [[ -f $f ]] || continue
-    clang-format --dry-run --Werror "$f" >/dev/null 2>&1 || bad+=("$f")
+    [[ -f "$ROOT/$f" ]] && files+=("$ROOT/$f")
   done < <(git -C "$ROOT" ls-files '*.cc' '*.h' '*.cpp' '*.hpp')
+  # Batches on every core first (one clang-format per file took 72 s); only when a batch
+  # differs are the files checked one by one, to name them.
+  if printf '%s\0' "${files[@]}" |
+    xargs -0 -n 40 -P "$JOBS" clang-format --dry-run --Werror >/dev/null 2>&1; then
+    return 0
+  fi
+  for f in "${files[@]}"; do
+    clang-format --dry-run --Werror "$f" >/dev/null 2>&1 || bad+=("${f#"$ROOT"/}")
+  done
   if ((${#bad[@]})); then
     printf 'differs from .clang-format (run clang-format -i): %s\n' "${bad[@]}" >&2
-    return 1
+  else
+    echo "clang-format failed on a batch, yet on no file alone" >&2
   fi
+  return 1
 }
 stage "format (clang-format, every tracked C++ file)" format_check
 
@@ -111,10 +121,11 @@ stage "build release" build "$ROOT/build-release"
 # the CPU the tests leave idle, and it builds no multi-process or multi-host test binary.
 ASAN_PID=""
 if [[ "${SHARDKV_SKIP_ASAN:-0}" != 1 ]]; then
-  # -O1 keeps the sanitizer build fast enough to compile and run on 2 cores.
+  # -O1 keeps the sanitizer build fast enough to compile and run on 2 cores; -g1 (line tables
+  # only) is all the sanitizers' stack traces use, and compiles a fifth faster than -g.
   stage "configure asan+ubsan" configure "$ROOT/build-asan" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DSHARDKV_SANITIZE=ON -DSHARDKV_BUILD_BENCH=OFF -DSHARDKV_BUILD_PROCESS_TESTS=OFF \
-    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g"
+    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1"
   idle=()
   if chrt -i 0 true 2>/dev/null; then idle=(chrt -i 0); fi
   rm -f "$ROOT/build-asan.build.rc"
@@ -261,7 +272,7 @@ tsan_tests() {
 if [[ "${SHARDKV_LONG:-0}" == 1 || "${SHARDKV_TSAN:-0}" == 1 ]]; then
   stage "configure tsan" configure "$ROOT/build-tsan" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DSHARDKV_SANITIZE_THREAD=ON -DSHARDKV_BUILD_BENCH=OFF -DSHARDKV_BUILD_PROCESS_TESTS=OFF \
-    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g"
+    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1"
   stage "build tsan" build "$ROOT/build-tsan"
   stage "test tsan (unit + in-process)" tsan_tests
 fi

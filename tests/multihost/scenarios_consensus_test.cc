@@ -149,6 +149,19 @@ TEST_CASE("a join onto a disk that fills, then two original nodes killed and rem
   }
   std::printf("node 4's Raft store: %s\n", full.empty() ? "(never full)" : full.c_str());
   REQUIRE_FALSE(full.empty());
+  // While its store fails, `cluster status` names node 4 as out of the consensus, with the error
+  // (read from the live nodes' stats, not made up by the CLI).
+  std::string shown;
+  for (auto t0 = std::chrono::steady_clock::now();
+       shown.empty() && std::chrono::steady_clock::now() - t0 < 30s;) {
+    Command status =
+        s.bed().Cli(0, s.bed().Addresses({1, 2, 3, 4}), {"cluster", "status", "--json"});
+    if (status.out.find("\"store_errors\":{\"4\":") != std::string::npos) shown = status.out;
+    if (shown.empty()) std::this_thread::sleep_for(500ms);  // polling interval, bounded above
+  }
+  std::printf("status while node 4's store fails: %s\n",
+              shown.empty() ? "(node 4's store error never shown)" : shown.c_str());
+  CHECK_FALSE(shown.empty());
 
   // The operator grows the disk and finishes the change (resuming it if it failed meanwhile).
   REQUIRE(disk.Grow(1024));
