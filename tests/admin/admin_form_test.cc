@@ -21,7 +21,7 @@ using shardkv::testing::InProcessCluster;
 
 namespace {
 
-ClusterParams SmallRing() {
+ClusterParams FormSmallRing() {
   ClusterParams p;
   p.mode = PlacementMode::kRing;
   p.vnodes = 16;
@@ -39,7 +39,7 @@ std::string Held(const std::string& address) {
 
 // `n` fresh standalone nodes (ids 1..n) and what each holds now.
 struct Fresh {
-  explicit Fresh(int n) : c(0, SmallRing()) {
+  explicit Fresh(int n) : c(0, FormSmallRing()) {
     for (int i = 0; i < n; ++i) REQUIRE(c.AddStandaloneNode().ok());
     for (uint32_t id = 1; id <= c.size(); ++id) before.push_back(Held(c.Address(id)));
   }
@@ -80,7 +80,7 @@ ClusterMap MapOf(uint64_t cluster_id, int nodes) {
     members.push_back(
         {static_cast<uint32_t>(i), "10.0.0." + std::to_string(i) + ":7000", 1.0, NodeState::kUp});
   }
-  ClusterParams p = SmallRing();
+  ClusterParams p = FormSmallRing();
   p.replication_factor = p.write_quorum = p.read_quorum = 1;
   auto m = ClusterMap::Create(cluster_id, p, members, 1);
   REQUIRE(m.ok());
@@ -139,12 +139,12 @@ TEST_CASE("admin: FormableNode classifies probes", "[admin]") {
 
 TEST_CASE("admin: FormCluster refuses a node of a formed cluster and installs nothing", "[admin]") {
   Fresh f(2);
-  InProcessCluster other(3, SmallRing(), 0, 0xFACE);
+  InProcessCluster other(3, FormSmallRing(), 0, 0xFACE);
   REQUIRE(other.Start().ok());
   std::vector<ClusterNode> nodes = f.Nodes();
   nodes.push_back({3, other.Address(3), 1.0, NodeState::kUp});
   auto admin = AdminFor({nodes[0].address});
-  auto formed = admin->FormCluster(nodes, SmallRing());
+  auto formed = admin->FormCluster(nodes, FormSmallRing());
   INFO(formed.status().ToString());
   REQUIRE_FALSE(formed.ok());
   CHECK(formed.status().code() == Status::Code::kFailedPrecondition);
@@ -174,7 +174,7 @@ TEST_CASE("admin: FormCluster refuses a one-node cluster that holds data and ins
     REQUIRE(put.ok());
     f.before[2] = Held(f.c.Address(3));
   }
-  auto formed = AdminFor({f.c.Address(1)})->FormCluster(f.Nodes(), SmallRing());
+  auto formed = AdminFor({f.c.Address(1)})->FormCluster(f.Nodes(), FormSmallRing());
   INFO(formed.status().ToString());
   REQUIRE_FALSE(formed.ok());
   CHECK(formed.status().code() == Status::Code::kFailedPrecondition);
@@ -190,7 +190,7 @@ TEST_CASE("admin: FormCluster refuses an unreachable node and installs nothing",
   std::vector<ClusterNode> nodes = f.Nodes();
   nodes.push_back({3, "127.0.0.1:1", 1.0, NodeState::kUp});  // nothing listens on port 1
   auto formed =
-      AdminFor({nodes[0].address}, 0, std::chrono::seconds(2))->FormCluster(nodes, SmallRing());
+      AdminFor({nodes[0].address}, 0, std::chrono::seconds(2))->FormCluster(nodes, FormSmallRing());
   INFO(formed.status().ToString());
   REQUIRE_FALSE(formed.ok());
   CHECK(formed.status().code() == Status::Code::kUnavailable);
@@ -203,18 +203,18 @@ TEST_CASE("admin: FormCluster refuses ids given twice or not the node's own", "[
   auto admin = AdminFor({f.c.Address(1)});
   std::vector<ClusterNode> twice = f.Nodes();
   twice[2].id = 1;
-  Status s = admin->FormCluster(twice, SmallRing()).status();
+  Status s = admin->FormCluster(twice, FormSmallRing()).status();
   CHECK(s.code() == Status::Code::kInvalidArgument);
   CHECK(s.message().find("node id 1 is given twice") != std::string::npos);
   std::vector<ClusterNode> same_address = f.Nodes();
   same_address[2].address = same_address[0].address;
-  s = admin->FormCluster(same_address, SmallRing()).status();
+  s = admin->FormCluster(same_address, FormSmallRing()).status();
   CHECK(s.code() == Status::Code::kInvalidArgument);
   CHECK(s.message().find("is given twice") != std::string::npos);
   // Ids swapped: each address reports the other id.
   std::vector<ClusterNode> swapped = f.Nodes();
   std::swap(swapped[0].id, swapped[1].id);
-  s = admin->FormCluster(swapped, SmallRing()).status();
+  s = admin->FormCluster(swapped, FormSmallRing()).status();
   INFO(s.ToString());
   CHECK(s.code() == Status::Code::kFailedPrecondition);
   CHECK(s.message().find("reports node id") != std::string::npos);
@@ -223,16 +223,16 @@ TEST_CASE("admin: FormCluster refuses ids given twice or not the node's own", "[
 
 TEST_CASE("admin: FormCluster again with the same id and nodes is accepted as a retry", "[admin]") {
   Fresh f(3);
-  auto first = AdminFor({f.c.Address(1)})->FormCluster(f.Nodes(), SmallRing(), 0xAB);
+  auto first = AdminFor({f.c.Address(1)})->FormCluster(f.Nodes(), FormSmallRing(), 0xAB);
   INFO(first.status().ToString());
   REQUIRE(first.ok());
   // Every node holds exactly this map already: a retry changes nothing and succeeds.
-  auto again = AdminFor({f.c.Address(1)})->FormCluster(f.Nodes(), SmallRing(), 0xAB);
+  auto again = AdminFor({f.c.Address(1)})->FormCluster(f.Nodes(), FormSmallRing(), 0xAB);
   INFO(again.status().ToString());
   REQUIRE(again.ok());
   CHECK(again->ContentHash() == first->ContentHash());
   // With another id it is a new cluster, and these nodes are members of one.
-  auto other = AdminFor({f.c.Address(1)})->FormCluster(f.Nodes(), SmallRing(), 0xAC);
+  auto other = AdminFor({f.c.Address(1)})->FormCluster(f.Nodes(), FormSmallRing(), 0xAC);
   CHECK(other.status().code() == Status::Code::kFailedPrecondition);
   for (uint32_t id = 1; id <= 3; ++id) CHECK(testing::ClusterIdOf(f.c.Address(id)) == 0xAB);
 }

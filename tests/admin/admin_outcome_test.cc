@@ -21,14 +21,14 @@ using std::chrono::seconds;
 
 namespace {
 
-ClusterParams SmallRing() {
+ClusterParams OutcomeSmallRing() {
   ClusterParams p;
   p.mode = PlacementMode::kRing;
   p.vnodes = 64;
   return p;
 }
 
-void Load(const InProcessCluster& c, int n, size_t value_bytes) {
+void OutcomeLoad(const InProcessCluster& c, int n, size_t value_bytes) {
   auto client = c.Connect();
   REQUIRE(client.ok());
   std::vector<std::pair<std::string, std::string>> part;
@@ -53,7 +53,7 @@ std::unique_ptr<Admin> SeedlessAdmin(uint64_t cluster_id) {
 }  // namespace
 
 TEST_CASE("admin: per-call seeds and timeouts leave the Admin's own as they were", "[admin]") {
-  InProcessCluster c(3, SmallRing());
+  InProcessCluster c(3, OutcomeSmallRing());
   REQUIRE(c.Start().ok());
   auto admin = SeedlessAdmin(c.cluster_id());
   // Without seeds there is nobody to ask.
@@ -84,9 +84,9 @@ TEST_CASE("admin: per-call seeds and timeouts leave the Admin's own as they were
 
 TEST_CASE("admin: ResolveOutcome finds a begin and a cancel that answered with an error",
           "[admin]") {
-  InProcessCluster c(3, SmallRing());
+  InProcessCluster c(3, OutcomeSmallRing());
   REQUIRE(c.Start().ok());
-  Load(c, 6000, 1000);  // ~4 MB to node 4 at 1 MB/s: seconds of streaming
+  OutcomeLoad(c, 6000, 1000);  // ~4 MB to node 4 at 1 MB/s: seconds of streaming
   auto added = c.AddStandaloneNode();
   REQUIRE(added.ok());
   auto admin = SeedlessAdmin(c.cluster_id());

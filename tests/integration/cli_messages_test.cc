@@ -35,7 +35,7 @@ std::string PortOf(const LocalCluster& c, int id, const std::string& file = "por
   return FileLine(c.dir() + "/node-" + std::to_string(id) + "/" + file);
 }
 
-void Up(const LocalCluster& c, int nodes) {
+void UpForMessages(const LocalCluster& c, int nodes) {
   REQUIRE(
       c.Run({"cluster", "up", "--nodes", std::to_string(nodes), "--base-port", "0"}).exit_code ==
       0);
@@ -46,7 +46,7 @@ void Up(const LocalCluster& c, int nodes) {
 TEST_CASE("cli messages: add-node and remove-node refuse alike without a majority",
           "[multiprocess][cli]") {
   LocalCluster c;
-  Up(c, 3);
+  UpForMessages(c, 3);
   REQUIRE(c.Run({"cluster", "stop-node", "2"}).exit_code == 0);
   REQUIRE(c.Run({"cluster", "stop-node", "3"}).exit_code == 0);
   ProcessResult add = c.Run({"cluster", "add-node", "--yes"});
@@ -69,7 +69,7 @@ TEST_CASE("cli messages: add-node and remove-node refuse alike without a majorit
 TEST_CASE("cli messages: a change names its driver's own address and the limits that apply",
           "[multiprocess][cli]") {
   LocalCluster c;
-  Up(c, 3);
+  UpForMessages(c, 3);
   REQUIRE(c.Run({"load", "--count", "3000", "--value-size", "4000"}).exit_code == 0);
   // Node 1 hands its consensus leadership on as it stops; it then answers first (the lowest id)
   // while another node drives the change.
@@ -105,7 +105,7 @@ TEST_CASE("cli messages: a change names its driver's own address and the limits 
 TEST_CASE("cli messages: cluster status shows each node's Redis and metrics ports",
           "[multiprocess][cli]") {
   LocalCluster c;
-  Up(c, 2);
+  UpForMessages(c, 2);
   ProcessResult table = c.Run({"cluster", "status"});
   INFO(table.Text());
   REQUIRE(table.exit_code == 0);
@@ -132,7 +132,7 @@ TEST_CASE("cli messages: cluster status shows each node's Redis and metrics port
 TEST_CASE("cli messages: --cluster at a node's Redis or metrics port fails at once and names it",
           "[multiprocess][cli]") {
   LocalCluster c;
-  Up(c, 1);
+  UpForMessages(c, 1);
   struct Case {
     std::string port_file;
     std::string named;
@@ -152,7 +152,7 @@ TEST_CASE("cli messages: --cluster at a node's Redis or metrics port fails at on
 TEST_CASE("cli messages: an interrupted load --json prints what it did, and dies of the signal",
           "[multiprocess][cli]") {
   LocalCluster c;
-  Up(c, 1);
+  UpForMessages(c, 1);
   for (int sig : {SIGINT, SIGTERM}) {
     const std::string prefix = "s" + std::to_string(sig) + ":";
     BackgroundCli load(c, {"load", "--count", "1000000", "--prefix", prefix, "--json"});

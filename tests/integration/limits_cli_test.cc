@@ -191,7 +191,7 @@ void RequireUsageError(const ProcessResult& r) {
   CHECK(r.out.empty());
 }
 
-std::string TempDir(const char* tag) {
+std::string MakeTempDir(const char* tag) {
   std::string pattern = "/tmp/shardkv-limits-" + std::string(tag) + "-XXXXXX";
   const char* made = mkdtemp(pattern.data());
   REQUIRE(made != nullptr);
@@ -218,7 +218,7 @@ TEST_CASE("limits: every flag at maximum + 1 is refused with one error line and 
     RequireUsageError(c.Run(row.over));
   }
   CHECK(c.Pids().empty());
-  const std::string data = TempDir("node");
+  const std::string data = MakeTempDir("node");
   for (const NodeRow& row : NodeRows()) {
     INFO(row.label);
     RequireUsageError(
@@ -362,7 +362,7 @@ TEST_CASE("limits: the placement lab at each maximum", "[multiprocess][limits]")
 }
 
 TEST_CASE("limits: shardkv-node with every flag at its maximum", "[multiprocess][limits]") {
-  const std::string data = TempDir("node-max");
+  const std::string data = MakeTempDir("node-max");
   const std::string id = S(shardkv::kMaxNodeId);
   const std::string threads = S(shardkv::kMaxIoThreads);
   const std::string key = S(shardkv::kMaxKeyBytesLimit);

@@ -12,6 +12,7 @@
 #include "storage/small_disk.h"
 #include "testing/cli_harness.h"
 #include "testing/cluster_util.h"
+#include "testing/log_capture.h"
 #include "testing/subprocess.h"
 #include "testing/temp_dir.h"
 
@@ -22,20 +23,12 @@ using shardkv::testing::RunProcess;
 using shardkv::testing::SmallDisk;
 using shardkv::testing::TempDir;
 
+using shardkv::testing::CountOccurrences;
+using shardkv::testing::ReadAll;
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
-
-size_t Count(const std::string& text, const std::string& what) {
-  size_t n = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
-}
 
 // "127.0.0.1:PORT" once the node has written DATA/port, or "" after `timeout`.
 std::string WaitForPort(const std::string& data, std::chrono::seconds timeout) {
@@ -103,7 +96,7 @@ TEST_CASE("shardkv-node: a second node on one data directory is refused plainly"
   REQUIRE_FALSE(WaitForPort(data, std::chrono::seconds(20)).empty());
   auto second = StartNode(data, dir.Sub("second.log"));
   CHECK(second->Wait(std::chrono::seconds(20)) == 1);
-  const std::string log = ReadFile(dir.Sub("second.log"));
+  const std::string log = ReadAll(dir.Sub("second.log"));
   INFO(log);
   CHECK(log.find("data directory " + data + " is in use by another process (lock held)") !=
         std::string::npos);
@@ -128,7 +121,7 @@ TEST_CASE("shardkv-node: SIGTERM ends a node whose graceful stop hangs within th
   node->Signal(SIGTERM);
   // Bound: 5 s of grace plus generous slack for a loaded machine; far below the 60 s stall.
   CHECK(node->Wait(std::chrono::seconds(20)) == 1);
-  const std::string log = ReadFile(dir.Sub("node.log"));
+  const std::string log = ReadAll(dir.Sub("node.log"));
   INFO(log);
   CHECK(log.find("graceful shutdown did not finish in 5 s; exiting") != std::string::npos);
   // The forced exit kept the acknowledged write (it is in the WAL).
@@ -151,7 +144,7 @@ TEST_CASE("shardkv-node: a member that lost its data refuses to start empty", "[
   // Its database is of another cluster than the one it is told it belongs to.
   node = StartNode(data, dir.Sub("foreign.log"), {"--cluster-id", "42"});
   CHECK(node->Wait(std::chrono::seconds(20)) == 1);
-  std::string log = ReadFile(dir.Sub("foreign.log"));
+  std::string log = ReadAll(dir.Sub("foreign.log"));
   INFO(log);
   CHECK(log.find("holds a database of cluster") != std::string::npos);
   CHECK(log.find("member 1 of cluster 42") != std::string::npos);
@@ -159,7 +152,7 @@ TEST_CASE("shardkv-node: a member that lost its data refuses to start empty", "[
   std::filesystem::remove_all(data + "/db");
   node = StartNode(data, dir.Sub("empty.log"), {"--cluster-id", "42"});
   CHECK(node->Wait(std::chrono::seconds(20)) == 1);
-  log = ReadFile(dir.Sub("empty.log"));
+  log = ReadAll(dir.Sub("empty.log"));
   INFO(log);
   CHECK(log.find("data directory " + data +
                  " holds no database, but this node is member 1 of cluster 42; it must not start "
@@ -202,7 +195,8 @@ TEST_CASE("shardkv-node: a full disk is logged once and shown in stats and said 
   INFO(stats.out);
   CHECK(std::stod(Field(stats.out, "disk_full")) == 1.0);
   CHECK(std::stoll(Field(stats.out, "storage_io_errors")) >= 1);
-  CHECK(Count(ReadFile(log_path), "no space left on device in") == 1);  // not once per write
+  CHECK(CountOccurrences(ReadAll(log_path), "no space left on device in") ==
+        1);  // not once per write
   auto status = cli({"cluster", "status", "--json"});
   INFO(status.out);
   CHECK(status.out.find("\"state\":\"disk-full\"") != std::string::npos);
@@ -216,7 +210,7 @@ TEST_CASE("shardkv-node: a full disk is logged once and shown in stats and said 
   }
   REQUIRE(recovered);
   CHECK(std::stod(Field(cli({"stats", "--json"}).out, "disk_full")) == 0.0);
-  CHECK(Count(ReadFile(log_path), "writes succeed again") == 1);
+  CHECK(CountOccurrences(ReadAll(log_path), "writes succeed again") == 1);
 
   // Restarted on a full disk: refused in plain words, no RocksDB assertion.
   node->Signal(SIGTERM);
@@ -224,7 +218,7 @@ TEST_CASE("shardkv-node: a full disk is logged once and shown in stats and said 
   disk.Fill();
   node = StartNode(data, dir.Sub("restart.log"));
   CHECK(node->Wait(std::chrono::seconds(20)) == 1);
-  const std::string restart = ReadFile(dir.Sub("restart.log"));
+  const std::string restart = ReadAll(dir.Sub("restart.log"));
   INFO(restart);
   CHECK(restart.find("no space left on device in " + data) != std::string::npos);
   CHECK(restart.find("Assertion") == std::string::npos);

@@ -44,7 +44,7 @@ std::map<std::string, uintmax_t> DbFiles(const LocalCluster& c, int id) {
   return files;
 }
 
-void Up(const LocalCluster& c, int nodes) {
+void UpForRebuild(const LocalCluster& c, int nodes) {
   REQUIRE(
       c.Run({"cluster", "up", "--nodes", std::to_string(nodes), "--base-port", "0"}).exit_code ==
       0);
@@ -65,7 +65,7 @@ void CheckUntouched(const LocalCluster& c, int id, const std::map<std::string, u
 TEST_CASE("rebuild: a port taken by another cluster refuses before the data is touched",
           "[multiprocess][rebuild]") {
   LocalCluster a, b;
-  Up(a, 3);
+  UpForRebuild(a, 3);
   REQUIRE(a.Run({"load", "--count", "200"}).exit_code == 0);
   REQUIRE(a.Run({"cluster", "down"}).exit_code == 0);
   const std::string port = ReadAll(NodeDir(a, 1) + "/port");
@@ -92,7 +92,7 @@ TEST_CASE("rebuild: a port taken by another cluster refuses before the data is t
 TEST_CASE("rebuild: with every other node down it refuses and keeps the data",
           "[multiprocess][rebuild]") {
   LocalCluster c;
-  Up(c, 3);
+  UpForRebuild(c, 3);
   REQUIRE(c.Run({"load", "--count", "200"}).exit_code == 0);
   REQUIRE(c.Run({"cluster", "down"}).exit_code == 0);
   const auto db = DbFiles(c, 3);
@@ -112,7 +112,7 @@ TEST_CASE("rebuild: with every other node down it refuses and keeps the data",
 TEST_CASE("rebuild: a node that is not a member refuses before anything is touched",
           "[multiprocess][rebuild]") {
   LocalCluster c;
-  Up(c, 1);
+  UpForRebuild(c, 1);
   // An interrupted add-node leaves node 2: a running, unformed node no map names.
   const int orphan = shardkv::testing::KillAddNodeLeavingOrphan(c);
   REQUIRE(orphan == 2);
@@ -131,7 +131,7 @@ TEST_CASE("rebuild: a node that is not a member refuses before anything is touch
 TEST_CASE("rebuild: a rebuild that fails after the node started puts the old data back",
           "[multiprocess][rebuild]") {
   LocalCluster c;
-  Up(c, 3);
+  UpForRebuild(c, 3);
   REQUIRE(c.Run({"load", "--count", "300"}).exit_code == 0);
   REQUIRE(c.Run({"cluster", "stop-node", "3"}).exit_code == 0);
   const auto db = DbFiles(c, 3);
@@ -175,7 +175,7 @@ TEST_CASE("rebuild: a rebuild that fails after the node started puts the old dat
 TEST_CASE("rebuild: a completed rebuild removes the kept data and is not repeated by a restart",
           "[multiprocess][rebuild]") {
   LocalCluster c;
-  Up(c, 3);
+  UpForRebuild(c, 3);
   REQUIRE(c.Run({"load", "--count", "300"}).exit_code == 0);
   REQUIRE(c.Run({"cluster", "stop-node", "3"}).exit_code == 0);
   ProcessResult r = c.Run({"cluster", "start-node", "3", "--rebuild"});

@@ -16,6 +16,7 @@
 #include "storage/small_disk.h"
 #include "testing/cli_harness.h"
 #include "testing/cluster_util.h"
+#include "testing/log_capture.h"
 #include "testing/subprocess.h"
 #include "testing/temp_dir.h"
 
@@ -27,18 +28,10 @@ using shardkv::testing::ProcessResult;
 using shardkv::testing::SmallDisk;
 using shardkv::testing::TempDir;
 
+using shardkv::testing::CountOccurrences;
+using shardkv::testing::ReadAll;
+
 namespace {
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
-
-size_t Count(const std::string& text, const std::string& what) {
-  size_t n = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
-}
 
 // Node 3's object in `cluster status --json` ("" when absent).
 std::string Node3(const LocalCluster& c) {
@@ -57,10 +50,10 @@ TEST_CASE("shardkv-node: a database remounted read-only is reported, bypassed, a
   INFO(up.Text());
   REQUIRE(up.exit_code == 0);
   const std::string node3 = c.dir() + "/node-3";
-  std::string address3 = ReadFile(node3 + "/address");
+  std::string address3 = ReadAll(node3 + "/address");
   address3 = address3.substr(0, address3.find('\n'));
-  const uint16_t metrics3 = static_cast<uint16_t>(std::stoi(ReadFile(node3 + "/metrics_port")));
-  const std::string pid3 = ReadFile(node3 + "/pid");
+  const uint16_t metrics3 = static_cast<uint16_t>(std::stoi(ReadAll(node3 + "/metrics_port")));
+  const std::string pid3 = ReadAll(node3 + "/pid");
   // Declared after the cluster, so it is unmounted first, also when a REQUIRE fails.
   BindMount mount(node3 + "/db");
   if (!mount.ok()) {
@@ -102,7 +95,7 @@ TEST_CASE("shardkv-node: a database remounted read-only is reported, bypassed, a
     INFO(put.Text());
     CHECK(put.exit_code == 0);
   }
-  CHECK(Count(ReadFile(node3 + "/node.log"), "storage I/O error in") == 1);
+  CHECK(CountOccurrences(ReadAll(node3 + "/node.log"), "storage I/O error in") == 1);
 
   // Writable again: the node recovers by itself, the same process.
   REQUIRE(mount.SetReadOnly(false));
@@ -112,10 +105,10 @@ TEST_CASE("shardkv-node: a database remounted read-only is reported, bypassed, a
   ProcessResult after = c.Run({"--cluster", address3, "put", "after", "v"});
   INFO(after.Text());
   CHECK(after.exit_code == 0);
-  CHECK(ReadFile(node3 + "/pid") == pid3);
-  const std::string log = ReadFile(node3 + "/node.log");
+  CHECK(ReadAll(node3 + "/pid") == pid3);
+  const std::string log = ReadAll(node3 + "/node.log");
   INFO(log);
-  CHECK(Count(log, "writes succeed again in") == 1);
+  CHECK(CountOccurrences(log, "writes succeed again in") == 1);
   ProcessResult down = c.Run({"cluster", "down"});
   CHECK(down.exit_code == 0);
 }
@@ -137,7 +130,7 @@ TEST_CASE("shardkv-node: a port file that cannot be written fails the start with
   disk.Fill();
   auto node = shardkv::testing::StartNodeProcess(data, dir.Sub("node.log"));
   CHECK(node->Wait(std::chrono::seconds(30)) == 1);
-  const std::string log = ReadFile(dir.Sub("node.log"));
+  const std::string log = ReadAll(dir.Sub("node.log"));
   INFO(log);
   CHECK(log.find("cannot start: I/O error: cannot write " + data +
                  "/port.tmp: No space left on "
@@ -150,7 +143,7 @@ TEST_CASE("shardkv-node: a port file that cannot be written fails the start with
   node = shardkv::testing::StartNodeProcess(data, dir.Sub("again.log"));
   const std::string address = shardkv::testing::WaitForPortFile(data, std::chrono::seconds(30));
   CHECK(address.rfind("127.0.0.1:", 0) == 0);
-  CHECK(ReadFile(data + "/port") == address.substr(10) + "\n");
+  CHECK(ReadAll(data + "/port") == address.substr(10) + "\n");
   node->Signal(SIGTERM);
   CHECK(node->Wait(std::chrono::seconds(20)) == 0);
 }

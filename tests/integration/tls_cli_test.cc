@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "integration/background_process.h"
+#include "testing/cli_harness.h"
 #include "testing/cluster_util.h"
 #include "testing/subprocess.h"
 #include "testing/temp_dir.h"
@@ -19,12 +20,9 @@
 namespace {
 
 using shardkv::testing::BackgroundProcess;
+using shardkv::testing::Contains;
 using shardkv::testing::ProcessResult;
 using shardkv::testing::TestCert;
-
-bool Contains(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
-}
 
 class TlsNodes {
  public:

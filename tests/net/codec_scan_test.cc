@@ -13,7 +13,7 @@
 namespace shardkv::net {
 namespace {
 
-Request RoundTrip(RequestBody body) {
+Request ScanRoundTrip(RequestBody body) {
   Request in;
   in.id = 42;
   in.epoch = 7;
@@ -35,13 +35,13 @@ const std::string kBinary("a\0b\xff*", 5);
 }  // namespace
 
 TEST_CASE("codec: scan request and response round-trip", "[net][codec][scan]") {
-  const Request r = RoundTrip(ScanRequest{~uint64_t{0} - 1, 1000, kBinary});
+  const Request r = ScanRoundTrip(ScanRequest{~uint64_t{0} - 1, 1000, kBinary});
   CHECK(r.consistency == Consistency::kOne);
   const auto& scan = std::get<ScanRequest>(r.body);
   CHECK(scan.cursor == ~uint64_t{0} - 1);
   CHECK(scan.count == 1000);
   CHECK(scan.match == kBinary);
-  CHECK(std::get<ScanRequest>(RoundTrip(ScanRequest{}).body).match.empty());
+  CHECK(std::get<ScanRequest>(ScanRoundTrip(ScanRequest{}).body).match.empty());
   CHECK(OpName(r.body) == "scan");
 
   const auto out =
@@ -53,7 +53,7 @@ TEST_CASE("codec: scan request and response round-trip", "[net][codec][scan]") {
 
 TEST_CASE("codec: replicaScan request and response round-trip", "[net][codec][scan]") {
   const auto req = std::get<ReplicaScanRequest>(
-      RoundTrip(ReplicaScanRequest{5, ~uint64_t{0}, 64, uint64_t{1} << 22, "user:*"}).body);
+      ScanRoundTrip(ReplicaScanRequest{5, ~uint64_t{0}, 64, uint64_t{1} << 22, "user:*"}).body);
   CHECK(req.first == 5);
   CHECK(req.last == ~uint64_t{0});
   CHECK(req.max_entries == 64);

@@ -21,7 +21,7 @@ using testing::DeferredHandler;
 using testing::EchoHandler;
 using testing::PollUntil;
 
-std::unique_ptr<Server> StartServer(RequestHandler* handler, ServerOptions options = {}) {
+std::unique_ptr<Server> StartRpcServer(RequestHandler* handler, ServerOptions options = {}) {
   options.host = "127.0.0.1";
   options.port = 0;
   auto server = std::make_unique<Server>(options, handler);
@@ -57,7 +57,7 @@ TEST_CASE("rpc: parse host:port", "[net][rpc]") {
 
 TEST_CASE("rpc: CallSync round trip, ids assigned by the client", "[net][rpc]") {
   EchoHandler handler;
-  auto server = StartServer(&handler);
+  auto server = StartRpcServer(&handler);
   RpcClient client(Address(server->bound_port()));
   for (int i = 0; i < 10; ++i) {
     Request r = Get("key" + std::to_string(i), i);
@@ -76,7 +76,7 @@ TEST_CASE("rpc: many threads, many pipelined calls, pooled connections", "[net][
   EchoHandler handler;
   ServerOptions so;
   so.io_threads = 2;
-  auto server = StartServer(&handler, so);
+  auto server = StartRpcServer(&handler, so);
   RpcClientOptions co;
   co.connections = 3;
   auto io = std::make_shared<IoContext>(2);
@@ -111,7 +111,7 @@ TEST_CASE("rpc: many threads, many pipelined calls, pooled connections", "[net][
 
 TEST_CASE("rpc: responses out of order are matched by id", "[net][rpc]") {
   DeferredHandler handler;
-  auto server = StartServer(&handler);
+  auto server = StartRpcServer(&handler);
   RpcClient client(Address(server->bound_port()));
   std::vector<std::future<StatusOr<Response>>> results;
   for (int i = 0; i < 5; ++i) {
@@ -134,7 +134,7 @@ TEST_CASE("rpc: responses out of order are matched by id", "[net][rpc]") {
 
 TEST_CASE("rpc: a call the server never answers times out", "[net][rpc]") {
   DeferredHandler handler(/*answer_pings=*/true);
-  auto server = StartServer(&handler);
+  auto server = StartRpcServer(&handler);
   const std::string address = Address(server->bound_port());
   RpcClient client(address);
   auto r = client.CallSync(Get("slow"), 100ms);
@@ -192,7 +192,7 @@ TEST_CASE("rpc: a connection that answers nothing, not even the probe, is reset"
 
 TEST_CASE("rpc: short and long deadlines mixed on one connection", "[net][rpc]") {
   DeferredHandler handler(/*answer_pings=*/true);
-  auto server = StartServer(&handler);
+  auto server = StartRpcServer(&handler);
   RpcClient client(Address(server->bound_port()));
   std::promise<Status> long_done, short_done;
   client.Call(Get("long"), 10s, [&](StatusOr<Response> r) { long_done.set_value(r.status()); });
@@ -227,7 +227,7 @@ TEST_CASE("rpc: reconnects after the server closed the connection", "[net][rpc]"
   EchoHandler handler;
   ServerOptions o;
   o.idle_timeout = 50ms;
-  auto server = StartServer(&handler, o);
+  auto server = StartRpcServer(&handler, o);
   RpcClient client(Address(server->bound_port()));
   REQUIRE(client.CallSync(Get("one"), 5s).ok());
   REQUIRE(PollUntil([&] { return server->stats().open_connections == 0; }));
@@ -289,7 +289,7 @@ TEST_CASE("rpc: a Redis or HTTP server at the address is named at its first byte
 
 TEST_CASE("rpc: Close aborts pending calls, later calls fail", "[net][rpc]") {
   DeferredHandler handler;
-  auto server = StartServer(&handler);
+  auto server = StartRpcServer(&handler);
   RpcClient client(Address(server->bound_port()));
   std::promise<Status> pending;
   client.Call(Get("x"), 10s, [&](StatusOr<Response> r) { pending.set_value(r.status()); });
@@ -303,7 +303,7 @@ TEST_CASE("rpc: Close aborts pending calls, later calls fail", "[net][rpc]") {
 
 TEST_CASE("rpc: CallSync from a callback is refused instead of deadlocking", "[net][rpc]") {
   EchoHandler handler;
-  auto server = StartServer(&handler);
+  auto server = StartRpcServer(&handler);
   RpcClient client(Address(server->bound_port()));
   std::promise<Status> inner;
   client.Call(Get("outer"), 5s, [&](StatusOr<Response>) {
@@ -321,7 +321,7 @@ TEST_CASE("rpc: server errors arrive as responses, with the newer map", "[net][r
       done(std::move(r));
     }
   } handler;
-  auto server = StartServer(&handler);
+  auto server = StartRpcServer(&handler);
   RpcClient client(Address(server->bound_port()));
   auto r = client.CallSync(Get("x"), 5s);
   REQUIRE(r.ok());

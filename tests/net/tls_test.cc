@@ -25,7 +25,7 @@ using testing::EchoHandler;
 using testing::Frame;
 using testing::RawSocket;
 
-constexpr auto kCallTimeout = std::chrono::milliseconds(3000);
+constexpr auto kTlsCallTimeout = std::chrono::milliseconds(3000);
 
 std::shared_ptr<const TlsContext> MustLoad(const std::string& ca,
                                            const shardkv::testing::TestCert& c) {
@@ -46,7 +46,7 @@ struct Pki {
   std::shared_ptr<const TlsContext> client_ctx = MustLoad(ca.ca_file(), client);
 };
 
-std::unique_ptr<Server> StartServer(
+std::unique_ptr<Server> StartTlsServer(
     RequestHandler* handler, std::shared_ptr<const TlsContext> tls, std::string secret = "",
     std::chrono::milliseconds handshake_timeout = std::chrono::seconds(5)) {
   ServerOptions options;
@@ -71,11 +71,11 @@ std::unique_ptr<RpcClient> ClientFor(const std::string& address,
   return std::make_unique<RpcClient>(address, o);
 }
 
-std::string AddressOf(const Server& s, const std::string& host = "127.0.0.1") {
+std::string TlsAddressOf(const Server& s, const std::string& host = "127.0.0.1") {
   return host + ":" + std::to_string(s.bound_port());
 }
 
-Request Body(RequestBody body) {
+Request TlsBody(RequestBody body) {
   Request r;
   r.body = std::move(body);
   return r;
@@ -83,8 +83,8 @@ Request Body(RequestBody body) {
 
 // True while `client` can do a put and a get whose answer checks out.
 bool RoundTrip(RpcClient& client, uint64_t i) {
-  auto put = client.CallSync(Body(PutRequest{i, "k" + std::to_string(i), "v"}), kCallTimeout);
-  auto get = client.CallSync(Body(GetRequest{i, "k" + std::to_string(i)}), kCallTimeout);
+  auto put = client.CallSync(TlsBody(PutRequest{i, "k" + std::to_string(i), "v"}), kTlsCallTimeout);
+  auto get = client.CallSync(TlsBody(GetRequest{i, "k" + std::to_string(i)}), kTlsCallTimeout);
   return put.ok() && put->ok() && get.ok() && get->ok() &&
          std::get<GetResponse>(get->body).value == "k" + std::to_string(i);
 }
@@ -109,14 +109,14 @@ TEST_CASE("tls: certificates from the node's CA get in, pipelined over several c
           "[net][tls]") {
   Pki pki;
   EchoHandler handler;
-  auto server = StartServer(&handler, pki.node_ctx);
+  auto server = StartTlsServer(&handler, pki.node_ctx);
   for (const std::string host : {"127.0.0.1", "localhost"}) {
-    auto client = ClientFor(AddressOf(*server, host), pki.client_ctx, "", 3);
+    auto client = ClientFor(TlsAddressOf(*server, host), pki.client_ctx, "", 3);
     std::atomic<int> ok{0}, failed{0};
     constexpr int kCalls = 300;
     for (int i = 0; i < kCalls; ++i) {
-      client->Call(Body(GetRequest{static_cast<uint64_t>(i), "key" + std::to_string(i)}),
-                   kCallTimeout, [&, i](StatusOr<Response> r) {
+      client->Call(TlsBody(GetRequest{static_cast<uint64_t>(i), "key" + std::to_string(i)}),
+                   kTlsCallTimeout, [&, i](StatusOr<Response> r) {
                      const bool good =
                          r.ok() && r->ok() &&
                          std::get<GetResponse>(r->body).value == "key" + std::to_string(i);
@@ -159,8 +159,8 @@ TEST_CASE("tls: loading refuses files that cannot work, naming the file", "[net]
 TEST_CASE("tls: bad peers are refused while a TLS client keeps working", "[net][tls]") {
   Pki pki;
   EchoHandler handler;
-  auto server = StartServer(&handler, pki.node_ctx, "", std::chrono::milliseconds(500));
-  const std::string address = AddressOf(*server);
+  auto server = StartTlsServer(&handler, pki.node_ctx, "", std::chrono::milliseconds(500));
+  const std::string address = TlsAddressOf(*server);
   auto good = ClientFor(address, pki.client_ctx);
   REQUIRE(RoundTrip(*good, 1));
 
@@ -173,7 +173,7 @@ TEST_CASE("tls: bad peers are refused while a TLS client keeps working", "[net][
     // ...so present it with the other CA as its trust, which cannot verify the node either: the
     // node refuses it first or the client refuses the node; both are TLS refusals.
     auto bad = ClientFor(address, MustLoad(pki.other.ca_file(), foreign));
-    ExpectRefused(bad->CallSync(Body(PingRequest{}), kCallTimeout), "");
+    ExpectRefused(bad->CallSync(TlsBody(PingRequest{}), kTlsCallTimeout), "");
     REQUIRE(testing::PollUntil([&] { return server->stats().tls_failures >= 1; }));
   }
   SECTION("a client certificate that has expired") {
@@ -183,16 +183,16 @@ TEST_CASE("tls: bad peers are refused while a TLS client keeps working", "[net][
     WaitUntilWallClockPasses(now + 3);
     auto bad = ClientFor(address, ctx);
     // TLS 1.3: the node's refusal (an alert) arrives after the client finished its handshake.
-    ExpectRefused(bad->CallSync(Body(PingRequest{}), kCallTimeout), "certificate expired");
+    ExpectRefused(bad->CallSync(TlsBody(PingRequest{}), kTlsCallTimeout), "certificate expired");
     REQUIRE(testing::PollUntil([&] { return server->stats().tls_failures >= 1; }));
   }
   SECTION("a plain client") {
     auto plain = ClientFor(address, nullptr);
-    auto r = plain->CallSync(Body(PingRequest{}), kCallTimeout);
+    auto r = plain->CallSync(TlsBody(PingRequest{}), kTlsCallTimeout);
     CHECK_FALSE(r.ok());
     RawSocket s(server->bound_port());
     REQUIRE(s.ok());
-    REQUIRE(s.SendAll(Frame(Body(PingRequest{}))));
+    REQUIRE(s.SendAll(Frame(TlsBody(PingRequest{}))));
     CHECK_FALSE(s.ReadResponse(std::chrono::milliseconds(2000)));
     CHECK(s.WaitForClose());
     REQUIRE(testing::PollUntil([&] { return server->stats().tls_failures >= 2; }));
@@ -213,32 +213,36 @@ TEST_CASE("tls: the client refuses a node whose certificate it cannot trust", "[
 
   SECTION("a node certificate from another CA") {
     auto foreign = pki.other.Issue("foreign-node", {"IP:127.0.0.1"});
-    auto server = StartServer(&handler, MustLoad(pki.other.ca_file(), foreign));
-    auto client = ClientFor(AddressOf(*server), pki.client_ctx);
+    auto server = StartTlsServer(&handler, MustLoad(pki.other.ca_file(), foreign));
+    auto client = ClientFor(TlsAddressOf(*server), pki.client_ctx);
     // OpenSSL names the chain it was sent ("self-signed certificate in certificate chain", or
     // "unable to get local issuer certificate" without the CA in it).
-    ExpectRefused(client->CallSync(Body(PingRequest{}), kCallTimeout), "the peer's certificate: ");
+    ExpectRefused(client->CallSync(TlsBody(PingRequest{}), kTlsCallTimeout),
+                  "the peer's certificate: ");
   }
   SECTION("a node certificate that has expired") {
     const std::time_t now = std::time(nullptr);
     auto soon = pki.ca.Issue("short-lived-node", {"IP:127.0.0.1"}, -3600, 2);
-    auto server = StartServer(&handler, MustLoad(pki.ca.ca_file(), soon));
+    auto server = StartTlsServer(&handler, MustLoad(pki.ca.ca_file(), soon));
     WaitUntilWallClockPasses(now + 3);
-    auto client = ClientFor(AddressOf(*server), pki.client_ctx);
-    ExpectRefused(client->CallSync(Body(PingRequest{}), kCallTimeout), "certificate has expired");
+    auto client = ClientFor(TlsAddressOf(*server), pki.client_ctx);
+    ExpectRefused(client->CallSync(TlsBody(PingRequest{}), kTlsCallTimeout),
+                  "certificate has expired");
   }
   SECTION("a node certificate for another host") {
     auto elsewhere = pki.ca.Issue("elsewhere", {"IP:127.0.0.2", "DNS:node2.test"});
-    auto server = StartServer(&handler, MustLoad(pki.ca.ca_file(), elsewhere));
-    auto client = ClientFor(AddressOf(*server), pki.client_ctx);
-    ExpectRefused(client->CallSync(Body(PingRequest{}), kCallTimeout), "does not name 127.0.0.1");
-    auto by_name = ClientFor(AddressOf(*server, "localhost"), pki.client_ctx);
-    ExpectRefused(by_name->CallSync(Body(PingRequest{}), kCallTimeout), "does not name localhost");
+    auto server = StartTlsServer(&handler, MustLoad(pki.ca.ca_file(), elsewhere));
+    auto client = ClientFor(TlsAddressOf(*server), pki.client_ctx);
+    ExpectRefused(client->CallSync(TlsBody(PingRequest{}), kTlsCallTimeout),
+                  "does not name 127.0.0.1");
+    auto by_name = ClientFor(TlsAddressOf(*server, "localhost"), pki.client_ctx);
+    ExpectRefused(by_name->CallSync(TlsBody(PingRequest{}), kTlsCallTimeout),
+                  "does not name localhost");
   }
   SECTION("a node without TLS") {
-    auto server = StartServer(&handler, nullptr);
-    auto client = ClientFor(AddressOf(*server), pki.client_ctx);
-    auto r = client->CallSync(Body(PingRequest{}), kCallTimeout);
+    auto server = StartTlsServer(&handler, nullptr);
+    auto client = ClientFor(TlsAddressOf(*server), pki.client_ctx);
+    auto r = client->CallSync(TlsBody(PingRequest{}), kTlsCallTimeout);
     REQUIRE_FALSE(r.ok());
     CHECK_THAT(r.status().message(), Catch::Contains("TLS"));
   }
@@ -249,11 +253,11 @@ TEST_CASE("tls: the secret handshake runs inside TLS", "[net][tls][auth]") {
   Pki pki;
   EchoHandler handler;
   const std::string secret = "cluster-secret-0123456789";
-  auto server = StartServer(&handler, pki.node_ctx, secret);
-  auto good = ClientFor(AddressOf(*server), pki.client_ctx, secret);
+  auto server = StartTlsServer(&handler, pki.node_ctx, secret);
+  auto good = ClientFor(TlsAddressOf(*server), pki.client_ctx, secret);
   CHECK(RoundTrip(*good, 1));
-  auto wrong = ClientFor(AddressOf(*server), pki.client_ctx, "not-the-cluster-secret!");
-  auto r = wrong->CallSync(Body(PingRequest{}), kCallTimeout);
+  auto wrong = ClientFor(TlsAddressOf(*server), pki.client_ctx, "not-the-cluster-secret!");
+  auto r = wrong->CallSync(TlsBody(PingRequest{}), kTlsCallTimeout);
   REQUIRE_FALSE(r.ok());
   CHECK(r.status().code() == Status::Code::kUnauthenticated);
   CHECK_THAT(r.status().message(), Catch::Contains("matches none of this node's secrets"));

@@ -28,7 +28,7 @@ NodeOptions Options(const std::string& dir, uint32_t id = 1) {
   return o;
 }
 
-std::unique_ptr<Client> Connect(const Node& node) { return testing::MustConnect(node.address()); }
+std::unique_ptr<Client> ConnectTo(const Node& node) { return testing::MustConnect(node.address()); }
 
 uint64_t ClusterIdOf(const Node& node) { return testing::ClusterIdOf(node.address()); }
 
@@ -188,7 +188,7 @@ TEST_CASE("node: one data directory holds one node", "[node][hardening]") {
 TEST_CASE("node: stats report disk health", "[node][hardening]") {
   TempDir dir;
   auto node = MustStartFormed(Options(dir.path()));
-  auto client = Connect(*node);
+  auto client = ConnectTo(*node);
   REQUIRE(client->Put("k", "v").ok());
   auto stats = client->NodeStats(node->address());
   REQUIRE(stats.ok());

@@ -24,7 +24,7 @@ namespace {
 
 constexpr auto kTimeout = std::chrono::seconds(5);
 
-NodeOptions Options(const std::string& dir) {
+NodeOptions UnformedOptions(const std::string& dir) {
   NodeOptions o;
   o.id = 3;
   o.data_dir = dir;
@@ -94,11 +94,11 @@ TEST_CASE("unformed node: serves only ping, stats and formation, also after a re
           "[node][unformed]") {
   TempDir dir;
   {
-    auto node = testing::MustStart(Options(dir.path()));
+    auto node = testing::MustStart(UnformedOptions(dir.path()));
     CheckUnformed(*node);
   }
   // Restarted, it is still unformed: it never made itself a cluster of one.
-  auto node = testing::MustStart(Options(dir.path()));
+  auto node = testing::MustStart(UnformedOptions(dir.path()));
   CheckUnformed(*node);
 
   // Formation (an adopting install, through Admin::FormCluster) makes it a usable node.
@@ -112,7 +112,7 @@ TEST_CASE("unformed node: serves only ping, stats and formation, also after a re
   client.reset();
   node.reset();
   // And stays formed.
-  node = testing::MustStart(Options(dir.path()));
+  node = testing::MustStart(UnformedOptions(dir.path()));
   CHECK(Counter(node->address(), stats::formed) == 1);
   CHECK(testing::ClusterIdOf(node->address()) == 0x5EED);
   CHECK(*testing::MustConnect(node->address())->Get("k") == "v");
@@ -136,7 +136,7 @@ TEST_CASE("unformed node: a directory holding a standalone one-node map keeps wo
     REQUIRE(maps.Reset(*map).ok());
     REQUIRE((*storage)->Close().ok());
   }
-  auto node = testing::MustStart(Options(dir.path()));
+  auto node = testing::MustStart(UnformedOptions(dir.path()));
   CHECK(Counter(node->address(), stats::formed) == 1);
   auto map = testing::NodeMap(node->address());
   REQUIRE(map.has_value());
@@ -151,7 +151,7 @@ TEST_CASE("unformed node: a directory holding a standalone one-node map keeps wo
 
 TEST_CASE("node: --advertise is the address the node states everywhere", "[node][advertise]") {
   TempDir dir;
-  NodeOptions o = Options(dir.path());
+  NodeOptions o = UnformedOptions(dir.path());
   o.listen = "127.0.0.1:0";
   o.advertise = "127.0.0.2:17123";
   auto node = testing::MustStart(o);
@@ -192,7 +192,7 @@ TEST_CASE("node: --advertise is the address the node states everywhere", "[node]
 TEST_CASE("node options: --advertise must be a host and a port peers can dial",
           "[node][advertise]") {
   TempDir dir;
-  NodeOptions o = Options(dir.Sub("never"));
+  NodeOptions o = UnformedOptions(dir.Sub("never"));
   for (const char* good : {"10.0.0.1:7000", "db1.example:7000", "[fd00::1]:7000"}) {
     o.advertise = good;
     INFO(good);

@@ -95,7 +95,7 @@ class TtlHandler : public net::RequestHandler {
   int calls = 0, puts = 0, deletes = 0, expires = 0;
 };
 
-using Fixture = testing::CommandHarness<TtlHandler>;
+using TtlFixture = testing::CommandHarness<TtlHandler>;
 
 const std::string kOk = "+OK\r\n";
 const std::string kNil = "$-1\r\n";
@@ -107,7 +107,7 @@ std::string Wrong(const std::string& cmd) {
 }  // namespace
 
 TEST_CASE("redis ttl: arity errors as redis-server", "[redis][ttl]") {
-  Fixture f;
+  TtlFixture f;
   CHECK(f.One({"EXPIRE", "k"}) == Wrong("expire"));
   CHECK(f.One({"PEXPIREAT", "k"}) == Wrong("pexpireat"));
   CHECK(f.One({"TTL"}) == Wrong("ttl"));
@@ -123,7 +123,7 @@ TEST_CASE("redis ttl: arity errors as redis-server", "[redis][ttl]") {
 
 TEST_CASE("redis ttl: TTL, PTTL, EXPIRETIME of missing, persistent and volatile keys",
           "[redis][ttl]") {
-  Fixture f;
+  TtlFixture f;
   CHECK(f.IntReply({"TTL", "missing"}) == -2);
   CHECK(f.IntReply({"PTTL", "missing"}) == -2);
   CHECK(f.IntReply({"EXPIRETIME", "missing"}) == -2);
@@ -143,7 +143,7 @@ TEST_CASE("redis ttl: TTL, PTTL, EXPIRETIME of missing, persistent and volatile 
 }
 
 TEST_CASE("redis ttl: SET with EX, PX, EXAT, PXAT, KEEPTTL and their errors", "[redis][ttl]") {
-  Fixture f;
+  TtlFixture f;
   const int64_t now = NowMs();
   CHECK(f.One({"SET", "k", "v", "PX", "50000"}) == kOk);
   CHECK(f.IntReply({"TTL", "k"}) == 50);
@@ -178,7 +178,7 @@ TEST_CASE("redis ttl: SET with EX, PX, EXAT, PXAT, KEEPTTL and their errors", "[
 }
 
 TEST_CASE("redis ttl: SET ... GET, NX and XX with an expiry", "[redis][ttl]") {
-  Fixture f;
+  TtlFixture f;
   CHECK(f.One({"SET", "m", "v", "EX", "100", "GET"}) == kNil);  // missing: nil, and it is set
   CHECK(f.IntReply({"TTL", "m"}) == 100);
   CHECK(f.One({"SET", "m", "w", "EX", "200", "GET"}) == "$1\r\nv\r\n");
@@ -192,7 +192,7 @@ TEST_CASE("redis ttl: SET ... GET, NX and XX with an expiry", "[redis][ttl]") {
 }
 
 TEST_CASE("redis ttl: SETEX and PSETEX", "[redis][ttl]") {
-  Fixture f;
+  TtlFixture f;
   CHECK(f.One({"SETEX", "k", "100", "v"}) == kOk);
   CHECK(f.IntReply({"TTL", "k"}) == 100);
   CHECK(f.One({"PSETEX", "k", "5000", "v"}) == kOk);
@@ -204,7 +204,7 @@ TEST_CASE("redis ttl: SETEX and PSETEX", "[redis][ttl]") {
 }
 
 TEST_CASE("redis ttl: EXPIRE family, negative times delete, NX XX GT LT", "[redis][ttl]") {
-  Fixture f;
+  TtlFixture f;
   CHECK(f.IntReply({"EXPIRE", "missing", "100"}) == 0);
   CHECK(f.One({"SET", "k", "v"}) == kOk);
   CHECK(f.IntReply({"EXPIRE", "k", "100"}) == 1);
@@ -262,7 +262,7 @@ TEST_CASE("redis ttl: EXPIRE family, negative times delete, NX XX GT LT", "[redi
 }
 
 TEST_CASE("redis ttl: PERSIST and GETEX", "[redis][ttl]") {
-  Fixture f;
+  TtlFixture f;
   CHECK(f.IntReply({"PERSIST", "missing"}) == 0);
   CHECK(f.One({"SET", "k", "v", "EX", "100"}) == kOk);
   CHECK(f.IntReply({"PERSIST", "k"}) == 1);

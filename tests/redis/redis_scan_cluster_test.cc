@@ -22,8 +22,8 @@ using shardkv::testing::RunProcess;
 
 namespace {
 
-constexpr char kRedisCli[] = "/usr/bin/redis-cli";
-constexpr auto kLimit = std::chrono::seconds(120);
+constexpr char kScanRedisCli[] = "/usr/bin/redis-cli";
+constexpr auto kScanLimit = std::chrono::seconds(120);
 constexpr int kKeys = 3000;
 
 std::vector<std::string> RedisPorts(const LocalCluster& c) {
@@ -65,9 +65,9 @@ std::map<std::string, int> ShardkvScan(const LocalCluster& c, std::vector<std::s
 }
 
 std::map<std::string, int> RedisCliScan(const std::string& port, const std::string& pattern = "") {
-  std::vector<std::string> args = {kRedisCli, "-p", port, "--scan"};
+  std::vector<std::string> args = {kScanRedisCli, "-p", port, "--scan"};
   if (!pattern.empty()) args.insert(args.end(), {"--pattern", pattern});
-  ProcessResult r = RunProcess(args, kLimit);
+  ProcessResult r = RunProcess(args, kScanLimit);
   INFO(r.Text());
   REQUIRE(r.exit_code == 0);
   std::map<std::string, int> seen;
@@ -93,7 +93,7 @@ long AwaitDbsize(const std::string& port, long want) {
   long size = -1;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   do {
-    ProcessResult r = RunProcess({kRedisCli, "-p", port, "DBSIZE"}, kLimit);
+    ProcessResult r = RunProcess({kScanRedisCli, "-p", port, "DBSIZE"}, kScanLimit);
     size = r.exit_code == 0 && !r.out.empty() ? std::stol(r.out) : -1;
     if (size == want) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(200));  // polling, bounded
@@ -105,7 +105,7 @@ long AwaitDbsize(const std::string& port, long want) {
 
 TEST_CASE("scan: shardkv scan and redis-cli --scan through a scale-out and a restart",
           "[multiprocess][redis][scan]") {
-  REQUIRE(std::filesystem::exists(kRedisCli));
+  REQUIRE(std::filesystem::exists(kScanRedisCli));
   LocalCluster c;
   REQUIRE(c.Run({"cluster", "up", "--nodes", "3", "--base-port", "0", "--wait", "60"}).exit_code ==
           0);
@@ -164,22 +164,22 @@ TEST_CASE("scan: shardkv scan and redis-cli --scan through a scale-out and a res
   for (const std::string& port : ports) CHECK(Missing(RedisCliScan(port)) == 0);
 
   // KEYS, RANDOMKEY and the wipe (cluster up allows it), from redis-cli.
-  ProcessResult keys = RunProcess({kRedisCli, "-p", ports[0], "KEYS", "key:2*"}, kLimit);
+  ProcessResult keys = RunProcess({kScanRedisCli, "-p", ports[0], "KEYS", "key:2*"}, kScanLimit);
   REQUIRE(keys.exit_code == 0);
   std::map<std::string, int> two;
   AddLines(keys.out, &two);
   CHECK(two.size() == 1111);
-  ProcessResult random = RunProcess({kRedisCli, "-p", ports[1], "RANDOMKEY"}, kLimit);
+  ProcessResult random = RunProcess({kScanRedisCli, "-p", ports[1], "RANDOMKEY"}, kScanLimit);
   CHECK(random.out.rfind("key:", 0) == 0);
   // DBSIZE counts live keys: after the scale-out (the old owners dropped the ranges they gave
   // away) and the restart (node 2 recounted its records), every key once; 0 after the wipe,
   // though the tombstones are still stored.
   CHECK(AwaitDbsize(ports[1], kKeys) == kKeys);
-  ProcessResult flush = RunProcess({kRedisCli, "-p", ports[2], "FLUSHALL"}, kLimit);
+  ProcessResult flush = RunProcess({kScanRedisCli, "-p", ports[2], "FLUSHALL"}, kScanLimit);
   INFO(flush.Text());
   CHECK(flush.out == "OK\n");
   CHECK(AwaitDbsize(ports[3], 0) == 0);
   CHECK(RedisCliScan(ports[0]).empty());
-  CHECK(RunProcess({kRedisCli, "-p", ports[0], "RANDOMKEY"}, kLimit).out == "\n");
+  CHECK(RunProcess({kScanRedisCli, "-p", ports[0], "RANDOMKEY"}, kScanLimit).out == "\n");
   CHECK(c.Run({"scan"}).out.empty());
 }

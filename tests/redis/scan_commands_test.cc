@@ -17,8 +17,8 @@ using namespace shardkv::redis;
 
 namespace {
 
-struct Fixture : testing::CommandHarness<> {
-  explicit Fixture(bool allow_flush = false)
+struct ScanFixture : testing::CommandHarness<> {
+  explicit ScanFixture(bool allow_flush = false)
       : testing::CommandHarness<>({.secret = "", .allow_flush = allow_flush}) {}
   void Fill(int n, const std::string& prefix = "k") {
     for (int i = 0; i < n; ++i) handler.data[prefix + std::to_string(i)] = "v";
@@ -34,7 +34,7 @@ std::string CursorOf(const std::string& reply) {
 }  // namespace
 
 TEST_CASE("redis scan: SCAN replies and errors as redis-server 7.0.15", "[redis][scan]") {
-  Fixture f;
+  ScanFixture f;
   // An empty keyspace: cursor "0" and an empty array.
   CHECK(f.One({"SCAN", "0"}) == "*2\r\n$1\r\n0\r\n*0\r\n");
   CHECK(f.One({"SCAN", "x"}) == "-ERR invalid cursor\r\n");
@@ -74,7 +74,7 @@ TEST_CASE("redis scan: SCAN replies and errors as redis-server 7.0.15", "[redis]
 }
 
 TEST_CASE("redis scan: KEYS and RANDOMKEY", "[redis][scan]") {
-  Fixture f;
+  ScanFixture f;
   CHECK(f.One({"KEYS", "*"}) == "*0\r\n");
   CHECK(f.One({"RANDOMKEY"}) == "$-1\r\n");
   f.Fill(2500);
@@ -90,7 +90,7 @@ TEST_CASE("redis scan: KEYS and RANDOMKEY", "[redis][scan]") {
 }
 
 TEST_CASE("redis scan: KEYS refuses a reply above its bound", "[redis][scan]") {
-  Fixture f;
+  ScanFixture f;
   f.Fill(static_cast<int>(kMaxKeysReply) + 1);
   const std::string reply = f.One({"KEYS", "*"});
   CHECK(reply.rfind("-ERR KEYS would return more than 100000 keys; use SCAN", 0) == 0);
@@ -98,7 +98,7 @@ TEST_CASE("redis scan: KEYS refuses a reply above its bound", "[redis][scan]") {
 
 TEST_CASE("redis scan: FLUSHDB and FLUSHALL are refused unless the node allows them",
           "[redis][scan]") {
-  Fixture refused;
+  ScanFixture refused;
   refused.Fill(5);
   const std::string no = refused.One({"FLUSHDB"});
   CHECK(no.rfind("-ERR FLUSHDB is disabled on this node: it deletes every key of the whole "
@@ -108,7 +108,7 @@ TEST_CASE("redis scan: FLUSHDB and FLUSHALL are refused unless the node allows t
   CHECK(refused.handler.data.size() == 5);
   CHECK(refused.One({"FLUSHDB", "BOGUS"}) == "-ERR syntax error\r\n");
 
-  Fixture allowed(true);
+  ScanFixture allowed(true);
   allowed.Fill(2345);
   CHECK(allowed.One({"FLUSHDB", "BOGUS"}) == "-ERR syntax error\r\n");
   CHECK(allowed.One({"FLUSHDB", "a", "b"}) == "-ERR syntax error\r\n");
@@ -122,7 +122,7 @@ TEST_CASE("redis scan: FLUSHDB and FLUSHALL are refused unless the node allows t
 }
 
 TEST_CASE("redis rmw: SETNX, GETSET, GETDEL and MSETNX replies", "[redis][rmw]") {
-  Fixture f;
+  ScanFixture f;
   CHECK(f.One({"SETNX", "k", "v"}) == ":1\r\n");
   CHECK(f.One({"SETNX", "k", "w"}) == ":0\r\n");
   CHECK(f.handler.data.at("k") == "v");

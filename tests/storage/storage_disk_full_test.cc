@@ -12,38 +12,19 @@
 #include "storage/disk_space.h"
 #include "storage/small_disk.h"
 #include "storage/storage.h"
+#include "testing/log_capture.h"
 #include "testing/temp_dir.h"
 
 using namespace shardkv;
+
+using shardkv::testing::CapturedLog;
+using shardkv::testing::CountOccurrences;
 
 namespace {
 
 // RocksDB resumes writing after a full disk only once it has a write buffer's worth (64 MiB)
 // free again, besides its ~70 MiB preallocated WAL, so the disk must be well above both.
 constexpr size_t kDiskMiB = 200;
-
-size_t Count(const std::string& text, const std::string& what) {
-  size_t n = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
-}
-
-// Routes the default spdlog logger into a string for the test's lifetime.
-class CapturedLog {
- public:
-  CapturedLog() : previous_(spdlog::default_logger()) {
-    auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(out_);
-    auto logger = std::make_shared<spdlog::logger>("captured", sink);
-    logger->set_level(spdlog::level::info);
-    spdlog::set_default_logger(logger);
-  }
-  ~CapturedLog() { spdlog::set_default_logger(previous_); }
-  std::string text() const { return out_.str(); }
-
- private:
-  std::ostringstream out_;
-  std::shared_ptr<spdlog::logger> previous_;
-};
 
 }  // namespace
 
@@ -94,7 +75,8 @@ TEST_CASE("storage: a full disk is one logged episode, a gauge, and a plain erro
   CHECK((*storage)->io_errors() >= 1);
   for (int i = 0; i < 20; ++i) (void)(*storage)->Put(3, "again" + std::to_string(i), value);
   CHECK((*storage)->disk_full());
-  CHECK(Count(log.text(), "no space left on device in " + path) == 1);  // once, not per write
+  CHECK(CountOccurrences(log.text(), "no space left on device in " + path) ==
+        1);  // once, not per write
 
   disk.Free();
   // RocksDB recovers from a full disk by itself once space is back (its SstFileManager polls
@@ -108,7 +90,7 @@ TEST_CASE("storage: a full disk is one logged episode, a gauge, and a plain erro
   INFO(log.text());
   REQUIRE(recovered);
   CHECK_FALSE((*storage)->disk_full());
-  CHECK(Count(log.text(), "writes succeed again in " + path) == 1);
+  CHECK(CountOccurrences(log.text(), "writes succeed again in " + path) == 1);
   CHECK(*(*storage)->Get(1, "before") == "v");
   REQUIRE((*storage)->Close().ok());
   storage->reset();

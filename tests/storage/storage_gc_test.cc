@@ -13,7 +13,7 @@ using testing::OpenOrDie;
 using testing::TempDir;
 using testing::TestOptions;
 
-constexpr uint64_t kStartMs = 1'700'000'000'000;
+using testing::kStartMs;
 constexpr TokenRange kAll{0, UINT64_MAX};
 
 size_t InternalEntries(Storage& db, uint64_t token) {

@@ -16,38 +16,16 @@
 #include "storage/bind_mount.h"
 #include "storage/storage.h"
 #include "storage/storage_test_util.h"
+#include "testing/log_capture.h"
 #include "testing/temp_dir.h"
 
 using namespace shardkv;
 using Clock = std::chrono::steady_clock;
 
+using shardkv::testing::CapturedLog;
+using shardkv::testing::CountOccurrences;
+
 namespace {
-
-size_t Count(const std::string& text, const std::string& what) {
-  size_t n = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
-}
-
-// Routes the default spdlog logger into a string for the test's lifetime.
-class CapturedLog {
- public:
-  CapturedLog() : previous_(spdlog::default_logger()) {
-    auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(out_);
-    auto logger = std::make_shared<spdlog::logger>("captured", sink);
-    logger->set_level(spdlog::level::info);
-    spdlog::set_default_logger(logger);
-  }
-  ~CapturedLog() { spdlog::set_default_logger(previous_); }
-  std::string text() const {
-    spdlog::default_logger()->flush();
-    return out_.str();
-  }
-
- private:
-  std::ostringstream out_;
-  std::shared_ptr<spdlog::logger> previous_;
-};
 
 // Polls `done` every 10 ms for up to `limit`.
 bool Eventually(const std::function<bool()>& done, std::chrono::milliseconds limit) {
@@ -111,7 +89,7 @@ TEST_CASE("storage: an injected I/O error is one logged episode, and recovers wi
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   CHECK(s.Health().failing);
   CHECK(s.Health().failures == 1);
-  CHECK(Count(log.text(), "storage I/O error in " + path) == 1);
+  CHECK(CountOccurrences(log.text(), "storage I/O error in " + path) == 1);
 
   // The error clears: the storage recovers by itself (no write from here is needed), and the
   // recovery is logged once.
@@ -120,7 +98,7 @@ TEST_CASE("storage: an injected I/O error is one logged episode, and recovers wi
   REQUIRE(Eventually([&] { return !s.Health().failing; }, std::chrono::seconds(20)));
   CHECK(s.Health().error.empty());
   CHECK(s.Health().failures == 1);
-  CHECK(Count(log.text(), "writes succeed again in " + path) == 1);
+  CHECK(CountOccurrences(log.text(), "writes succeed again in " + path) == 1);
   REQUIRE_OK(s.Put(1, "after", "v"));
   wall.Advance(1000);
   REQUIRE_OK(s.clock().Now());

@@ -14,7 +14,7 @@ using testing::OpenOrDie;
 using testing::TempDir;
 using testing::TestOptions;
 
-constexpr uint64_t kStartMs = 1'700'000'000'000;
+using testing::kStartMs;
 
 // The counts once the background count is complete (polled: it runs on its own thread).
 LiveKeyCounts Settled(Storage& db) {

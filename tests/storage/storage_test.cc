@@ -19,7 +19,7 @@ using testing::OpenOrDie;
 using testing::TempDir;
 using testing::TestOptions;
 
-constexpr uint64_t kStartMs = 1'700'000'000'000;  // a fixed "now" for the fake clock
+using testing::kStartMs;
 
 Envelope Value(uint64_t physical_ms, uint64_t logical, uint32_t node, std::string v) {
   return Envelope{common::HlcClock::Make(physical_ms, logical), node, false, std::move(v)};

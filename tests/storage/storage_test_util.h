@@ -50,6 +50,9 @@ class FakeClock {
 };
 
 // Small caches for tests; everything else default.
+// A fixed "now" for the storage tests' fake clocks.
+inline constexpr uint64_t kStartMs = 1'700'000'000'000;
+
 inline storage::StorageOptions TestOptions() {
   storage::StorageOptions o;
   o.block_cache_bytes = size_t{1} << 20;

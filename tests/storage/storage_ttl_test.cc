@@ -10,7 +10,7 @@ using testing::OpenOrDie;
 using testing::TempDir;
 using testing::TestOptions;
 
-constexpr uint64_t kStartMs = 1'700'000'000'000;
+using testing::kStartMs;
 constexpr TokenRange kAll{0, UINT64_MAX};
 
 TEST_CASE("a TTL hides the value once past, without sleeping", "[storage][ttl]") {

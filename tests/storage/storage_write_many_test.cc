@@ -12,7 +12,7 @@ using testing::OpenOrDie;
 using testing::TempDir;
 using testing::TestOptions;
 
-constexpr uint64_t kStartMs = 1'700'000'000'000;
+using testing::kStartMs;
 
 Envelope Value(uint64_t ms, uint32_t node, std::string v) {
   return Envelope{common::HlcClock::Make(kStartMs + ms, 0), node, false, std::move(v)};

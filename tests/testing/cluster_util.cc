@@ -21,6 +21,11 @@ int TestKeys(int fallback) {
   return env && *env ? std::atoi(env) : fallback;
 }
 
+bool LongTests() {
+  const char* env = std::getenv("SHARDKV_LONG");
+  return env != nullptr && std::string(env) == "1";
+}
+
 // Every wait of the in-process and process tests comes through here: under a slow build
 // (TimeScale()) it waits that much longer for the same condition.
 bool PollUntil(const std::function<bool()>& done, std::chrono::milliseconds limit,

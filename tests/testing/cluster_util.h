@@ -24,6 +24,8 @@ namespace shardkv::testing {
 
 // SHARDKV_TEST_KEYS, or `fallback` when it is unset or empty.
 int TestKeys(int fallback);
+// SHARDKV_LONG=1: long scenarios run at full length (CI runs them short; tools/check.sh).
+bool LongTests();
 
 // Polls `done` every `every` until it holds or `limit` passes; returns whether it held.
 bool PollUntil(const std::function<bool()>& done, std::chrono::milliseconds limit,
