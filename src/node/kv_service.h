@@ -1,5 +1,11 @@
 // KvService: the node's request handler.
 //
+// Every operation is one row of an operation table (kv_service_ops.cc, indexed by the
+// net::RequestBody alternative): its stats name, the guards it needs (OpGuard, run once per
+// request in a fixed order), what it does on a node without a map, and its handler. Two adapters
+// reach the rows: Handle (a decoded native request) and the ClientOperations calls (the Redis
+// front end, typed, in process). A row without a handler does not compile.
+//
 // - Client operations (get/put/delete and their batches) are coordinated: the Coordinator runs
 //   them against the key's replica set with the requested consistency.
 // - Replica operations (replicaWrite/replicaRead) apply to local storage, fenced by epoch: a
@@ -18,13 +24,16 @@
 // Requests run on the server's I/O threads; local RocksDB calls take microseconds, and
 // coordinated requests answer from network callbacks without blocking.
 //
-// Thread-safety: Handle() may run concurrently on every I/O thread.
+// Thread-safety: Handle() and the ClientOperations calls may run concurrently on any thread.
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <string>
+#include <string_view>
 
 #include "cluster/coordinator.h"
 #include "cluster/hint_store.h"
@@ -32,6 +41,7 @@
 #include "cluster/membership.h"
 #include "cluster/repair_state.h"
 #include "cluster/scan_coordinator.h"
+#include "net/operations.h"
 #include "net/server.h"
 #include "node/node_stats.h"
 #include "storage/storage.h"
@@ -102,15 +112,60 @@ struct KvServiceDeps {
 // request that needs a map.
 std::string UnformedMessage(uint32_t node_id);
 
-class KvService : public net::RequestHandler {
+// The guards an operation's row asks for (design.md "Operation table"). They run once per
+// request, in the order listed, after the formed check (a node without a map answers only the
+// rows that serve unformed, and runs no other guard for them).
+enum OpGuard : uint32_t {
+  kGuardReady = 1u << 0,            // refused (starting) until SetReady(true); not an adoption
+  kGuardClusterId = 1u << 1,        // refused if addressed to another cluster; not an adoption
+  kGuardFence = 1u << 2,            // refused while this node is cut off from the leader
+  kGuardSendOn = 1u << 3,           // sent on to a healthy coordinator while the clock is skewed
+  kGuardDeadline = 1u << 4,         // dropped past its client's deadline (again after a wait)
+  kGuardStorage = 1u << 5,          // refused while storage cannot take writes
+  kGuardClock = 1u << 6,            // refused if the client's timestamp cannot move the clock
+  kGuardEpoch = 1u << 7,            // held until this node has the sender's newer map
+  kGuardReplicaDeadline = 1u << 8,  // dropped past its coordinator's deadline (replica writes)
+  // Not a guard: a client data operation (its failures are client errors, a full disk is
+  // reported plainly).
+  kOpClient = 1u << 16,
+};
+
+// What a node without a map does with an operation.
+enum class Unformed : uint8_t {
+  kRefuse,     // Unavailable: unformed, or starting
+  kServe,      // runs (it needs no map): ping, stats
+  kNoMap,      // FailedPrecondition "unformed: ..." once ready (getClusterMap's contract)
+  kAdoptOnly,  // runs if it adopts the node (installMap{adopt}), else refused
+};
+
+class KvService : public net::RequestHandler, public net::ClientOperations {
  public:
   KvService(KvServiceDeps deps, KvServiceLimits limits) : d_(std::move(deps)), limits_(limits) {}
 
+  // The native server's adapter: a decoded request in, a response with this node's epoch,
+  // timestamp and (for a sender behind) newer map out.
   void Handle(net::Request request, std::function<void(net::Response)> done) override;
+
+  // The in-process adapter (the Redis front end): the same rows, guards, handlers and stats as
+  // Handle, with typed requests and answers.
+  void Get(net::OpOptions options, net::GetRequest request,
+           net::OpDone<net::GetResponse> done) override;
+  void Put(net::OpOptions options, net::PutRequest request,
+           net::OpDone<net::PutResponse> done) override;
+  void Delete(net::OpOptions options, net::DeleteRequest request,
+              net::OpDone<net::DeleteResponse> done) override;
+  void MultiGet(net::OpOptions options, net::MultiGetRequest request,
+                net::OpDone<net::MultiGetResponse> done) override;
+  void MultiPut(net::OpOptions options, net::MultiPutRequest request,
+                net::OpDone<net::MultiPutResponse> done) override;
+  void Expire(net::OpOptions options, net::ExpireRequest request,
+              net::OpDone<net::PutResponse> done) override;
+  void Scan(net::OpOptions options, net::ScanRequest request,
+            net::OpDone<net::ScanResponse> done) override;
 
   // Until ready, requests other than ping, stats, getClusterMap and adopting installs are
   // refused with Unavailable (a restarting node first fetches the newest map from its peers).
-  // A ready node without a map is unformed: see HandleWithoutMap.
+  // A ready node without a map is unformed: see Unformed.
   void SetReady(bool ready) { ready_.store(ready); }
   bool ready() const { return ready_.load(); }
 
@@ -119,37 +174,83 @@ class KvService : public net::RequestHandler {
   net::StatsResponse StatsSnapshot() { return std::get<net::StatsResponse>(Stats()); }
   static constexpr size_t kOpCount = std::variant_size_v<net::RequestBody>;
   static std::string_view OpName(size_t op);
+  // Op `op`'s row (tests/node/op_table_test.cc): its OpGuard bits and what it does unformed.
+  static uint32_t OpGuards(size_t op);
+  static Unformed OpUnformed(size_t op);
 
  private:
+  friend struct OpTable;  // kv_service_ops.cc: the rows and their handlers
   using Reply = std::function<void(net::ResponseBody)>;
+  // What the guards and the handlers read of a request: its header's fields (0 for a call in
+  // this process) and the map it runs under.
+  struct Call {
+    std::shared_ptr<const ClusterMap> map;  // null on a node without one
+    uint64_t epoch = 0;
+    uint64_t cluster_id = 0;
+    uint64_t client_ts = 0;
+    uint64_t deadline_ms = 0;
+    net::Consistency consistency = net::Consistency::kDefault;
+    bool forwarded = false;
+    bool adopt = false;  // an installMap that adopts this node
+  };
+  // What the guards decided.
+  struct Admission {
+    enum class Kind : uint8_t { kRun, kRefuse, kSendOn, kAwaitEpoch };
+    Kind kind = Kind::kRun;
+    Status refusal;                     // kRefuse
+    std::string send_to;                // kSendOn: the healthy coordinator
+    std::chrono::milliseconds wait{0};  // kAwaitEpoch: at most this long
+  };
+
+  static Admission Refuse(Status s);
+  // The guards up to the epoch wait, in their documented order.
+  Admission Admit(uint32_t guards, Unformed unformed, Call& call);
+  // The guards that run just before the handler, after any wait: the client's deadline again
+  // (only after a wait), a replica write's coordinator deadline.
+  Status AtDispatch(uint32_t guards, const Call& call, bool waited);
+  // Sends a request this node must not coordinate (skewed clock) on to `address`; `done` gets
+  // the answer and the coordinator's reply timestamp.
+  void SendOn(const std::string& address, net::Request request,
+              std::function<void(net::ResponseBody, uint64_t ts)> done);
+  // Runs op `op`'s native handler (its guards passed).
+  void RunNative(size_t op, Call& call, net::RequestBody& body, Reply reply);
+  // The in-process adapter behind Get ... Scan.
+  template <typename Req, typename Resp>
+  void RunTyped(net::OpOptions options, Req request, net::OpDone<Resp> done);
 
   Status CheckKey(std::string_view key) const;
   Status CheckValue(std::string_view value) const;
   Status CheckFence(const ClusterMap& map, uint64_t sender_epoch, uint64_t token) const;
-  void Dispatch(const std::shared_ptr<const ClusterMap>& map, net::Request& request, Reply reply);
-  void HandleWithoutMap(net::Request& request, Reply reply);
-  void Get(const std::shared_ptr<const ClusterMap>& map, net::Consistency c, net::GetRequest& r,
-           Reply reply);
-  void Write(const std::shared_ptr<const ClusterMap>& map, net::Consistency c, std::string key,
-             cluster::WriteSpec spec, Reply reply);
-  // kv_service_ttl.cc: EXPIRE/PERSIST (read the key, then write its expiry register).
-  void Expire(const std::shared_ptr<const ClusterMap>& map, net::Consistency c,
-              net::ExpireRequest& r, Reply reply);
   // InvalidArgument unless a put's TTL is representable (see kMaxExpiresAtMs).
   Status CheckTtl(uint64_t ttl_ms) const;
   static cluster::WriteSpec PutSpec(net::PutRequest& r);
-  void MultiGet(const std::shared_ptr<const ClusterMap>& map, net::Consistency c,
-                net::MultiGetRequest& r, Reply reply);
-  void MultiPut(const std::shared_ptr<const ClusterMap>& map, net::Consistency c,
-                net::MultiPutRequest& r, uint64_t deadline_ms, Reply reply);
+
+  // The client operations' handlers (kv_service_ops.cc), shared by both adapters: `done` is
+  // called once with a StatusOr of the op's typed answer.
+  template <typename Done>
+  void Serve(const Call& call, net::GetRequest r, Done done);
+  template <typename Done>
+  void Serve(const Call& call, net::PutRequest r, Done done);
+  template <typename Done>
+  void Serve(const Call& call, net::DeleteRequest r, Done done);
+  template <typename Done>
+  void Serve(const Call& call, net::MultiGetRequest r, Done done);
+  template <typename Done>
+  void Serve(const Call& call, net::MultiPutRequest r, Done done);
+  template <typename Done>
+  void Serve(const Call& call, net::ScanRequest r, Done done);
+  // kv_service_ttl.cc: EXPIRE/PERSIST (read the key, then write its expiry register).
+  void Serve(const Call& call, net::ExpireRequest r, net::OpDone<net::PutResponse> done);
+  template <typename Resp, typename Done>
+  void Write(const Call& call, std::string key, cluster::WriteSpec spec, Done done);
+
+  // Node-to-node operations (kv_service_replica.cc).
   net::ResponseBody ReplicaWrite(const ClusterMap& map, uint64_t sender_epoch,
                                  const net::ReplicaWriteRequest& r);
   net::ResponseBody ReplicaWriteBatch(const ClusterMap& map, uint64_t sender_epoch,
                                       const net::ReplicaWriteBatchRequest& r);
   net::ResponseBody ReplicaRead(const ClusterMap& map, uint64_t sender_epoch,
                                 const net::ReplicaReadRequest& r);
-  void Scan(const std::shared_ptr<const ClusterMap>& map, net::Consistency c, net::ScanRequest r,
-            Reply reply);
   net::ResponseBody ReplicaScan(const ClusterMap& map, uint64_t sender_epoch,
                                 const net::ReplicaScanRequest& r);
   net::ResponseBody Stats();
