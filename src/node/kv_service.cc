@@ -6,7 +6,9 @@
 #include <chrono>
 #include <optional>
 
+#include "cluster/map_consensus.h"
 #include "common/hlc.h"
+#include "net/peer_pool.h"
 #include "node/kv_service_internal.h"
 #include "node/storage_status.h"
 
@@ -192,15 +194,16 @@ KvService::Admission KvService::Admit(uint32_t guards, Unformed unformed, Call& 
                              std::to_string(map.cluster_id())));
   }
   // A node cut off from the cluster's leader may hold an old map: it does not coordinate.
-  if ((guards & kGuardFence) != 0 && d_.fence) {
-    if (Status fenced = d_.fence(); !fenced.ok()) return Refuse(std::move(fenced));
+  if ((guards & kGuardFence) != 0 && d_.consensus != nullptr) {
+    if (Status fenced = d_.consensus->Fence(); !fenced.ok()) return Refuse(std::move(fenced));
   }
   // A node whose clock is off the cluster's assigns no timestamps: a node whose clock agrees
   // coordinates the request instead (once: a forwarded request is never sent on again). Before
   // the deadline check: this node's clock cannot tell whether the client's deadline passed (one
   // 1.25 s ahead dropped every fresh request as late), the coordinator's can.
-  if ((guards & kGuardSendOn) != 0 && !call.forwarded && d_.healthy_coordinator && d_.forward) {
-    if (std::string to = d_.healthy_coordinator(); !to.empty()) {
+  if ((guards & kGuardSendOn) != 0 && !call.forwarded && d_.peers != nullptr &&
+      d_.membership != nullptr) {
+    if (std::string to = d_.membership->HealthyCoordinator(); !to.empty()) {
       sent_on_.fetch_add(1, std::memory_order_relaxed);
       Admission a;
       a.kind = Admission::Kind::kSendOn;
@@ -269,7 +272,19 @@ Status KvService::AtDispatch(uint32_t guards, const Call& call, bool waited) {
 
 void KvService::SendOn(const std::string& address, net::Request request,
                        std::function<void(net::ResponseBody, uint64_t ts)> done) {
-  d_.forward(address, std::move(request), std::move(done));
+  // The default client timeout, not the client's deadline: this node's clock is the one that is
+  // off, so it cannot tell how long the client still waits. The coordinator it sends to checks
+  // the deadline on its clock and answers Timeout for a request past it. `done` gets the
+  // coordinator's reply timestamp, which the relayed reply carries instead of this node's: a
+  // skewed clock's timestamp would make every healthy node refuse the client that relays it.
+  const auto timeout = std::chrono::milliseconds(5000);
+  d_.peers->Call(address, std::move(request), timeout,
+                 [address, done = std::move(done)](StatusOr<net::Response> r) {
+                   if (r.ok()) return done(std::move(r->body), r->ts);
+                   done(net::ErrorResponse::Of(r.status().WithContext(
+                            "sent on to " + address + " (this node's clock is skewed)")),
+                        0);
+                 });
 }
 
 std::string UnformedMessage(uint32_t node_id) {

@@ -47,10 +47,16 @@
 #include "storage/storage.h"
 
 namespace shardkv::rebalance {
-class StreamSource;
 class StreamSink;
 class RepairService;
+class Rebalancer;
 }  // namespace shardkv::rebalance
+namespace shardkv::cluster {
+class MapConsensus;
+}  // namespace shardkv::cluster
+namespace shardkv::net {
+class PeerPool;
+}  // namespace shardkv::net
 
 namespace shardkv::node {
 
@@ -59,6 +65,21 @@ struct KvServiceLimits {
   size_t max_value_bytes = size_t{16} << 20;
 };
 
+// What the node adds to its stats reply that KvService cannot know itself: its addresses (the
+// bound ports are known only once its listeners started, after KvService is built), its
+// server's connection counters, and the counters and info of the rebalancer, the repair
+// service and scheduler, the consensus and the Redis listener. One interface instead of one
+// hook per source: Node::Impl owns all of them and implements it.
+class NodeReport {
+ public:
+  virtual ~NodeReport() = default;
+  // Adds its counters and info to `out` (only non-empty info values).
+  virtual void AddStats(net::StatsResponse* out) = 0;
+};
+
+// Everything KvService serves with, given at construction: pointers to the node's parts (they
+// outlive it) and one value. No std::function hooks: each former hook is now the part it called
+// (design.md "Operation table": KvServiceDeps).
 struct KvServiceDeps {
   uint32_t self_id = 0;
   storage::Storage* storage = nullptr;
@@ -66,46 +87,30 @@ struct KvServiceDeps {
   NodeStats* stats = nullptr;
   std::shared_ptr<cluster::Coordinator> coordinator;
   std::shared_ptr<cluster::ScanCoordinator> scans;  // may be null: scans NotSupported
+  // Installs, the epoch wait, and while this node's clock is skewed, the healthy coordinator to
+  // send client requests on to (design.md "Clock offsets").
   cluster::Membership* membership = nullptr;
   cluster::HintStore* hints = nullptr;
   // Needs-repair marks (may be null: never refuses). While this node needs repair it refuses
   // replicaRead and replicaScan, and its stats say why.
   cluster::RepairState* repair = nullptr;
-  std::function<net::Server::Stats()> server_stats;  // may be empty
-  rebalance::StreamSource* stream_source = nullptr;
-  rebalance::StreamSink* stream_sink = nullptr;
+  rebalance::StreamSink* stream_sink = nullptr;  // may be null: streams NotSupported
   // Anti-entropy (tree queries, pushed records, repair commands); may be null: NotSupported.
   rebalance::RepairService* repair_service = nullptr;
-  // The rebalancer's admin commands (may be empty: NotSupported).
-  std::function<void(net::AdminRequest, std::function<void(net::ResponseBody)>)> admin;
-  // Extra counters for stats (the rebalancer's), may be empty.
-  std::function<void(std::map<std::string, int64_t>*)> extra_counters;
-  // Extra info values for stats (the consensus's), may be empty; only non-empty values are set.
-  std::function<void(std::map<std::string, std::string>*)> extra_info;
-  // The address the node advertises (stats info `address`); may be empty.
-  std::function<std::string()> advertised_address;
-  // The Redis listener's address (stats info `redis_address`, left out when empty); may be empty.
-  std::function<std::string()> redis_address;
-  // host:port of the metrics listener (stats info `metrics_address`); may be empty.
-  std::function<std::string()> metrics_address;
-  // A Raft message for the map consensus (may be empty: the node runs without it).
-  std::function<void(std::string)> raft_message;
-  // Why this node must not coordinate client operations now (design.md "Consensus": the lease
-  // fence), or OK. May be empty.
-  std::function<Status()> fence;
-  // While this node's clock is skewed: where to send client requests on to ("" otherwise), and
-  // how (design.md "Clock offsets"). May be empty.
-  std::function<std::string()> healthy_coordinator;
+  // The rebalancer's admin commands; may be null: NotSupported.
+  rebalance::Rebalancer* rebalancer = nullptr;
+  // The map consensus: its Raft messages, and its lease fence (design.md "Consensus": a node cut
+  // off from the leader does not coordinate client operations). May be null: the node runs
+  // without it (raft messages NotSupported, never fenced).
+  cluster::MapConsensus* consensus = nullptr;
+  // The node-to-node pool a skewed node sends client requests on through; may be null: never
+  // sent on.
+  net::PeerPool* peers = nullptr;
+  NodeReport* report = nullptr;  // may be null: the stats reply has KvService's own only
   // A replica write carrying a deadline (its coordinator's wall clock; see CoordinatorOptions::
   // clock_agrees) is dropped once this node's clock is past it by more than this (the offset the
   // two clocks may have) plus 100 ms.
   uint64_t max_clock_offset_ms = 500;
-  // `done` gets the coordinator's answer and the HLC timestamp of its reply (0 without one),
-  // which the relayed reply carries instead of this node's: a skewed clock's timestamp would
-  // make every healthy node refuse the client that relays it.
-  std::function<void(const std::string& address, net::Request request,
-                     std::function<void(net::ResponseBody, uint64_t ts)> done)>
-      forward;
 };
 
 // What an unformed node (no cluster id, no map: design.md "Unformed nodes") answers every

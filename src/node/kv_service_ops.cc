@@ -12,9 +12,11 @@
 #include <variant>
 #include <vector>
 
+#include "cluster/map_consensus.h"
 #include "cluster/membership.h"
 #include "node/kv_service.h"
 #include "node/kv_service_internal.h"
+#include "rebalance/rebalancer.h"
 #include "rebalance/repair_service.h"
 #include "rebalance/stream_sink.h"
 
@@ -167,12 +169,14 @@ struct OpTable {
     s.d_.stream_sink->HandleCount(std::move(r), std::move(reply));
   }
   static void Admin(KvService& s, Call&, net::AdminRequest& r, Reply reply) {
-    if (!s.d_.admin) return reply(Error(Status::NotSupported("no rebalancer on this node")));
-    s.d_.admin(std::move(r), std::move(reply));
+    if (s.d_.rebalancer == nullptr) {
+      return reply(Error(Status::NotSupported("no rebalancer on this node")));
+    }
+    s.d_.rebalancer->HandleAdmin(std::move(r), std::move(reply));
   }
   static void RaftMessage(KvService& s, Call&, net::RaftMessageRequest& r, Reply reply) {
-    if (!s.d_.raft_message) return reply(Error(Status::NotSupported("no consensus")));
-    s.d_.raft_message(std::move(r.data));
+    if (s.d_.consensus == nullptr) return reply(Error(Status::NotSupported("no consensus")));
+    s.d_.consensus->Receive(std::move(r.data));
     reply(net::PingResponse{});
   }
   static void AntiEntropy(KvService& s, Call&, net::AntiEntropyRequest& r, Reply reply) {

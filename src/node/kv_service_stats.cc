@@ -19,29 +19,11 @@ net::ResponseBody KvService::Stats() {
           std::chrono::system_clock::now().time_since_epoch())
           .count();
   out.info[std::string(stats::version)] = SHARDKV_VERSION;
-  if (d_.advertised_address) out.info[std::string(stats::address)] = d_.advertised_address();
-  if (d_.redis_address) {
-    if (std::string redis = d_.redis_address(); !redis.empty()) {
-      out.info[std::string(stats::redis_address)] = std::move(redis);
-    }
-  }
-  if (d_.metrics_address) {
-    // Absent without a metrics listener (every info value reported is non-empty).
-    std::string metrics = d_.metrics_address();
-    if (!metrics.empty()) out.info[std::string(stats::metrics_address)] = std::move(metrics);
-  }
   for (size_t op = 0; op < kOpCount; ++op) {
     out.counters[std::string(stats::kOpsPrefix) + std::string(OpName(op))] =
         static_cast<int64_t>(d_.stats->OpCount(op));
   }
   out.counters[std::string(stats::client_errors)] = static_cast<int64_t>(d_.stats->client_errors());
-  if (d_.server_stats) {
-    const net::Server::Stats s = d_.server_stats();
-    out.counters[std::string(stats::connections)] = static_cast<int64_t>(s.open_connections);
-    out.counters[std::string(stats::connections_total)] =
-        static_cast<int64_t>(s.accepted_connections);
-    out.counters[std::string(stats::bad_frames)] = static_cast<int64_t>(s.bad_frames);
-  }
   const cluster::CoordinatorStats cs = d_.coordinator->stats();
   out.counters[std::string(stats::quorum_failures)] = static_cast<int64_t>(cs.quorum_failures);
   out.counters[std::string(stats::read_repairs)] = static_cast<int64_t>(cs.read_repairs);
@@ -57,8 +39,8 @@ net::ResponseBody KvService::Stats() {
   out.counters[std::string(stats::writes_restamped)] = static_cast<int64_t>(cs.restamped);
   out.counters[std::string(stats::requests_late)] = static_cast<int64_t>(late_.load());
   out.counters[std::string(stats::requests_sent_on)] = static_cast<int64_t>(sent_on_.load());
-  if (d_.extra_counters) d_.extra_counters(&out.counters);
-  if (d_.extra_info) d_.extra_info(&out.info);
+  // The node's addresses, connections and its other parts' counters and info.
+  if (d_.report != nullptr) d_.report->AddStats(&out);
   if (d_.repair != nullptr) {
     d_.repair->AddStats(&out);
   } else {

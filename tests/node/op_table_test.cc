@@ -52,7 +52,7 @@ bool Has(const std::string& name, uint32_t guard) {
 
 }  // namespace
 
-TEST_CASE("op table: one row per request op, named as the stats name it", "[node][optable]") {
+TEST_CASE("op table: one row per request op, named by its stats name", "[node][optable]") {
   REQUIRE(KvService::kOpCount == kNames.size());
   std::set<std::string> seen;
   for (size_t op = 0; op < KvService::kOpCount; ++op) {
