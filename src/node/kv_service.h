@@ -230,22 +230,24 @@ class KvService : public net::RequestHandler, public net::ClientOperations {
   Status CheckTtl(uint64_t ttl_ms) const;
   static cluster::WriteSpec PutSpec(net::PutRequest& r);
 
-  // The client operations' handlers (kv_service_ops.cc), shared by both adapters: `done` is
-  // called once with a StatusOr of the op's typed answer.
+  // The client operations' handlers (kv_service_ops.cc), shared by both adapters. They move
+  // what they keep out of `r`. `done` is called once, with a Status (an error) or the op's typed
+  // answer: the in-process adapter's takes a StatusOr, the native one's puts either straight
+  // into a ResponseBody (OpTable::NativeDone).
   template <typename Done>
-  void Serve(const Call& call, net::GetRequest r, Done done);
+  void Serve(const Call& call, net::GetRequest& r, Done done);
   template <typename Done>
-  void Serve(const Call& call, net::PutRequest r, Done done);
+  void Serve(const Call& call, net::PutRequest& r, Done done);
   template <typename Done>
-  void Serve(const Call& call, net::DeleteRequest r, Done done);
+  void Serve(const Call& call, net::DeleteRequest& r, Done done);
   template <typename Done>
-  void Serve(const Call& call, net::MultiGetRequest r, Done done);
+  void Serve(const Call& call, net::MultiGetRequest& r, Done done);
   template <typename Done>
-  void Serve(const Call& call, net::MultiPutRequest r, Done done);
+  void Serve(const Call& call, net::MultiPutRequest& r, Done done);
   template <typename Done>
-  void Serve(const Call& call, net::ScanRequest r, Done done);
+  void Serve(const Call& call, net::ScanRequest& r, Done done);
   // kv_service_ttl.cc: EXPIRE/PERSIST (read the key, then write its expiry register).
-  void Serve(const Call& call, net::ExpireRequest r, net::OpDone<net::PutResponse> done);
+  void Serve(const Call& call, net::ExpireRequest& r, net::OpDone<net::PutResponse> done);
   template <typename Resp, typename Done>
   void Write(const Call& call, std::string key, cluster::WriteSpec spec, Done done);
 

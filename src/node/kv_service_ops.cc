@@ -119,14 +119,23 @@ struct OpTable {
                             Unformed unformed = Unformed::kRefuse) {
     return Row{name, guards, unformed, kIndexOf<T>, &Unwrap<T, F>};
   }
-  // A client op: the shared typed handler, its answer put in a ResponseBody.
-  template <typename T>
-  static void Client(KvService& s, Call& c, T& r, Reply reply) {
-    using Resp = typename ResponseOf<T>::type;
-    s.Serve(c, std::move(r), [reply = std::move(reply)](StatusOr<Resp> out) mutable {
+  // A client op's answer on the native path: an error or the typed reply, put straight into the
+  // ResponseBody (no StatusOr in between); a StatusOr too, for a handler that passes `done` on
+  // as a std::function of one (scan).
+  template <typename Resp>
+  struct NativeDone {
+    void operator()(const Status& s) const { reply(Error(s)); }
+    void operator()(Resp&& out) const { reply(net::ResponseBody(std::move(out))); }
+    void operator()(StatusOr<Resp> out) const {
       if (!out.ok()) return reply(Error(out.status()));
       reply(net::ResponseBody(std::move(out).value()));
-    });
+    }
+    Reply reply;
+  };
+  // A client op: the shared typed handler.
+  template <typename T>
+  static void Client(KvService& s, Call& c, T& r, Reply reply) {
+    s.Serve(c, r, NativeDone<typename ResponseOf<T>::type>{std::move(reply)});
   }
   template <typename T>
   static constexpr Row ClientRow(std::string_view name, uint32_t guards) {
@@ -291,7 +300,7 @@ void KvService::RunTyped(net::OpOptions options, Req request, net::OpDone<Resp> 
       break;
   }
   if (Status s = AtDispatch(guards, call, /*waited=*/false); !s.ok()) return finish(std::move(s));
-  Serve(call, std::move(request), std::move(finish));
+  Serve(call, request, std::move(finish));
 }
 
 void KvService::Get(net::OpOptions o, net::GetRequest r, net::OpDone<net::GetResponse> done) {
@@ -322,7 +331,7 @@ void KvService::Scan(net::OpOptions o, net::ScanRequest r, net::OpDone<net::Scan
 // ---- The client operations' handlers ----
 
 template <typename Done>
-void KvService::Serve(const Call& call, net::GetRequest r, Done done) {
+void KvService::Serve(const Call& call, net::GetRequest& r, Done done) {
   if (Status s = CheckKey(r.key); !s.ok()) return done(std::move(s));
   const uint64_t token = call.map->TokenOf(r.key);
   d_.coordinator->Read(
@@ -356,7 +365,7 @@ void KvService::Write(const Call& call, std::string key, cluster::WriteSpec spec
 }
 
 template <typename Done>
-void KvService::Serve(const Call& call, net::PutRequest r, Done done) {
+void KvService::Serve(const Call& call, net::PutRequest& r, Done done) {
   if (Status s = CheckValue(r.value); !s.ok()) return done(std::move(s));
   if (Status s = CheckTtl(r.ttl_ms); !s.ok()) return done(std::move(s));
   cluster::WriteSpec spec = PutSpec(r);
@@ -365,7 +374,7 @@ void KvService::Serve(const Call& call, net::PutRequest r, Done done) {
 }
 
 template <typename Done>
-void KvService::Serve(const Call& call, net::DeleteRequest r, Done done) {
+void KvService::Serve(const Call& call, net::DeleteRequest& r, Done done) {
   cluster::WriteSpec spec;
   spec.kind = cluster::WriteSpec::Kind::kDelete;
   spec.deadline_ms = call.deadline_ms;
@@ -373,7 +382,7 @@ void KvService::Serve(const Call& call, net::DeleteRequest r, Done done) {
 }
 
 template <typename Done>
-void KvService::Serve(const Call& call, net::MultiGetRequest r, Done done) {
+void KvService::Serve(const Call& call, net::MultiGetRequest& r, Done done) {
   if (r.keys.empty()) return done(net::MultiGetResponse{});
   auto gather = std::make_shared<Gather<net::ItemResult>>(
       r.keys.size(), [done = std::move(done)](std::vector<net::ItemResult> items) mutable {
@@ -403,7 +412,7 @@ void KvService::Serve(const Call& call, net::MultiGetRequest r, Done done) {
 }
 
 template <typename Done>
-void KvService::Serve(const Call& call, net::MultiPutRequest r, Done done) {
+void KvService::Serve(const Call& call, net::MultiPutRequest& r, Done done) {
   if (r.items.empty()) return done(net::MultiPutResponse{});
   auto gather = std::make_shared<Gather<net::ItemResult>>(
       r.items.size(), [done = std::move(done)](std::vector<net::ItemResult> items) mutable {
@@ -441,7 +450,7 @@ void KvService::Serve(const Call& call, net::MultiPutRequest r, Done done) {
 }
 
 template <typename Done>
-void KvService::Serve(const Call& call, net::ScanRequest r, Done done) {
+void KvService::Serve(const Call& call, net::ScanRequest& r, Done done) {
   if (d_.scans == nullptr) return done(Status::NotSupported("no scans on this node"));
   if (r.match.size() > limits_.max_key_bytes) {
     return done(Status::InvalidArgument("scan pattern is " + std::to_string(r.match.size()) +

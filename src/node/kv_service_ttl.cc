@@ -36,7 +36,7 @@ cluster::WriteSpec KvService::PutSpec(net::PutRequest& r) {
 // reports NotFound. The read and the expiry write are two steps, so a concurrent DEL from
 // another coordinator can land between them; the expiry write then only touches the expiry
 // register, so it can hide nothing newer than itself (design.md "Expiry").
-void KvService::Serve(const Call& call, net::ExpireRequest r, net::OpDone<net::PutResponse> done) {
+void KvService::Serve(const Call& call, net::ExpireRequest& r, net::OpDone<net::PutResponse> done) {
   if (Status s = CheckKey(r.key); !s.ok()) return done(std::move(s));
   if (r.expires_at_ms > kMaxExpiresAtMs) {
     return done(Status::InvalidArgument("invalid expire time: " + std::to_string(r.expires_at_ms) +
