@@ -218,7 +218,7 @@ class KvService : public net::RequestHandler, public net::ClientOperations {
   void SendOn(const std::string& address, net::Request request,
               std::function<void(net::ResponseBody, uint64_t ts)> done);
   // Runs op `op`'s native handler (its guards passed).
-  void RunNative(size_t op, Call& call, net::RequestBody& body, Reply reply);
+  void RunNative(size_t op, Call& call, net::RequestBody& body, Reply&& reply);
   // The in-process adapter behind Get ... Scan.
   template <typename Req, typename Resp>
   void RunTyped(net::OpOptions options, Req request, net::OpDone<Resp> done);
