@@ -1,5 +1,11 @@
 // KvService: the node's request handler.
 //
+// Every operation is one row of an operation table (kv_service_ops.cc, indexed by the
+// net::RequestBody alternative): its stats name, the guards it needs (OpGuard, run once per
+// request in a fixed order), what it does on a node without a map, and its handler. Two adapters
+// reach the rows: Handle (a decoded native request) and the ClientOperations calls (the Redis
+// front end, typed, in process). A row without a handler does not compile.
+//
 // - Client operations (get/put/delete and their batches) are coordinated: the Coordinator runs
 //   them against the key's replica set with the requested consistency.
 // - Replica operations (replicaWrite/replicaRead) apply to local storage, fenced by epoch: a
@@ -18,13 +24,16 @@
 // Requests run on the server's I/O threads; local RocksDB calls take microseconds, and
 // coordinated requests answer from network callbacks without blocking.
 //
-// Thread-safety: Handle() may run concurrently on every I/O thread.
+// Thread-safety: Handle() and the ClientOperations calls may run concurrently on any thread.
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <string>
+#include <string_view>
 
 #include "cluster/coordinator.h"
 #include "cluster/hint_store.h"
@@ -32,15 +41,22 @@
 #include "cluster/membership.h"
 #include "cluster/repair_state.h"
 #include "cluster/scan_coordinator.h"
+#include "net/operations.h"
 #include "net/server.h"
 #include "node/node_stats.h"
 #include "storage/storage.h"
 
 namespace shardkv::rebalance {
-class StreamSource;
 class StreamSink;
 class RepairService;
+class Rebalancer;
 }  // namespace shardkv::rebalance
+namespace shardkv::cluster {
+class MapConsensus;
+}  // namespace shardkv::cluster
+namespace shardkv::net {
+class PeerPool;
+}  // namespace shardkv::net
 
 namespace shardkv::node {
 
@@ -49,6 +65,21 @@ struct KvServiceLimits {
   size_t max_value_bytes = size_t{16} << 20;
 };
 
+// What the node adds to its stats reply that KvService cannot know itself: its addresses (the
+// bound ports are known only once its listeners started, after KvService is built), its
+// server's connection counters, and the counters and info of the rebalancer, the repair
+// service and scheduler, the consensus and the Redis listener. One interface instead of one
+// hook per source: Node::Impl owns all of them and implements it.
+class NodeReport {
+ public:
+  virtual ~NodeReport() = default;
+  // Adds its counters and info to `out` (only non-empty info values).
+  virtual void AddStats(net::StatsResponse* out) = 0;
+};
+
+// Everything KvService serves with, given at construction: pointers to the node's parts (they
+// outlive it) and one value. No std::function hooks: each former hook is now the part it called
+// (design.md "Operation table": KvServiceDeps).
 struct KvServiceDeps {
   uint32_t self_id = 0;
   storage::Storage* storage = nullptr;
@@ -56,61 +87,90 @@ struct KvServiceDeps {
   NodeStats* stats = nullptr;
   std::shared_ptr<cluster::Coordinator> coordinator;
   std::shared_ptr<cluster::ScanCoordinator> scans;  // may be null: scans NotSupported
+  // Installs, the epoch wait, and while this node's clock is skewed, the healthy coordinator to
+  // send client requests on to (design.md "Clock offsets").
   cluster::Membership* membership = nullptr;
   cluster::HintStore* hints = nullptr;
   // Needs-repair marks (may be null: never refuses). While this node needs repair it refuses
   // replicaRead and replicaScan, and its stats say why.
   cluster::RepairState* repair = nullptr;
-  std::function<net::Server::Stats()> server_stats;  // may be empty
-  rebalance::StreamSource* stream_source = nullptr;
-  rebalance::StreamSink* stream_sink = nullptr;
+  rebalance::StreamSink* stream_sink = nullptr;  // may be null: streams NotSupported
   // Anti-entropy (tree queries, pushed records, repair commands); may be null: NotSupported.
   rebalance::RepairService* repair_service = nullptr;
-  // The rebalancer's admin commands (may be empty: NotSupported).
-  std::function<void(net::AdminRequest, std::function<void(net::ResponseBody)>)> admin;
-  // Extra counters for stats (the rebalancer's), may be empty.
-  std::function<void(std::map<std::string, int64_t>*)> extra_counters;
-  // Extra info values for stats (the consensus's), may be empty; only non-empty values are set.
-  std::function<void(std::map<std::string, std::string>*)> extra_info;
-  // The address the node advertises (stats info `address`); may be empty.
-  std::function<std::string()> advertised_address;
-  // The Redis listener's address (stats info `redis_address`, left out when empty); may be empty.
-  std::function<std::string()> redis_address;
-  // host:port of the metrics listener (stats info `metrics_address`); may be empty.
-  std::function<std::string()> metrics_address;
-  // A Raft message for the map consensus (may be empty: the node runs without it).
-  std::function<void(std::string)> raft_message;
-  // Why this node must not coordinate client operations now (design.md "Consensus": the lease
-  // fence), or OK. May be empty.
-  std::function<Status()> fence;
-  // While this node's clock is skewed: where to send client requests on to ("" otherwise), and
-  // how (design.md "Clock offsets"). May be empty.
-  std::function<std::string()> healthy_coordinator;
+  // The rebalancer's admin commands; may be null: NotSupported.
+  rebalance::Rebalancer* rebalancer = nullptr;
+  // The map consensus: its Raft messages, and its lease fence (design.md "Consensus": a node cut
+  // off from the leader does not coordinate client operations). May be null: the node runs
+  // without it (raft messages NotSupported, never fenced).
+  cluster::MapConsensus* consensus = nullptr;
+  // The node-to-node pool a skewed node sends client requests on through; may be null: never
+  // sent on.
+  net::PeerPool* peers = nullptr;
+  NodeReport* report = nullptr;  // may be null: the stats reply has KvService's own only
   // A replica write carrying a deadline (its coordinator's wall clock; see CoordinatorOptions::
   // clock_agrees) is dropped once this node's clock is past it by more than this (the offset the
   // two clocks may have) plus 100 ms.
   uint64_t max_clock_offset_ms = 500;
-  // `done` gets the coordinator's answer and the HLC timestamp of its reply (0 without one),
-  // which the relayed reply carries instead of this node's: a skewed clock's timestamp would
-  // make every healthy node refuse the client that relays it.
-  std::function<void(const std::string& address, net::Request request,
-                     std::function<void(net::ResponseBody, uint64_t ts)> done)>
-      forward;
 };
 
 // What an unformed node (no cluster id, no map: design.md "Unformed nodes") answers every
 // request that needs a map.
 std::string UnformedMessage(uint32_t node_id);
 
-class KvService : public net::RequestHandler {
+// The guards an operation's row asks for (design.md "Operation table"). They run once per
+// request, in the order listed, after the formed check (a node without a map answers only the
+// rows that serve unformed, and runs no other guard for them).
+enum OpGuard : uint32_t {
+  kGuardReady = 1u << 0,            // refused (starting) until SetReady(true); not an adoption
+  kGuardClusterId = 1u << 1,        // refused if addressed to another cluster; not an adoption
+  kGuardFence = 1u << 2,            // refused while this node is cut off from the leader
+  kGuardSendOn = 1u << 3,           // sent on to a healthy coordinator while the clock is skewed
+  kGuardDeadline = 1u << 4,         // dropped past its client's deadline (again after a wait)
+  kGuardStorage = 1u << 5,          // refused while storage cannot take writes
+  kGuardClock = 1u << 6,            // refused if the client's timestamp cannot move the clock
+  kGuardEpoch = 1u << 7,            // held until this node has the sender's newer map
+  kGuardReplicaDeadline = 1u << 8,  // dropped past its coordinator's deadline (replica writes)
+  // Not a guard: a client data operation (its failures are client errors, a full disk is
+  // reported plainly).
+  kOpClient = 1u << 16,
+};
+
+// What a node without a map does with an operation.
+enum class Unformed : uint8_t {
+  kRefuse,     // Unavailable: unformed, or starting
+  kServe,      // runs (it needs no map): ping, stats
+  kNoMap,      // FailedPrecondition "unformed: ..." once ready (getClusterMap's contract)
+  kAdoptOnly,  // runs if it adopts the node (installMap{adopt}), else refused
+};
+
+class KvService : public net::RequestHandler, public net::ClientOperations {
  public:
   KvService(KvServiceDeps deps, KvServiceLimits limits) : d_(std::move(deps)), limits_(limits) {}
 
+  // The native server's adapter: a decoded request in, a response with this node's epoch,
+  // timestamp and (for a sender behind) newer map out.
   void Handle(net::Request request, std::function<void(net::Response)> done) override;
+
+  // The in-process adapter (the Redis front end): the same rows, guards, handlers and stats as
+  // Handle, with typed requests and answers.
+  void Get(net::OpOptions options, net::GetRequest request,
+           net::OpDone<net::GetResponse> done) override;
+  void Put(net::OpOptions options, net::PutRequest request,
+           net::OpDone<net::PutResponse> done) override;
+  void Delete(net::OpOptions options, net::DeleteRequest request,
+              net::OpDone<net::DeleteResponse> done) override;
+  void MultiGet(net::OpOptions options, net::MultiGetRequest request,
+                net::OpDone<net::MultiGetResponse> done) override;
+  void MultiPut(net::OpOptions options, net::MultiPutRequest request,
+                net::OpDone<net::MultiPutResponse> done) override;
+  void Expire(net::OpOptions options, net::ExpireRequest request,
+              net::OpDone<net::PutResponse> done) override;
+  void Scan(net::OpOptions options, net::ScanRequest request,
+            net::OpDone<net::ScanResponse> done) override;
 
   // Until ready, requests other than ping, stats, getClusterMap and adopting installs are
   // refused with Unavailable (a restarting node first fetches the newest map from its peers).
-  // A ready node without a map is unformed: see HandleWithoutMap.
+  // A ready node without a map is unformed: see Unformed.
   void SetReady(bool ready) { ready_.store(ready); }
   bool ready() const { return ready_.load(); }
 
@@ -119,37 +179,85 @@ class KvService : public net::RequestHandler {
   net::StatsResponse StatsSnapshot() { return std::get<net::StatsResponse>(Stats()); }
   static constexpr size_t kOpCount = std::variant_size_v<net::RequestBody>;
   static std::string_view OpName(size_t op);
+  // Op `op`'s row (tests/node/op_table_test.cc): its OpGuard bits and what it does unformed.
+  static uint32_t OpGuards(size_t op);
+  static Unformed OpUnformed(size_t op);
 
  private:
+  friend struct OpTable;  // kv_service_ops.cc: the rows and their handlers
   using Reply = std::function<void(net::ResponseBody)>;
+  // What the guards and the handlers read of a request: its header's fields (0 for a call in
+  // this process) and the map it runs under.
+  struct Call {
+    std::shared_ptr<const ClusterMap> map;  // null on a node without one
+    uint64_t epoch = 0;
+    uint64_t cluster_id = 0;
+    uint64_t client_ts = 0;
+    uint64_t deadline_ms = 0;
+    net::Consistency consistency = net::Consistency::kDefault;
+    bool forwarded = false;
+    bool adopt = false;  // an installMap that adopts this node
+  };
+  // What the guards decided.
+  struct Admission {
+    enum class Kind : uint8_t { kRun, kRefuse, kSendOn, kAwaitEpoch };
+    Kind kind = Kind::kRun;
+    Status refusal;                     // kRefuse
+    std::string send_to;                // kSendOn: the healthy coordinator
+    std::chrono::milliseconds wait{0};  // kAwaitEpoch: at most this long
+  };
+
+  static Admission Refuse(Status s);
+  // The guards up to the epoch wait, in their documented order.
+  Admission Admit(uint32_t guards, Unformed unformed, Call& call);
+  // The guards that run just before the handler, after any wait: the client's deadline again
+  // (only after a wait), a replica write's coordinator deadline.
+  Status AtDispatch(uint32_t guards, const Call& call, bool waited);
+  // Sends a request this node must not coordinate (skewed clock) on to `address`; `done` gets
+  // the answer and the coordinator's reply timestamp.
+  void SendOn(const std::string& address, net::Request request,
+              std::function<void(net::ResponseBody, uint64_t ts)> done);
+  // Runs op `op`'s native handler (its guards passed).
+  void RunNative(size_t op, Call& call, net::RequestBody& body, Reply&& reply);
+  // The in-process adapter behind Get ... Scan.
+  template <typename Req, typename Resp>
+  void RunTyped(net::OpOptions options, Req request, net::OpDone<Resp> done);
 
   Status CheckKey(std::string_view key) const;
   Status CheckValue(std::string_view value) const;
   Status CheckFence(const ClusterMap& map, uint64_t sender_epoch, uint64_t token) const;
-  void Dispatch(const std::shared_ptr<const ClusterMap>& map, net::Request& request, Reply reply);
-  void HandleWithoutMap(net::Request& request, Reply reply);
-  void Get(const std::shared_ptr<const ClusterMap>& map, net::Consistency c, net::GetRequest& r,
-           Reply reply);
-  void Write(const std::shared_ptr<const ClusterMap>& map, net::Consistency c, std::string key,
-             cluster::WriteSpec spec, Reply reply);
-  // kv_service_ttl.cc: EXPIRE/PERSIST (read the key, then write its expiry register).
-  void Expire(const std::shared_ptr<const ClusterMap>& map, net::Consistency c,
-              net::ExpireRequest& r, Reply reply);
   // InvalidArgument unless a put's TTL is representable (see kMaxExpiresAtMs).
   Status CheckTtl(uint64_t ttl_ms) const;
   static cluster::WriteSpec PutSpec(net::PutRequest& r);
-  void MultiGet(const std::shared_ptr<const ClusterMap>& map, net::Consistency c,
-                net::MultiGetRequest& r, Reply reply);
-  void MultiPut(const std::shared_ptr<const ClusterMap>& map, net::Consistency c,
-                net::MultiPutRequest& r, uint64_t deadline_ms, Reply reply);
+
+  // The client operations' handlers (kv_service_ops.cc), shared by both adapters. They move
+  // what they keep out of `r`. `done` is called once, with a Status (an error) or the op's typed
+  // answer: the in-process adapter's takes a StatusOr, the native one's puts either straight
+  // into a ResponseBody (OpTable::NativeDone).
+  template <typename Done>
+  void Serve(const Call& call, net::GetRequest& r, Done done);
+  template <typename Done>
+  void Serve(const Call& call, net::PutRequest& r, Done done);
+  template <typename Done>
+  void Serve(const Call& call, net::DeleteRequest& r, Done done);
+  template <typename Done>
+  void Serve(const Call& call, net::MultiGetRequest& r, Done done);
+  template <typename Done>
+  void Serve(const Call& call, net::MultiPutRequest& r, Done done);
+  template <typename Done>
+  void Serve(const Call& call, net::ScanRequest& r, Done done);
+  // kv_service_ttl.cc: EXPIRE/PERSIST (read the key, then write its expiry register).
+  void Serve(const Call& call, net::ExpireRequest& r, net::OpDone<net::PutResponse> done);
+  template <typename Resp, typename Done>
+  void Write(const Call& call, std::string key, cluster::WriteSpec spec, Done done);
+
+  // Node-to-node operations (kv_service_replica.cc).
   net::ResponseBody ReplicaWrite(const ClusterMap& map, uint64_t sender_epoch,
                                  const net::ReplicaWriteRequest& r);
   net::ResponseBody ReplicaWriteBatch(const ClusterMap& map, uint64_t sender_epoch,
                                       const net::ReplicaWriteBatchRequest& r);
   net::ResponseBody ReplicaRead(const ClusterMap& map, uint64_t sender_epoch,
                                 const net::ReplicaReadRequest& r);
-  void Scan(const std::shared_ptr<const ClusterMap>& map, net::Consistency c, net::ScanRequest r,
-            Reply reply);
   net::ResponseBody ReplicaScan(const ClusterMap& map, uint64_t sender_epoch,
                                 const net::ReplicaScanRequest& r);
   net::ResponseBody Stats();

@@ -8,8 +8,6 @@
 namespace shardkv::node {
 namespace {
 
-net::ResponseBody Error(const Status& s) { return net::ErrorResponse::Of(s); }
-
 // Redis keeps expiry times as signed 64-bit milliseconds; so does the wire's contract here, so a
 // RESP client and a native one see the same limit.
 constexpr uint64_t kMaxExpiresAtMs = uint64_t{INT64_MAX};
@@ -38,14 +36,14 @@ cluster::WriteSpec KvService::PutSpec(net::PutRequest& r) {
 // reports NotFound. The read and the expiry write are two steps, so a concurrent DEL from
 // another coordinator can land between them; the expiry write then only touches the expiry
 // register, so it can hide nothing newer than itself (design.md "Expiry").
-void KvService::Expire(const std::shared_ptr<const ClusterMap>& map, net::Consistency c,
-                       net::ExpireRequest& r, Reply reply) {
-  if (Status s = CheckKey(r.key); !s.ok()) return reply(Error(s));
+void KvService::Serve(const Call& call, net::ExpireRequest& r, net::OpDone<net::PutResponse> done) {
+  if (Status s = CheckKey(r.key); !s.ok()) return done(std::move(s));
   if (r.expires_at_ms > kMaxExpiresAtMs) {
-    return reply(
-        Error(Status::InvalidArgument("invalid expire time: " + std::to_string(r.expires_at_ms) +
-                                      " ms is past the largest expiry timestamp")));
+    return done(Status::InvalidArgument("invalid expire time: " + std::to_string(r.expires_at_ms) +
+                                        " ms is past the largest expiry timestamp"));
   }
+  const std::shared_ptr<const ClusterMap>& map = call.map;
+  const net::Consistency c = call.consistency;
   const uint64_t token = map->TokenOf(r.key);
   std::string key = r.key;
   const uint64_t expires_at = r.expires_at_ms;
@@ -53,10 +51,10 @@ void KvService::Expire(const std::shared_ptr<const ClusterMap>& map, net::Consis
   storage::Storage* storage = d_.storage;
   coordinator->Read(map, token, std::move(r.key), c,
                     [map, token, key = std::move(key), expires_at, c, coordinator, storage,
-                     reply = std::move(reply)](StatusOr<storage::Envelope> env) mutable {
+                     done = std::move(done)](StatusOr<storage::Envelope> env) mutable {
                       const uint64_t now = storage->WallClockMs();
                       if (env.ok() && !env->LiveAt(now)) env = Status::NotFound("key not found");
-                      if (!env.ok()) return reply(Error(env.status()));
+                      if (!env.ok()) return done(env.status());
                       cluster::WriteSpec spec;
                       if (expires_at != 0 && expires_at <= now) {
                         // An expiry already past deletes the key, as in Redis.
@@ -66,9 +64,9 @@ void KvService::Expire(const std::shared_ptr<const ClusterMap>& map, net::Consis
                         spec.expires_at_ms = expires_at;
                       }
                       coordinator->Write(map, token, std::move(key), std::move(spec), c,
-                                         [reply = std::move(reply)](StatusOr<uint64_t> ts) {
-                                           if (!ts.ok()) return reply(Error(ts.status()));
-                                           reply(net::PutResponse{*ts});
+                                         [done = std::move(done)](StatusOr<uint64_t> ts) {
+                                           if (!ts.ok()) return done(ts.status());
+                                           done(net::PutResponse{*ts});
                                          });
                     });
 }

@@ -160,107 +160,13 @@ Status Node::Impl::Start() {
   deps.membership = membership_.get();
   deps.hints = hints_.get();
   deps.repair = repair_.get();
-  deps.server_stats = [this] { return server_->stats(); };
-  deps.stream_source = stream_source_.get();
   deps.stream_sink = stream_sink_.get();
   deps.repair_service = repair_service_.get();
-  deps.healthy_coordinator = [this] { return membership_->HealthyCoordinator(); };
+  deps.rebalancer = rebalancer_.get();
+  deps.consensus = consensus_.get();
+  deps.peers = peers_.get();
+  deps.report = this;
   deps.max_clock_offset_ms = options_.max_clock_offset_ms;
-  deps.forward = [this](const std::string& address, net::Request request,
-                        std::function<void(net::ResponseBody, uint64_t)> done) {
-    // The default client timeout, not the client's deadline: this node's clock is the one that
-    // is off, so it cannot tell how long the client still waits. The coordinator it sends to
-    // checks the deadline on its clock and answers Timeout for a request past it.
-    const auto timeout = std::chrono::milliseconds(5000);
-    peers_->Call(address, std::move(request), timeout,
-                 [address, done = std::move(done)](StatusOr<net::Response> r) {
-                   if (r.ok()) return done(std::move(r->body), r->ts);
-                   done(net::ErrorResponse::Of(r.status().WithContext(
-                            "sent on to " + address + " (this node's clock is skewed)")),
-                        0);
-                 });
-  };
-  if (consensus_) {
-    deps.raft_message = [this](std::string m) { consensus_->Receive(std::move(m)); };
-    deps.fence = [this] { return consensus_->Fence(); };
-  }
-  deps.admin = [this](net::AdminRequest request, std::function<void(net::ResponseBody)> done) {
-    rebalancer_->HandleAdmin(std::move(request), std::move(done));
-  };
-  deps.advertised_address = [this] {
-    return options_.advertise.empty() ? address() : options_.advertise;
-  };
-  deps.redis_address = [this]() -> std::string {
-    if (redis_port_.load() == 0) return "";
-    std::string host;
-    uint16_t unused = 0;
-    (void)node::ParseHostPort(options_.redis_listen, "--redis-listen", &host, &unused);
-    return RedisHost(host) + ":" + std::to_string(redis_port_.load());
-  };
-  deps.metrics_address = [this] {
-    if (!metrics_server_) return std::string();
-    const bool v6 = metrics_host_.find(':') != std::string::npos;
-    return (v6 ? "[" + metrics_host_ + "]" : metrics_host_) + ":" + std::to_string(metrics_port());
-  };
-  deps.extra_counters = [this](std::map<std::string, int64_t>* counters) {
-    rebalancer_->AddCounters(counters);
-    (*counters)[std::string(stats::stream_tasks_resumed)] =
-        static_cast<int64_t>(stream_sink_->resumed_tasks());
-    (*counters)[std::string(stats::stream_entries_pulled)] =
-        static_cast<int64_t>(stream_sink_->entries_pulled());
-    (*counters)[std::string(stats::ranges_dropped)] =
-        static_cast<int64_t>(reconciler_->ranges_dropped());
-    repair_service_->AddCounters(counters);
-    (*counters)[std::string(stats::repair_background)] = repair_scheduler_ ? 1 : 0;
-    (*counters)[std::string(stats::repair_period_ms)] =
-        static_cast<int64_t>(EffectiveRepairPeriodMs(options_));
-    (*counters)[std::string(stats::repair_passes)] = 0;
-    (*counters)[std::string(stats::repair_last_full_ms)] = 0;
-    if (repair_scheduler_) repair_scheduler_->AddCounters(counters);
-    const cluster::ClockVerdict clock = membership_->Clock();
-    (*counters)[std::string(stats::clock_skewed)] = clock.skewed ? 1 : 0;
-    (*counters)[std::string(stats::clock_offset_ms)] = clock.offset_ms;
-    auto applied = consensus_ ? consensus_->Applied() : nullptr;
-    (*counters)[std::string(stats::consensus_leader_id)] = consensus_ ? consensus_->LeaderId() : 0;
-    (*counters)[std::string(stats::consensus_is_leader)] =
-        consensus_ && consensus_->IsLeader() ? 1 : 0;
-    (*counters)[std::string(stats::consensus_voters)] =
-        consensus_ ? static_cast<int64_t>(consensus_->Voters().size()) : 0;
-    (*counters)[std::string(stats::consensus_fenced)] =
-        consensus_ && !consensus_->Fence().ok() ? 1 : 0;
-    (*counters)[std::string(stats::consensus_applied_epoch)] =
-        applied ? static_cast<int64_t>(applied->epoch()) : 0;
-    // The Redis listener's connections, apart from `connections` (the shardkv protocol's).
-    // redis_port_ is set once redis_ has started, so reading redis_ after it is safe.
-    const redis::ServerCounters* redis = redis_port_.load() != 0 ? &redis_->counters() : nullptr;
-    (*counters)[std::string(stats::redis_connections)] =
-        redis ? static_cast<int64_t>(redis->connected_clients.load()) : 0;
-    (*counters)[std::string(stats::redis_connections_total)] =
-        redis ? static_cast<int64_t>(redis->connections_received.load()) : 0;
-    (*counters)[std::string(stats::redis_connections_rejected)] =
-        redis ? static_cast<int64_t>(redis->rejected_connections.load()) : 0;
-    const cluster::ConsensusReport report =
-        consensus_ ? consensus_->Report() : cluster::ConsensusReport{};
-    (*counters)[std::string(stats::consensus_store_errors)] =
-        static_cast<int64_t>(report.store_errors);
-    (*counters)[std::string(stats::consensus_recoveries)] = static_cast<int64_t>(report.recoveries);
-    (*counters)[std::string(stats::consensus_changes_given_up)] =
-        static_cast<int64_t>(report.changes_given_up);
-  };
-  deps.extra_info = [this](std::map<std::string, std::string>* info) {
-    if (!consensus_) return;
-    const cluster::ConsensusReport report = consensus_->Report();
-    std::string voters;
-    for (uint32_t id : report.voters) voters += (voters.empty() ? "" : ",") + std::to_string(id);
-    const std::pair<std::string_view, const std::string*> values[] = {
-        {stats::consensus_voter_ids, &voters},
-        {stats::consensus_pending_change, &report.pending_change},
-        {stats::consensus_given_up, &report.given_up},
-        {stats::consensus_store_error, &report.store_error}};
-    for (const auto& [name, value] : values) {
-      if (!value->empty()) (*info)[std::string(name)] = *value;  // absent when there is none
-    }
-  };
   service_ = std::make_unique<node::KvService>(
       std::move(deps), node::KvServiceLimits{options_.max_key_bytes, options_.max_value_bytes});
   server_ = std::make_unique<net::Server>(server_options, service_.get());

@@ -49,7 +49,9 @@
 
 namespace shardkv {
 
-class Node::Impl {
+// Implements node::NodeReport: its addresses, connections and parts' counters in the stats
+// reply (node_report.cc).
+class Node::Impl : public node::NodeReport {
  public:
   explicit Impl(NodeOptions options) : options_(std::move(options)) {}
 
@@ -80,6 +82,10 @@ class Node::Impl {
   Status WritePortFile();
   Status StartRedis();
   std::string RedisHost(const std::string& bound) const;
+  // host:port of the Redis listener and of the metrics listener ("" without one).
+  std::string RedisAddress() const;
+  std::string MetricsAddress() const;
+  void AddStats(net::StatsResponse* out) override;
   Status StartMetrics();
   Status WriteFileAtomically(const std::string& name, const std::string& text);
   Status LockDataDir();

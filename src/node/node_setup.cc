@@ -43,7 +43,7 @@ Status Node::Impl::StartRedis() {
   ro.limits.max_bulk_bytes =
       static_cast<int64_t>(std::max(options_.max_key_bytes, options_.max_value_bytes));
   redis::CommandContext context;
-  context.handler = service_.get();
+  context.ops = service_.get();
   redis::PeerClusterViewOptions vo;
   vo.self_id = options_.id;
   context.view =

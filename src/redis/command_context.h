@@ -1,6 +1,7 @@
-// What the Redis command handlers share: the node's request handler (every data command goes
-// through the same KvService as a native client's, with its limits, readiness and stats), the
-// cluster view, the secret AUTH accepts, and the listener's counters.
+// What the Redis command handlers share: the node's client operations (every data command runs
+// the same KvService rows as a native client's request, typed and in process, with the same
+// guards, limits and stats), the cluster view, the secret AUTH accepts, and the listener's
+// counters.
 //
 // Thread-safety: the context is immutable once the server starts; the counters are atomics.
 #pragma once
@@ -12,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "net/server.h"
+#include "net/operations.h"
 #include "redis/cluster_view.h"
 
 namespace shardkv::redis {
@@ -35,8 +36,8 @@ using Args = std::vector<std::string>;
 using ReplyDone = std::function<void(std::string)>;
 
 struct CommandContext {
-  net::RequestHandler* handler = nullptr;  // REQUIRED
-  std::shared_ptr<ClusterView> view;       // REQUIRED
+  net::ClientOperations* ops = nullptr;  // REQUIRED
+  std::shared_ptr<ClusterView> view;     // REQUIRED
   uint32_t self_id = 0;
   // This node's Redis address as clients dial it (host:port). RedisServer::Start sets it from
   // the host given here (empty: the bound host) and the bound port.

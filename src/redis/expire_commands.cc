@@ -136,46 +136,41 @@ void ExpireCommands::Handle(const RedisSession& session, Args args, ReplyDone do
   Expire(session, std::move(args), std::move(done));
 }
 
-void ExpireCommands::Call(const RedisSession& session, net::RequestBody body,
-                          std::function<void(net::ResponseBody)> done) {
-  net::Request request;
-  request.consistency = session.consistency();
-  request.body = std::move(body);
-  c_->handler->Handle(std::move(request),
-                      [done = std::move(done)](net::Response r) { done(std::move(r.body)); });
-}
-
-void ExpireCommands::Read(const RedisSession& session, const std::string& key, ReadDone done) {
-  Call(session, net::GetRequest{0, key}, [done = std::move(done)](net::ResponseBody body) {
-    if (const auto* e = std::get_if<net::ErrorResponse>(&body)) {
-      return done(ErrorReply(e->ToStatus()), {});
-    }
-    auto* reply = std::get_if<net::GetResponse>(&body);
-    if (reply == nullptr) return done(Err("unexpected reply from the node"), {});
-    Stored stored;
-    stored.found = reply->found;
-    if (stored.found) {
-      stored.value = std::move(reply->value);
-      stored.expires_at_ms = reply->expires_at_ms;
-    }
-    done("", std::move(stored));
-  });
-}
-
 namespace {
 
-std::function<void(net::ResponseBody)> WriteReply(std::function<void(std::string)> done) {
-  return [done = std::move(done)](net::ResponseBody body) {
-    if (const auto* e = std::get_if<net::ErrorResponse>(&body)) {
+net::OpOptions Options(const RedisSession& session) {
+  net::OpOptions options;
+  options.consistency = session.consistency();
+  return options;
+}
+
+// A write's answer (any typed reply) as the "" or the error reply WriteDone takes.
+auto WriteReply(std::function<void(std::string)> done) {
+  return [done = std::move(done)](const auto& reply) {
+    if (!reply.ok()) {
       // The key vanished between the read and the expiry write: nothing to expire.
-      if (e->code == Status::Code::kNotFound) return done("");
-      return done(ErrorReply(e->ToStatus()));
+      if (reply.status().code() == Status::Code::kNotFound) return done("");
+      return done(ErrorReply(reply.status()));
     }
     done("");
   };
 }
 
 }  // namespace
+
+void ExpireCommands::Read(const RedisSession& session, const std::string& key, ReadDone done) {
+  c_->ops->Get(Options(session), net::GetRequest{0, key},
+               [done = std::move(done)](StatusOr<net::GetResponse> reply) {
+                 if (!reply.ok()) return done(ErrorReply(reply.status()), {});
+                 Stored stored;
+                 stored.found = reply->found;
+                 if (stored.found) {
+                   stored.value = std::move(reply->value);
+                   stored.expires_at_ms = reply->expires_at_ms;
+                 }
+                 done("", std::move(stored));
+               });
+}
 
 void ExpireCommands::Write(const RedisSession& session, const std::string& key, std::string value,
                            uint64_t expires_at_ms, bool keep_ttl, WriteDone done) {
@@ -185,17 +180,19 @@ void ExpireCommands::Write(const RedisSession& session, const std::string& key, 
   } else if (expires_at_ms != 0) {
     const int64_t now = NowMs();
     if (static_cast<int64_t>(expires_at_ms) <= now) {
-      return Call(session, net::DeleteRequest{0, key}, WriteReply(std::move(done)));
+      return c_->ops->Delete(Options(session), net::DeleteRequest{0, key},
+                             WriteReply(std::move(done)));
     }
     put.ttl_ms = expires_at_ms - static_cast<uint64_t>(now);
   }
-  Call(session, std::move(put), WriteReply(std::move(done)));
+  c_->ops->Put(Options(session), std::move(put), WriteReply(std::move(done)));
 }
 
 void ExpireCommands::SetExpiry(const RedisSession& session, const std::string& key,
                                uint64_t expires_at_ms, WriteDone done) {
   // The node deletes the key when expires_at_ms is already past.
-  Call(session, net::ExpireRequest{0, key, expires_at_ms}, WriteReply(std::move(done)));
+  c_->ops->Expire(Options(session), net::ExpireRequest{0, key, expires_at_ms},
+                  WriteReply(std::move(done)));
 }
 
 void ExpireCommands::Set(const RedisSession& session, Args args, ReplyDone done) {

@@ -1,6 +1,6 @@
 // ExpireCommands: the Redis commands that set or read a key's expiry: SET with EX|PX|EXAT|PXAT|
 // KEEPTTL (and NX|XX|GET), SETEX, PSETEX, GETEX, EXPIRE|PEXPIRE|EXPIREAT|PEXPIREAT (NX|XX|GT|LT),
-// TTL, PTTL, EXPIRETIME, PEXPIRETIME and PERSIST, as net requests to the node's KvService.
+// TTL, PTTL, EXPIRETIME, PEXPIRETIME and PERSIST, as typed calls of the node's client operations.
 //
 // Expiry is its own last-write-wins register (design.md "Expiry"), so an EXPIRE never
 // overwrites a value. The conditional forms (EXPIRE NX|XX|GT|LT, PERSIST, GETEX, SET NX|XX|GET)
@@ -44,8 +44,6 @@ class ExpireCommands {
   void Ttl(const RedisSession& session, Args args, ReplyDone done);
   void Persist(const RedisSession& session, Args args, ReplyDone done);
 
-  void Call(const RedisSession& session, net::RequestBody body,
-            std::function<void(net::ResponseBody)> done);
   void Read(const RedisSession& session, const std::string& key, ReadDone done);
   // Writes `value` expiring at `expires_at_ms` (0: none; keep_ttl: the value only). An expiry
   // already past deletes the key instead, as redis's checkAlreadyExpired does.

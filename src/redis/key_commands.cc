@@ -25,12 +25,10 @@ std::string Err(std::string_view message) {
   return out;
 }
 
-const Status* ErrorOf(const net::ResponseBody& body, Status* storage) {
-  if (const auto* e = std::get_if<net::ErrorResponse>(&body)) {
-    *storage = e->ToStatus();
-    return storage;
-  }
-  return nullptr;
+net::OpOptions Options(const RedisSession& session) {
+  net::OpOptions options;
+  options.consistency = session.consistency();
+  return options;
 }
 
 constexpr char kNotInteger[] = "value is not an integer or out of range";
@@ -90,33 +88,25 @@ std::string ErrorReply(const Status& status) {
   return Err("-" + std::string(RedisErrorPrefix(status.reason())) + " " + status.message());
 }
 
-void KeyCommands::Call(const RedisSession& session, net::RequestBody body,
-                       std::function<void(net::ResponseBody)> done) {
-  net::Request request;
-  request.consistency = session.consistency();
-  request.body = std::move(body);
-  c_->handler->Handle(std::move(request),
-                      [done = std::move(done)](net::Response r) { done(std::move(r.body)); });
-}
-
 void KeyCommands::Read(
     const RedisSession& session, std::vector<std::string> keys,
     std::function<void(std::string, std::vector<std::optional<std::string>>)> done) {
   net::MultiGetRequest request;
+  request.keys.reserve(keys.size());
   for (auto& key : keys) request.keys.push_back(net::GetRequest{0, std::move(key)});
-  Call(session, std::move(request), [done = std::move(done)](net::ResponseBody body) {
-    Status failed;
-    if (const Status* s = ErrorOf(body, &failed)) return done(ErrorReply(*s), {});
-    auto* reply = std::get_if<net::MultiGetResponse>(&body);
-    if (reply == nullptr) return done(Err("unexpected reply from the node"), {});
-    std::vector<std::optional<std::string>> values;
-    for (net::ItemResult& item : reply->results) {
-      if (!item.status.ok()) return done(ErrorReply(item.status), {});
-      values.push_back(item.found ? std::optional<std::string>(std::move(item.value))
-                                  : std::nullopt);
-    }
-    done("", std::move(values));
-  });
+  c_->ops->MultiGet(Options(session), std::move(request),
+                    [done = std::move(done)](StatusOr<net::MultiGetResponse> reply) {
+                      if (!reply.ok()) return done(ErrorReply(reply.status()), {});
+                      std::vector<std::optional<std::string>> values;
+                      values.reserve(reply->results.size());
+                      for (net::ItemResult& item : reply->results) {
+                        if (!item.status.ok()) return done(ErrorReply(item.status), {});
+                        values.push_back(item.found
+                                             ? std::optional<std::string>(std::move(item.value))
+                                             : std::nullopt);
+                      }
+                      done("", std::move(values));
+                    });
 }
 
 void KeyCommands::GetBatch(const RedisSession& session, std::vector<std::string> keys,
@@ -124,28 +114,28 @@ void KeyCommands::GetBatch(const RedisSession& session, std::vector<std::string>
   const size_t n = keys.size();
   const resp::Protocol p = session.protocol();
   net::MultiGetRequest request;
+  request.keys.reserve(n);
   for (auto& key : keys) request.keys.push_back(net::GetRequest{0, std::move(key)});
-  Call(session, std::move(request), [n, p, done = std::move(done)](net::ResponseBody body) {
-    std::vector<std::string> replies(n);
-    Status failed;
-    auto* reply = std::get_if<net::MultiGetResponse>(&body);
-    const Status* s = ErrorOf(body, &failed);
-    for (size_t i = 0; i < n; ++i) {
-      if (s != nullptr || reply == nullptr || i >= reply->results.size()) {
-        replies[i] = s != nullptr ? ErrorReply(*s) : Err("unexpected reply from the node");
-        continue;
-      }
-      net::ItemResult& item = reply->results[i];
-      if (!item.status.ok()) {
-        replies[i] = ErrorReply(item.status);
-      } else if (item.found) {
-        replies[i] = Line(p, [&](resp::RespWriter& w) { w.Bulk(item.value); });
-      } else {
-        replies[i] = Line(p, [](resp::RespWriter& w) { w.Null(); });
-      }
-    }
-    done(std::move(replies));
-  });
+  c_->ops->MultiGet(Options(session), std::move(request),
+                    [n, p, done = std::move(done)](StatusOr<net::MultiGetResponse> reply) {
+                      std::vector<std::string> replies(n);
+                      for (size_t i = 0; i < n; ++i) {
+                        if (!reply.ok() || i >= reply->results.size()) {
+                          replies[i] = !reply.ok() ? ErrorReply(reply.status())
+                                                   : Err("unexpected reply from the node");
+                          continue;
+                        }
+                        net::ItemResult& item = reply->results[i];
+                        if (!item.status.ok()) {
+                          replies[i] = ErrorReply(item.status);
+                        } else if (item.found) {
+                          replies[i] = Line(p, [&](resp::RespWriter& w) { w.Bulk(item.value); });
+                        } else {
+                          replies[i] = Line(p, [](resp::RespWriter& w) { w.Null(); });
+                        }
+                      }
+                      done(std::move(replies));
+                    });
 }
 
 void KeyCommands::SetBatch(const RedisSession& session,
@@ -153,25 +143,25 @@ void KeyCommands::SetBatch(const RedisSession& session,
                            std::function<void(std::vector<std::string>)> done) {
   const size_t n = kv.size();
   net::MultiPutRequest request;
+  request.items.reserve(n);
   for (auto& [key, value] : kv) {
     request.items.push_back(net::PutRequest{0, std::move(key), std::move(value)});
   }
-  Call(session, std::move(request), [n, done = std::move(done)](net::ResponseBody body) {
-    std::vector<std::string> replies(n);
-    Status failed;
-    auto* reply = std::get_if<net::MultiPutResponse>(&body);
-    const Status* s = ErrorOf(body, &failed);
-    for (size_t i = 0; i < n; ++i) {
-      if (s != nullptr || reply == nullptr || i >= reply->results.size()) {
-        replies[i] = s != nullptr ? ErrorReply(*s) : Err("unexpected reply from the node");
-      } else if (!reply->results[i].status.ok()) {
-        replies[i] = ErrorReply(reply->results[i].status);
-      } else {
-        replies[i] = "+OK\r\n";
-      }
-    }
-    done(std::move(replies));
-  });
+  c_->ops->MultiPut(Options(session), std::move(request),
+                    [n, done = std::move(done)](StatusOr<net::MultiPutResponse> reply) {
+                      std::vector<std::string> replies(n);
+                      for (size_t i = 0; i < n; ++i) {
+                        if (!reply.ok() || i >= reply->results.size()) {
+                          replies[i] = !reply.ok() ? ErrorReply(reply.status())
+                                                   : Err("unexpected reply from the node");
+                        } else if (!reply->results[i].status.ok()) {
+                          replies[i] = ErrorReply(reply->results[i].status);
+                        } else {
+                          replies[i] = "+OK\r\n";
+                        }
+                      }
+                      done(std::move(replies));
+                    });
 }
 
 void KeyCommands::Handle(const RedisSession& session, Args args, ReplyDone done) {
@@ -301,18 +291,18 @@ void KeyCommands::Delete(const RedisSession& session, Args args, ReplyDone done)
          pending->left = found.size();
          const size_t count = found.size();
          for (std::string& key : found) {
-           Call(*s, net::DeleteRequest{0, std::move(key)},
-                [pending, count, done](net::ResponseBody body) {
-                  Status failed;
-                  if (const Status* st = ErrorOf(body, &failed)) {
-                    common::MutexLock lock(&pending->mu);
-                    if (pending->error.empty()) pending->error = ErrorReply(*st);
-                  }
-                  if (pending->left.fetch_sub(1) != 1) return;
-                  common::MutexLock lock(&pending->mu);
-                  done(pending->error.empty() ? ":" + std::to_string(count) + "\r\n"
-                                              : pending->error);
-                });
+           c_->ops->Delete(Options(*s), net::DeleteRequest{0, std::move(key)},
+                           [pending, count, done](StatusOr<net::DeleteResponse> reply) {
+                             if (!reply.ok()) {
+                               common::MutexLock lock(&pending->mu);
+                               if (pending->error.empty())
+                                 pending->error = ErrorReply(reply.status());
+                             }
+                             if (pending->left.fetch_sub(1) != 1) return;
+                             common::MutexLock lock(&pending->mu);
+                             done(pending->error.empty() ? ":" + std::to_string(count) + "\r\n"
+                                                         : pending->error);
+                           });
          }
        });
 }

@@ -1,7 +1,7 @@
 // KeyCommands: the Redis string and key commands (GET, SET, MGET, MSET, DEL, UNLINK, EXISTS,
-// STRLEN, GETRANGE, TYPE), as net requests to the node's KvService, at the connection's
-// consistency level. Pipelined GETs and plain SETs arrive here as one batch and become one
-// multiGet or multiPut: one coordinator round for the batch.
+// STRLEN, GETRANGE, TYPE), as typed calls of the node's client operations (net/operations.h),
+// at the connection's consistency level. Pipelined GETs and plain SETs arrive here as one batch and
+// become one multiGet or multiPut: one coordinator round for the batch.
 //
 // Read-modify-write (SET NX|XX|GET) is a read followed by a write, not an atomic step
 // (docs/redis.md: SET NX is not a lock). DEL and UNLINK count the keys a read found just
@@ -36,8 +36,6 @@ class KeyCommands {
             std::function<void(std::string error, std::vector<std::optional<std::string>>)> done);
 
  private:
-  void Call(const RedisSession& session, net::RequestBody body,
-            std::function<void(net::ResponseBody)> done);
   void Set(const RedisSession& session, Args args, ReplyDone done);
   void Delete(const RedisSession& session, Args args, ReplyDone done);
 

@@ -45,7 +45,6 @@ void RmwCommands::Handle(const RedisSession& session, Args args, ReplyDone done)
     if (name != "getdel") writes.emplace_back(args[1], args[2]);
   }
   // Read, then write: see the header for what a concurrent writer can do in between.
-  // Read, then write: see the header for what a concurrent writer can do in between.
   keys->Read(session, std::move(read),
              [this, s, p, keys, name, key = args[1], writes = std::move(writes), done](
                  std::string error, std::vector<std::optional<std::string>> values) mutable {
@@ -53,13 +52,13 @@ void RmwCommands::Handle(const RedisSession& session, Args args, ReplyDone done)
                const std::optional<std::string> old = values[0];
                if (name == "getdel") {
                  if (!old) return done(BulkOrNull(p, old));
-                 net::Request request;
-                 request.consistency = s->consistency();
-                 request.body = net::DeleteRequest{0, std::move(key)};
-                 c_->handler->Handle(std::move(request), [p, old, done](net::Response r) {
-                   if (!r.ok()) return done(ErrorReply(r.status()));
-                   done(BulkOrNull(p, old));
-                 });
+                 net::OpOptions options;
+                 options.consistency = s->consistency();
+                 c_->ops->Delete(options, net::DeleteRequest{0, std::move(key)},
+                                 [p, old, done](StatusOr<net::DeleteResponse> r) {
+                                   if (!r.ok()) return done(ErrorReply(r.status()));
+                                   done(BulkOrNull(p, old));
+                                 });
                  return;
                }
                bool any = false;

@@ -42,15 +42,9 @@ bool ParseCursor(const std::string& text, uint64_t* out) {
 
 void CallScan(const CommandContext* c, net::Consistency consistency, net::ScanRequest scan,
               std::function<void(StatusOr<net::ScanResponse>)> done) {
-  net::Request request;
-  request.consistency = consistency;
-  request.body = std::move(scan);
-  c->handler->Handle(std::move(request), [done = std::move(done)](net::Response r) {
-    if (!r.ok()) return done(r.status());
-    auto* body = std::get_if<net::ScanResponse>(&r.body);
-    if (body == nullptr) return done(Status::Internal("unexpected reply to a scan"));
-    done(std::move(*body));
-  });
+  net::OpOptions options;
+  options.consistency = consistency;
+  c->ops->Scan(options, std::move(scan), std::move(done));
 }
 
 }  // namespace
@@ -241,23 +235,23 @@ void ScanCommands::DeleteBatch(const std::shared_ptr<Gather>& g, std::vector<std
   auto pending = std::make_shared<Pending>();
   pending->left = keys.size();
   for (auto& key : keys) {
-    net::Request request;
-    request.consistency = g->consistency;
-    request.body = net::DeleteRequest{0, std::move(key)};
-    c_->handler->Handle(std::move(request), [g, pending, finish](net::Response r) {
-      if (!r.ok()) {
-        common::MutexLock lock(&pending->mu);
-        if (pending->error.empty()) pending->error = ErrorReply(r.status());
-      }
-      if (pending->left.fetch_sub(1) != 1) return;
-      std::string error;
-      {
-        common::MutexLock lock(&pending->mu);
-        error = pending->error;
-      }
-      if (!error.empty()) return g->done(error);
-      finish();
-    });
+    net::OpOptions options;
+    options.consistency = g->consistency;
+    c_->ops->Delete(options, net::DeleteRequest{0, std::move(key)},
+                    [g, pending, finish](StatusOr<net::DeleteResponse> r) {
+                      if (!r.ok()) {
+                        common::MutexLock lock(&pending->mu);
+                        if (pending->error.empty()) pending->error = ErrorReply(r.status());
+                      }
+                      if (pending->left.fetch_sub(1) != 1) return;
+                      std::string error;
+                      {
+                        common::MutexLock lock(&pending->mu);
+                        error = pending->error;
+                      }
+                      if (!error.empty()) return g->done(error);
+                      finish();
+                    });
   }
 }
 

@@ -22,7 +22,7 @@ struct HarnessOptions {
 template <typename Handler = FakeHandler>
 struct CommandHarness {
   explicit CommandHarness(HarnessOptions options = {}) {
-    context.handler = &handler;
+    context.ops = &ops;
     context.view = std::make_shared<FakeView>();
     context.self_id = 1;
     context.redis_address = "127.0.0.1:6379";
@@ -58,6 +58,7 @@ struct CommandHarness {
   }
 
   Handler handler;
+  HandlerOps ops{&handler};
   CommandContext context;
   std::unique_ptr<RedisCommands> commands;
   std::shared_ptr<RedisSession> session;

@@ -1,5 +1,6 @@
 // A fake of what the Redis command layer talks to: an in-memory request handler (multiGet,
-// multiPut, delete, scan, stats) that counts its calls, and a cluster view without a cluster.
+// multiPut, delete, scan, stats) that counts its calls, the typed client operations the
+// commands call, answered by such a handler (HandlerOps), and a cluster view without a cluster.
 #pragma once
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "common/glob.h"
+#include "net/operations.h"
 #include "net/server.h"
 #include "redis/cluster_view.h"
 
@@ -84,6 +86,54 @@ class FakeHandler : public net::RequestHandler {
   int scans = 0;
   std::vector<net::Consistency> consistencies;
   std::optional<Status> fail_with;
+};
+
+// The typed client operations over a test's request handler: each call becomes the net::Request
+// the handler expects, its answer the typed reply (the node's KvService serves both directly).
+class HandlerOps : public net::ClientOperations {
+ public:
+  explicit HandlerOps(net::RequestHandler* handler) : handler_(handler) {}
+
+  void Get(net::OpOptions o, net::GetRequest r, net::OpDone<net::GetResponse> done) override {
+    Call(o, std::move(r), std::move(done));
+  }
+  void Put(net::OpOptions o, net::PutRequest r, net::OpDone<net::PutResponse> done) override {
+    Call(o, std::move(r), std::move(done));
+  }
+  void Delete(net::OpOptions o, net::DeleteRequest r,
+              net::OpDone<net::DeleteResponse> done) override {
+    Call(o, std::move(r), std::move(done));
+  }
+  void MultiGet(net::OpOptions o, net::MultiGetRequest r,
+                net::OpDone<net::MultiGetResponse> done) override {
+    Call(o, std::move(r), std::move(done));
+  }
+  void MultiPut(net::OpOptions o, net::MultiPutRequest r,
+                net::OpDone<net::MultiPutResponse> done) override {
+    Call(o, std::move(r), std::move(done));
+  }
+  void Expire(net::OpOptions o, net::ExpireRequest r, net::OpDone<net::PutResponse> done) override {
+    Call(o, std::move(r), std::move(done));
+  }
+  void Scan(net::OpOptions o, net::ScanRequest r, net::OpDone<net::ScanResponse> done) override {
+    Call(o, std::move(r), std::move(done));
+  }
+
+ private:
+  template <typename Req, typename Resp>
+  void Call(net::OpOptions o, Req r, net::OpDone<Resp> done) {
+    net::Request request;
+    request.consistency = o.consistency;
+    request.body = std::move(r);
+    handler_->Handle(std::move(request), [done = std::move(done)](net::Response response) {
+      if (!response.ok()) return done(response.status());
+      auto* body = std::get_if<Resp>(&response.body);
+      if (body == nullptr) return done(Status::Internal("unexpected reply from the node"));
+      done(std::move(*body));
+    });
+  }
+
+  net::RequestHandler* handler_;
 };
 
 class FakeView : public ClusterView {

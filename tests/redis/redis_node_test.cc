@@ -1,6 +1,7 @@
 // The Redis listener of a real in-process node: DBSIZE and INFO keyspace count live keys (0 right
 // after FLUSHALL and once every key has expired, the same after a restart), and the listener's
-// connections are their own metric, apart from the shardkv protocol's.
+// connections are their own metric, apart from the shardkv protocol's; the commands run the
+// node's client operations with their guards and stats (design.md "Operation table").
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <fstream>
@@ -12,7 +13,10 @@
 
 #include "metrics/http_get.h"
 #include "redis/raw_resp_client.h"
+#include "shardkv/admin.h"
 #include "shardkv/node.h"
+#include "shardkv/stats.h"
+#include "testing/cluster_util.h"
 #include "testing/standalone_node.h"
 #include "testing/temp_dir.h"
 
@@ -130,4 +134,42 @@ TEST_CASE("redis node: the listener's connections are their own metric", "[redis
   CHECK(sample("shardkv_connections")() == native);  // the shardkv protocol's own, unchanged
   clients.clear();
   CHECK(Await<double>(sample("shardkv_redis_connections"), 0) == 0);
+}
+
+TEST_CASE("redis node: commands run the node's operations, with their guards and stats",
+          "[redis]") {
+  TempDir dir;
+  auto node = shardkv::testing::MustStart(RedisNodeOptions(dir));
+  auto c = std::make_unique<RawClient>(RedisPort(dir));
+  // The formed guard, on the typed path as on the native one: an unformed node serves no data.
+  for (const std::vector<std::string>& cmd : std::vector<std::vector<std::string>>{
+           {"GET", "k"}, {"SET", "k", "v"}, {"DEL", "k"}, {"EXPIRE", "k", "10"}, {"SCAN", "0"}}) {
+    const std::string reply = c->Call(cmd);
+    INFO(cmd[0] << ": " << reply);
+    CHECK(reply.rfind("-CLUSTERDOWN ", 0) == 0);
+    CHECK(reply.find("unformed") != std::string::npos);
+  }
+
+  shardkv::testing::MustFormAlone(*node);
+  auto admin = shardkv::testing::AdminFor({node->address()});
+  auto ops = [&](const std::string& op) -> int64_t {
+    auto snapshot = admin->NodeStats(node->address());
+    REQUIRE(snapshot.ok());
+    return snapshot->counters.at(std::string(stats::kOpsPrefix) + op);
+  };
+  const int64_t multi_put = ops("multi_put"), multi_get = ops("multi_get"), get = ops("get"),
+                expire = ops("expire"), del = ops("delete"), scan = ops("scan"), put = ops("put");
+  CHECK(c->Call({"SET", "k", "v"}) == "+OK\r\n");           // one multiPut
+  CHECK(c->Call({"GET", "k"}) == "$1\r\nv\r\n");            // one multiGet
+  CHECK(c->Call({"SETEX", "t", "100", "v"}) == "+OK\r\n");  // one put
+  CHECK(c->Call({"EXPIRE", "k", "100"}) == ":1\r\n");       // a get, then an expire
+  CHECK(c->Call({"DEL", "k"}) == ":1\r\n");                 // a multiGet, then a delete
+  CHECK(c->Call({"SCAN", "0"}).rfind("*2\r\n", 0) == 0);    // one or more scans
+  CHECK(ops("multi_put") == multi_put + 1);
+  CHECK(ops("multi_get") == multi_get + 2);
+  CHECK(ops("put") == put + 1);
+  CHECK(ops("get") == get + 1);
+  CHECK(ops("expire") == expire + 1);
+  CHECK(ops("delete") == del + 1);
+  CHECK(ops("scan") >= scan + 1);
 }

@@ -20,7 +20,7 @@ namespace {
 struct Server {
   explicit Server(std::string secret = "") {
     CommandContext context;
-    context.handler = &handler;
+    context.ops = &ops;
     context.view = std::make_shared<testing::FakeView>();
     context.auth_secret = std::move(secret);
     RedisServerOptions options;
@@ -29,6 +29,7 @@ struct Server {
     REQUIRE(server->Start().ok());
   }
   testing::FakeHandler handler;
+  testing::HandlerOps ops{&handler};
   std::unique_ptr<RedisServer> server;
 };
 
