@@ -170,17 +170,23 @@ TEST_CASE("gc rule: a down replica blocks tombstone GC until it returns and is r
 TEST_CASE("gc rule: remove-node of a replica that stays down unblocks tombstone GC",
           "[repair][gc]") {
   InProcessCluster c(4, Params(), kGraceMs);
-  REQUIRE(c.Start().ok());  // background repair on: every 1 s (the grace / 10, at least 1 s)
+  // Repairs only when the test runs one: none completes between the deletes and node 4's stop.
+  c.TuneNodes([](uint32_t, NodeOptions* o) { o->background_repair = false; });
+  REQUIRE(c.Start().ok());
   auto client = testing::MustConnect(c);
   for (int i = 0; i < kKeys; ++i) {
     REQUIRE(client->Put(Key(i), "value-" + std::to_string(i), Consistency::kAll).ok());
   }
-  c.StopNode(4);
-  // Deleted while node 4 is away: its replicas that coordinated hold hints for it (which keep
-  // their tombstones anyway); the others keep them by the rule alone.
-  for (int i = 0; i < kDeleted; ++i) REQUIRE(client->Delete(Key(i)).ok());
+  // Every replica has the deletes (no hints, which would keep the tombstones of their holders
+  // anyway); then node 4 goes away for good, before any repair since.
+  for (int i = 0; i < kDeleted; ++i) REQUIRE(client->Delete(Key(i), Consistency::kAll).ok());
   const uint64_t deleted_ms = WallMs();
+  c.StopNode(4);
   WaitPastGrace(deleted_ms);
+  auto admin = testing::AdminFor(c);
+  auto blocked = admin->Repair({});
+  REQUIRE(blocked.ok());
+  CHECK_FALSE(blocked->complete());
   const ClusterMap& map = c.map();
   for (uint32_t id = 1; id <= 3; ++id) {
     INFO("node " << id);
@@ -194,30 +200,23 @@ TEST_CASE("gc rule: remove-node of a replica that stays down unblocks tombstone 
     }
   }
 
-  // `remove-node 4`: its ranges move to the remaining nodes, and the next repairs compare them
+  // `remove-node 4`: its ranges move to the remaining nodes, and the next repair compares them
   // with replica sets that do not name it, so GC goes on everywhere.
-  auto admin = testing::AdminFor(c);
   const AdminReply begin = admin->Begin(rebalance_test::RemoveOf(4), ChangeThrottle{});
   INFO(begin.status.ToString());
   REQUIRE(begin.status.ok());
   auto done = testing::WaitChange(*admin, ChangeState::kDone, std::chrono::seconds(60));
   INFO(done.status().ToString());
   REQUIRE(done.ok());
-  CHECK(Eventually(
-      [&] {
-        for (uint32_t id = 1; id <= 3; ++id) {
-          if (!c.node(id)->Compact().ok()) return false;
-          for (int i = 0; i < kDeleted; ++i) {
-            if (!HoldsNothing(c, id, Key(i))) return false;
-          }
-        }
-        return true;
-      },
-      std::chrono::seconds(30)));
+  auto repaired = admin->Repair({});
+  REQUIRE(repaired.ok());
+  CHECK(repaired->complete());
   for (uint32_t id = 1; id <= 3; ++id) {
     INFO("node " << id);
     CHECK(CounterOf(*client, c, id, std::string(stats::gc_blocked_ranges)) == 0);
     CHECK(InfoOf(*client, c, id, stats::gc_blocked_by).empty());
+    REQUIRE(c.node(id)->Compact().ok());
+    for (int i = 0; i < kDeleted; ++i) CHECK(HoldsNothing(c, id, Key(i)));
   }
   for (int i = 0; i < kDeleted; ++i) {
     CHECK(client->Get(Key(i), Consistency::kAll).status().IsNotFound());
