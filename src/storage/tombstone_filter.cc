@@ -48,7 +48,8 @@ void RepairHorizons::Set(std::vector<std::pair<TokenRange, uint64_t>> horizons) 
   std::map<uint64_t, std::pair<uint64_t, uint64_t>> by_first;
   for (const auto& [range, ms] : horizons) {
     if (!by_first.empty() && by_first.rbegin()->second.first >= range.first) continue;
-    by_first.emplace(range.first, std::make_pair(range.last, ms));
+    // In order: each insertion is at the end, so the whole set costs O(n).
+    by_first.emplace_hint(by_first.end(), range.first, std::make_pair(range.last, ms));
   }
   common::MutexLock lock(&mu_);
   by_first_ = std::move(by_first);
