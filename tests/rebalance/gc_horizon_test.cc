@@ -110,6 +110,24 @@ TEST_CASE("GcHorizon: a range whose replica set changed has no horizon until rep
   CHECK(kept > 0);
 }
 
+TEST_CASE("GcHorizon: ring arcs, as repair cuts them, with 4 nodes at RF 3", "[gc]") {
+  Fixture f;
+  const ClusterMap ring = MustCreate(Params(PlacementMode::kRing, 3, 256, 16), 4);
+  auto h = f.Horizon();
+  h->Refresh(&ring);
+  size_t held = 0;
+  for (const MovingRange& r : AllRanges(ring)) {
+    const bool here = std::find(r.old_set.begin(), r.old_set.end(), 1u) != r.old_set.end();
+    INFO("arc " << r.range.first << ".." << r.range.last);
+    CHECK(h->HorizonOf(r.range.last) == 0);
+    h->Record(r.range, r.old_set, 7000);  // the comparing node's word, to every replica
+    CHECK(h->HorizonOf(r.range.first) == (here ? 7000 : 0));
+    CHECK(h->HorizonOf(r.range.last) == (here ? 7000 : 0));
+    held += here ? 1 : 0;
+  }
+  CHECK(held > 0);
+}
+
 TEST_CASE("GcHorizon: one replica has an unbounded horizon (the grace alone decides)", "[gc]") {
   Fixture f;
   const ClusterMap one = MustCreate(Params(PlacementMode::kJump, 1, 8), 2);
