@@ -121,6 +121,7 @@ void GcHorizon::Refresh(const ClusterMap* map) {
       ++it;
       continue;
     }
+    // Best effort: one left behind matches no range, and goes at the next map or restart.
     static_cast<void>(storage_->DeleteAux(storage::AuxColumn::kMeta, KeyOf(it->first)));
     it = records_.erase(it);
   }
