@@ -120,6 +120,10 @@ struct NodeOptions {
   // For tests only: false keeps this node from polling its peers' needs-repair marks, so it does
   // not learn that it needs repair itself (as right after a partition heals, before its poll).
   bool learn_repair_marks_for_test = true;
+  // For tests only: false collects tombstones by the grace alone, without the GC rule of
+  // anti-entropy (design.md "Tombstones and GC"): what replicas of an earlier release do, and
+  // what the needs-repair tests model (replicas that purged deletes a node away missed).
+  bool gc_waits_for_repair_for_test = true;
 };
 
 // OK if Node::Start would accept `options`; otherwise InvalidArgument naming the bad field in

@@ -76,7 +76,9 @@ namespace shardkv::stats {
   X(repair_ranges_skipped, "ranges skipped by repair: in a membership change")                     \
   X(repair_keys_in, "records repair wrote to this node (newer versions it lacked)")                \
   X(repair_keys_out, "records this node's repairs wrote to other replicas")                        \
-  X(repair_tree_bytes, "hash tree bytes this node's repairs exchanged with other replicas")
+  X(repair_tree_bytes, "hash tree bytes this node's repairs exchanged with other replicas")        \
+  X(gc_blocked_ranges, "ranges held here not repaired with every replica for a grace: GC waits")   \
+  X(gc_kept_unrepaired, "tombstones past the grace kept by compaction: range not repaired since")
 
 // Gauges.
 #define SHARDKV_NODE_GAUGES(X)                                       \
@@ -98,7 +100,9 @@ namespace shardkv::stats {
   X(consensus_voter_ids, "the voters of the map consensus configuration this node knows: 1,2,3") \
   X(consensus_pending_change, "the voter change under way, or why none can be made (leader)")    \
   X(consensus_given_up, "the last voter change given up, when and why (absent if none)")         \
-  X(consensus_store_error, "while this node is out of the consensus after a Raft store error")
+  X(consensus_store_error, "while this node is out of the consensus after a Raft store error")   \
+  X(gc_blocked_by,                                                                               \
+    "replicas down or needing repair that keep GC blocked here: 3,4 (absent if none)")
 
 #define SHARDKV_STAT_NAME_(name, help) inline constexpr std::string_view name = #name;
 SHARDKV_NODE_COUNTERS(SHARDKV_STAT_NAME_)

@@ -140,6 +140,13 @@ constexpr std::array kStatExports = {
     StatExport{"repair_tree_bytes", "shardkv_repair_tree_bytes_total", kCounter,
                "Bytes of hash tree queries and replies this node's repairs exchanged with other "
                "replicas."},
+    StatExport{"gc_blocked_ranges", "shardkv_gc_blocked_ranges", kGauge,
+               "Token ranges held here that have not been repaired with every replica for longer "
+               "than the tombstone grace: their tombstones wait (a replica down, or needing "
+               "repair)."},
+    StatExport{"gc_kept_unrepaired", "shardkv_gc_kept_unrepaired_total", kCounter,
+               "Tombstones past the grace that compaction kept because their range was not "
+               "repaired with every replica since they were written."},
 };
 
 // Stats that have no metric, and why:

@@ -19,13 +19,17 @@ struct AeSpan {
 
 # The hashes of `spans` in the replica's tree of [first, last], built on the first query of
 # `session` by a scan and kept for the session's later queries (released when idle, or by
-# `release`: then no spans are answered).
+# `release`: then no spans are answered). A release with `repairedMs` says the range was repaired
+# against every one of `replicas`: the replica's tombstone GC horizon (design.md "Tombstones and
+# GC"); a node of an earlier release ignores it, and keeps collecting by the grace alone.
 struct TreeQuery {
   session @0 :UInt64;
   first @1 :UInt64;
   last @2 :UInt64;
   spans @3 :List(AeSpan);
   release @4 :Bool;
+  repairedMs @5 :UInt64;
+  replicas @6 :List(UInt32);
 }
 
 struct TreeNode {

@@ -31,6 +31,11 @@ void FillAntiEntropy(const AntiEntropyRequest& r, wire::AntiEntropyRequest::Buil
                    out.setLast(q.last);
                    FillSpans(q.spans, out.initSpans(static_cast<unsigned>(q.spans.size())));
                    out.setRelease(q.release);
+                   out.setRepairedMs(q.repaired_ms);
+                   if (!q.replicas.empty()) {
+                     auto ids = out.initReplicas(static_cast<unsigned>(q.replicas.size()));
+                     for (unsigned i = 0; i < q.replicas.size(); ++i) ids.set(i, q.replicas[i]);
+                   }
                  },
                  [&](const ApplyEntries& a) {
                    auto list = b.initApply(static_cast<unsigned>(a.entries.size()));
@@ -73,6 +78,8 @@ StatusOr<AntiEntropyRequest> ReadAntiEntropy(wire::AntiEntropyRequest::Reader r)
       t.last = q.getLast();
       for (auto s : q.getSpans()) t.spans.push_back({s.getFirst(), s.getLast()});
       t.release = q.getRelease();
+      t.repaired_ms = q.getRepairedMs();
+      for (uint32_t id : q.getReplicas()) t.replicas.push_back(id);
       out.op = std::move(t);
       break;
     }

@@ -27,6 +27,11 @@ struct TreeQuery {
   uint64_t last = 0;
   std::vector<AeSpan> spans;
   bool release = false;  // drop the session's tree; nothing is answered
+  // With release, non-zero: the comparing node's word that it repaired [first, last] against
+  // every one of `replicas` (its map's set), with no replica failing, from a start whose time
+  // less the clock offset is repaired_ms (Unix ms): the replica's GC horizon (gc_horizon.h).
+  uint64_t repaired_ms = 0;
+  std::vector<uint32_t> replicas;
   friend bool operator==(const TreeQuery&, const TreeQuery&) = default;
 };
 

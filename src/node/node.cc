@@ -54,6 +54,8 @@ Status Node::Impl::Start() {
   so.max_key_bytes = options_.max_key_bytes;
   so.max_value_bytes = options_.max_value_bytes;
   so.fault_injection_for_test = options_.storage_fault_injection_for_test;
+  // Tombstones go only once every replica was repaired since (gc_horizon.h).
+  so.gc_after_repair = options_.gc_waits_for_repair_for_test;
   // A member of a known cluster must never start a fresh database: its data was lost, and
   // serving empty would answer "not found" for a third of the keys (findings row 7).
   so.create_if_missing = options_.cluster_id == 0 || options_.rebuild;
@@ -61,7 +63,13 @@ Status Node::Impl::Start() {
   if (!storage.ok() && storage.status().IsNotFound()) return NoDatabaseError();
   if (!storage.ok()) return storage.status().WithContext("opening " + options_.data_dir);
   storage_ = std::move(storage).value();
+  gc_horizon_ = std::make_unique<rebalance::GcHorizon>(
+      options_.id, storage_.get(), [storage = storage_.get()] { return storage->WallClockMs(); });
+  SHARDKV_RETURN_IF_ERROR(gc_horizon_->Load());
   maps_ = std::make_unique<cluster::MapStore>(storage_.get());
+  maps_->AddAfterPublish([horizon = gc_horizon_.get()](const ClusterMap*, const ClusterMap& next) {
+    horizon->Refresh(&next);
+  });
   SHARDKV_RETURN_IF_ERROR(CheckIdentity());
 
   hints_ = std::make_unique<cluster::HintStore>(storage_.get(), options_.tombstone_grace_ms, [] {
@@ -123,6 +131,9 @@ Status Node::Impl::Start() {
   repair_deps.replica_refusal = [repair = repair_.get()](uint32_t id) {
     return repair->ReadRefusal(id);
   };
+  repair_deps.horizons = gc_horizon_.get();
+  repair_deps.max_clock_offset_ms = options_.max_clock_offset_ms;
+  repair_deps.wall_ms = [storage = storage_.get()] { return storage->WallClockMs(); };
   repair_service_ = std::make_unique<rebalance::RepairService>(std::move(repair_deps));
   if (options_.background_repair) {
     rebalance::RepairSchedulerOptions rso;
@@ -179,6 +190,7 @@ Status Node::Impl::Start() {
   } else {
     SHARDKV_RETURN_IF_ERROR(LoadMap());
   }
+  gc_horizon_->Refresh(maps_->Current().get());
   // A restarted member first learns the newest map from its peers, then serves (design.md
   // "Propagation"); the server already answers ping and getClusterMap meanwhile.
   membership_->FetchNewestMap(std::chrono::milliseconds(1000));

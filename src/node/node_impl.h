@@ -34,6 +34,7 @@
 #include "node/metrics_source.h"
 #include "node/node_options.h"
 #include "node/node_stats.h"
+#include "rebalance/gc_horizon.h"
 #include "rebalance/rebalancer.h"
 #include "rebalance/reconciler.h"
 #include "rebalance/repair_scheduler.h"
@@ -94,6 +95,12 @@ class Node::Impl : public node::NodeReport {
   Status LoadMap();
   Status Rebuild();
   Status StartConsensus();
+  // The ranges whose tombstone GC waits for a repair, and the replicas it waits for.
+  rebalance::GcHorizon::Blocked GcBlocking() const {
+    return gc_horizon_->Blocking(
+        storage_->WallClockMs(), options_.tombstone_grace_ms,
+        [this](uint32_t id) { return membership_->IsAlive(id) && repair_->ReadRefusal(id).ok(); });
+  }
 
   NodeOptions options_;
   std::string auth_secret_;    // the bytes of options_.auth_secret_file (empty: none)
@@ -103,6 +110,8 @@ class Node::Impl : public node::NodeReport {
   int lock_fd_ = -1;
   bool started_ = false;  // Start() completed
   std::unique_ptr<storage::Storage> storage_;
+  // Before maps_ (whose publish hook refreshes it) and every user: destroyed after them.
+  std::unique_ptr<rebalance::GcHorizon> gc_horizon_;
   std::unique_ptr<cluster::MapStore> maps_;
   std::unique_ptr<cluster::HintStore> hints_;
   std::unique_ptr<net::PeerPool> peers_;

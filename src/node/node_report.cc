@@ -77,9 +77,17 @@ void Node::Impl::AddStats(net::StatsResponse* out) {
   out->counters[std::string(stats::consensus_recoveries)] = static_cast<int64_t>(report.recoveries);
   out->counters[std::string(stats::consensus_changes_given_up)] =
       static_cast<int64_t>(report.changes_given_up);
+  // Tombstone GC waiting for a repair with every replica (design.md "The GC rule").
+  const rebalance::GcHorizon::Blocked blocking = GcBlocking();
+  out->counters[std::string(stats::gc_blocked_ranges)] = static_cast<int64_t>(blocking.ranges);
+  out->counters[std::string(stats::gc_kept_unrepaired)] =
+      static_cast<int64_t>(storage_->TombstonesKeptUnrepaired());
+  std::string waiting;
+  for (uint32_t id : blocking.waiting_for) {
+    waiting += (waiting.empty() ? "" : ",") + std::to_string(id);
+  }
+  if (!waiting.empty()) out->info[std::string(stats::gc_blocked_by)] = waiting;
   if (consensus_) {
-    if (!consensus_) return;
-    const cluster::ConsensusReport report = consensus_->Report();
     std::string voters;
     for (uint32_t id : report.voters) voters += (voters.empty() ? "" : ",") + std::to_string(id);
     const std::pair<std::string_view, const std::string*> values[] = {

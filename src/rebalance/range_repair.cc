@@ -113,6 +113,18 @@ Status RangeRepair::Push(const ClusterMap& map, const Peer& peer,
   return Status::OK();
 }
 
+void RangeRepair::Announce(const ClusterMap& map, const TokenRange& range,
+                           const std::vector<uint32_t>& replicas, uint64_t horizon_ms) {
+  for (uint32_t id : replicas) {
+    if (id == d_.self_id) continue;
+    const ClusterNode* node = map.FindNode(id);
+    if (node == nullptr) continue;
+    net::TreeQuery q{
+        NewSession(d_.self_id, range), range.first, range.last, {}, true, horizon_ms, replicas};
+    static_cast<void>(Tree(map, Peer{id, node->address, true}, std::move(q), nullptr));
+  }
+}
+
 RangeRepairResult RangeRepair::Run(const ClusterMap& map, const TokenRange& range,
                                    const std::vector<uint32_t>& replicas) {
   RangeRepairResult result;
@@ -142,7 +154,7 @@ RangeRepairResult RangeRepair::Run(const ClusterMap& map, const TokenRange& rang
     std::vector<TokenRange> next;
     for (size_t at = 0; at < frontier.size(); at += kSpansPerQuery) {
       const size_t end = std::min(frontier.size(), at + kSpansPerQuery);
-      net::TreeQuery query{session, range.first, range.last, {}, false};
+      net::TreeQuery query{session, range.first, range.last, {}, false, 0, {}};
       for (size_t i = at; i < end; ++i)
         query.spans.push_back({frontier[i].first, frontier[i].last});
       std::vector<std::optional<std::vector<net::TreeNode>>> answers(peers.size());
@@ -189,7 +201,7 @@ RangeRepairResult RangeRepair::Run(const ClusterMap& map, const TokenRange& rang
   // The trees are no longer needed; best effort (idle ones expire anyway).
   for (const Peer& p : peers) {
     if (p.live)
-      static_cast<void>(Tree(map, p, {session, range.first, range.last, {}, true}, nullptr));
+      static_cast<void>(Tree(map, p, {session, range.first, range.last, {}, true, 0, {}}, nullptr));
   }
   result.leaves_differed = leaves.size();
   result.differed = !leaves.empty();

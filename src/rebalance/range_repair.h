@@ -68,6 +68,12 @@ class RangeRepair {
   RangeRepairResult Run(const ClusterMap& map, const TokenRange& range,
                         const std::vector<uint32_t>& replicas);
 
+  // Tells every other one of `replicas` that `range` was repaired against them all, with GC
+  // horizon `horizon_ms` (gc_horizon.h), as the release of a tree session. Best effort: a
+  // replica not told keeps its older horizon, and only waits longer to collect tombstones.
+  void Announce(const ClusterMap& map, const TokenRange& range,
+                const std::vector<uint32_t>& replicas, uint64_t horizon_ms);
+
  private:
   struct Peer {
     uint32_t id = 0;

@@ -30,6 +30,7 @@ struct Item {
   TokenRange range;
   std::vector<uint32_t> replicas;
   bool transition = false;  // a pending change moves its replica set
+  bool whole = false;       // not clipped by the command's bounds
 };
 
 // The ranges of `map` in scope: every range `self` holds (`all`), or those it is the first
@@ -43,8 +44,8 @@ std::vector<Item> Scope(const ClusterMap& map, uint32_t self, bool all, uint64_t
     const bool in_scope = all ? Contains(r.old_set, self) || (moving && Contains(r.new_set, self))
                               : r.old_set.front() == self;
     if (!in_scope) continue;
-    items.push_back(
-        {{std::max(r.range.first, first), std::min(r.range.last, last)}, r.old_set, moving});
+    const TokenRange clipped{std::max(r.range.first, first), std::min(r.range.last, last)};
+    items.push_back({clipped, r.old_set, moving, clipped == r.range});
   }
   return items;
 }
@@ -64,7 +65,11 @@ void Add(net::RepairReport* to, uint32_t node, const net::NodeStreamed& s) {
 
 RepairService::RepairService(RepairServiceDeps deps)
     : d_(std::move(deps)),
-      trees_(d_.self_id, d_.storage, d_.maps, d_.refusal),
+      trees_(
+          d_.self_id, d_.storage, d_.maps, d_.refusal,
+          [h = d_.horizons](const TokenRange& range, std::vector<uint32_t> replicas, uint64_t ms) {
+            if (h != nullptr) h->Record(range, std::move(replicas), ms);
+          }),
       ranges_(RangeRepairDeps{d_.self_id, d_.storage, d_.peers, &trees_, d_.stream_source}) {}
 
 RepairService::~RepairService() { Stop(); }
@@ -244,8 +249,18 @@ net::RepairReport RepairService::Run(const net::RepairCommand& c, bool backgroun
     ++report.ranges_compared;
     ++figures_.ranges_compared;
     RangeRepairResult r;
+    // Before the first tree is built: every record older than this is in some replica's tree.
+    const uint64_t started = d_.wall_ms ? d_.wall_ms() : 0;
     if (replicas.size() >= 2) r = ranges_.Run(*map, item.range, replicas);
     if (r.status.ok()) r.status = refused;
+    if (r.status.ok() && replicas.size() >= 2 && item.whole && d_.horizons != nullptr &&
+        started > d_.max_clock_offset_ms) {
+      // Every replica now holds the newest version of every record some replica held at the
+      // start: one stamped that long before it (by a clock up to the offset ahead) may go.
+      const uint64_t horizon = started - d_.max_clock_offset_ms;
+      d_.horizons->Record(item.range, item.replicas, horizon);
+      ranges_.Announce(*map, item.range, item.replicas, horizon);
+    }
     if (r.differed) ++report.ranges_differed;
     report.leaves_differed += r.leaves_differed;
     report.keys_fetched += r.keys_fetched;

@@ -16,6 +16,10 @@
 //   the range counts as failed, as when it refuses itself: its data may hold values whose deletes
 //   the others already collected, and a merge would spread them.
 //
+// - a range repaired whole (not clipped by the command's bounds) against every replica of its
+//   set, none failing or refused, advances the GC horizon of the range on every replica
+//   (gc_horizon.h), to its start less the largest clock offset.
+//
 // Background anti-entropy (RepairScheduler) runs the same comparison a range at a time through
 // RunBackgroundStep, on its own thread; the figures (AddCounters) count both.
 //
@@ -41,6 +45,7 @@
 #include "common/mutex.h"
 #include "net/messages.h"
 #include "net/peer_pool.h"
+#include "rebalance/gc_horizon.h"
 #include "rebalance/range_repair.h"
 #include "rebalance/stream_source.h"
 #include "rebalance/tree_source.h"
@@ -59,6 +64,12 @@ struct RepairServiceDeps {
   // Non-OK while replica `id` must not be compared (it needs repair, as this node knows).
   std::function<Status(uint32_t id)> replica_refusal;
   int nice = 10;
+  // The tombstone GC rule (gc_horizon.h): a range repaired against every replica of its set,
+  // none failing, records its start less max_clock_offset_ms here and on the other replicas.
+  // Null: nothing recorded.
+  GcHorizon* horizons = nullptr;
+  uint64_t max_clock_offset_ms = 500;
+  std::function<uint64_t()> wall_ms;  // Unix ms
 };
 
 // One step of background anti-entropy (RepairService::RunBackgroundStep).

@@ -29,8 +29,13 @@ storage::RangeEntry FromRepairEntry(net::RepairEntry e) {
 StatusOr<std::vector<net::TreeNode>> TreeSource::Tree(const net::TreeQuery& q) {
   const Key key{q.session, q.first, q.last};
   if (q.release) {
-    common::MutexLock lock(&mu_);
-    sessions_.erase(key);
+    {
+      common::MutexLock lock(&mu_);
+      sessions_.erase(key);
+    }
+    if (q.repaired_ms != 0 && on_repaired_ && q.first <= q.last) {
+      on_repaired_(TokenRange{q.first, q.last}, q.replicas, q.repaired_ms);
+    }
     return std::vector<net::TreeNode>{};
   }
   if (refusal_) SHARDKV_RETURN_IF_ERROR(refusal_());

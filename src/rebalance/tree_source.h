@@ -40,9 +40,17 @@ class TreeSource {
  public:
   static constexpr size_t kMaxTreeBytes = size_t{512} << 20;
 
+  // Called on a release that reports a complete repair (TreeQuery::repaired_ms): range,
+  // replicas, horizon (gc_horizon.h).
+  using OnRepaired = std::function<void(const TokenRange&, std::vector<uint32_t>, uint64_t)>;
+
   TreeSource(uint32_t self_id, storage::Storage* storage, cluster::MapStore* maps,
-             std::function<Status()> refusal = {})
-      : self_id_(self_id), storage_(storage), maps_(maps), refusal_(std::move(refusal)) {}
+             std::function<Status()> refusal = {}, OnRepaired on_repaired = {})
+      : self_id_(self_id),
+        storage_(storage),
+        maps_(maps),
+        refusal_(std::move(refusal)),
+        on_repaired_(std::move(on_repaired)) {}
 
   // The hash and key count of each span of the query (none for a release).
   StatusOr<std::vector<net::TreeNode>> Tree(const net::TreeQuery& query);
@@ -62,6 +70,7 @@ class TreeSource {
   storage::Storage* storage_;
   cluster::MapStore* maps_;
   const std::function<Status()> refusal_;
+  const OnRepaired on_repaired_;
   mutable common::Mutex mu_;
   std::map<Key, Session> sessions_ GUARDED_BY(mu_);
 };

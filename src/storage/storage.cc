@@ -160,8 +160,11 @@ StatusOr<std::unique_ptr<Storage>> Storage::Open(const std::string& path, Storag
   }
 
   rep->protected_ranges = std::make_shared<ProtectedRanges>();
-  rep->tombstone_gc = std::make_shared<TombstoneGc>(
-      options.tombstone_grace_ms, options.physical_clock_ms, rep->protected_ranges);
+  // From Open on, before any compaction: with no horizons yet, nothing past the grace goes.
+  if (options.gc_after_repair) rep->repair_horizons = std::make_shared<RepairHorizons>();
+  rep->tombstone_gc =
+      std::make_shared<TombstoneGc>(options.tombstone_grace_ms, options.physical_clock_ms,
+                                    rep->protected_ranges, rep->repair_horizons);
 
   auto cache = rocksdb::NewLRUCache(options.block_cache_bytes);
   rocksdb::ColumnFamilyOptions data_options;
@@ -482,6 +485,12 @@ std::vector<TokenRange> Storage::ProtectedRangeList() const {
 }
 
 uint64_t Storage::TombstonesDropped() const { return rep_->tombstone_gc->dropped(); }
+
+void Storage::SetRepairHorizons(std::vector<std::pair<TokenRange, uint64_t>> horizons) {
+  if (rep_->repair_horizons != nullptr) rep_->repair_horizons->Set(std::move(horizons));
+}
+
+uint64_t Storage::TombstonesKeptUnrepaired() const { return rep_->tombstone_gc->kept_unrepaired(); }
 
 Status Storage::PutAux(AuxColumn column, std::string_view key, std::string_view value, bool sync) {
   if (rep_->db == nullptr) return Status::FailedPrecondition("storage is closed");

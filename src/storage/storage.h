@@ -54,6 +54,11 @@ struct StorageOptions {
   int bloom_bits_per_key = 10;
   // Tombstones older than this are collected by compaction (outside protected ranges).
   uint64_t tombstone_grace_ms = uint64_t{10} * 24 * 3600 * 1000;
+  // The GC rule of anti-entropy (design.md "Tombstones and GC"): a record past the grace is
+  // collected only where SetRepairHorizons gave its token a horizon above the record's newest
+  // timestamp, i.e. only once every replica of its range was repaired since it was written.
+  // A node sets it; off, the grace alone decides (a store with no replicas to compare).
+  bool gc_after_repair = false;
   // This node's id: the LWW tie-break of writes timestamped here (Put, Delete).
   uint32_t node_id = 0;
   // HLC parameters (hlc.h).
@@ -274,6 +279,11 @@ class Storage {
   std::vector<TokenRange> ProtectedRangeList() const;
   // Tombstones collected by compaction since Open.
   uint64_t TombstonesDropped() const;
+  // With gc_after_repair: replaces the repair horizons (Unix ms) of the token ranges, which must
+  // not overlap. A token in none has horizon 0: nothing past the grace is collected there.
+  void SetRepairHorizons(std::vector<std::pair<TokenRange, uint64_t>> horizons);
+  // Records past the grace that compaction kept because their range was not repaired since.
+  uint64_t TombstonesKeptUnrepaired() const;
 
   // ---- Health -----------------------------------------------------------------------------
 

@@ -103,6 +103,7 @@ struct Storage::Rep {
   rocksdb::WriteOptions meta_write_options;  // always synced
 
   std::shared_ptr<ProtectedRanges> protected_ranges;
+  std::shared_ptr<RepairHorizons> repair_horizons;  // null unless gc_after_repair
   std::shared_ptr<TombstoneGc> tombstone_gc;
   std::unique_ptr<common::HlcClock> clock;
 

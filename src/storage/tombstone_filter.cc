@@ -2,6 +2,7 @@
 
 #include <rocksdb/compaction_filter.h>
 
+#include <algorithm>
 #include <string>
 #include <utility>
 
@@ -41,11 +42,34 @@ std::vector<TokenRange> ProtectedRanges::List() const {
   return out;
 }
 
+void RepairHorizons::Set(std::vector<std::pair<TokenRange, uint64_t>> horizons) {
+  std::sort(horizons.begin(), horizons.end(),
+            [](const auto& a, const auto& b) { return a.first.first < b.first.first; });
+  std::map<uint64_t, std::pair<uint64_t, uint64_t>> by_first;
+  for (const auto& [range, ms] : horizons) {
+    if (!by_first.empty() && by_first.rbegin()->second.first >= range.first) continue;
+    // In order: each insertion is at the end, so the whole set costs O(n).
+    by_first.emplace_hint(by_first.end(), range.first, std::make_pair(range.last, ms));
+  }
+  common::MutexLock lock(&mu_);
+  by_first_ = std::move(by_first);
+}
+
+uint64_t RepairHorizons::Of(uint64_t token) const {
+  common::MutexLock lock(&mu_);
+  auto it = by_first_.upper_bound(token);
+  if (it == by_first_.begin()) return 0;
+  --it;
+  return token <= it->second.first ? it->second.second : 0;
+}
+
 TombstoneGc::TombstoneGc(uint64_t grace_ms, std::function<uint64_t()> clock_ms,
-                         std::shared_ptr<const ProtectedRanges> protected_ranges)
+                         std::shared_ptr<const ProtectedRanges> protected_ranges,
+                         std::shared_ptr<const RepairHorizons> horizons)
     : grace_ms_(grace_ms),
       clock_ms_(std::move(clock_ms)),
-      protected_ranges_(std::move(protected_ranges)) {}
+      protected_ranges_(std::move(protected_ranges)),
+      horizons_(std::move(horizons)) {}
 
 TombstoneGc::Verdict TombstoneGc::Decide(std::string_view stored_key, std::string_view stored_value,
                                          uint64_t now_ms) const {
@@ -74,6 +98,12 @@ TombstoneGc::Verdict TombstoneGc::Decide(std::string_view stored_key, std::strin
   if (protected_ranges_ != nullptr && protected_ranges_->Contains(token)) {
     return Verdict::kKeepProtected;
   }
+  // The GC rule: a replica that missed this record may still hold the older version it
+  // replaced, until a repair that compared every replica started after it was written.
+  if (horizons_ != nullptr &&
+      common::HlcClock::PhysicalMs(env.newest_version().timestamp) >= horizons_->Of(token)) {
+    return Verdict::kKeepUnrepaired;
+  }
   return Verdict::kDrop;
 }
 
@@ -89,6 +119,9 @@ bool TombstoneGc::ShouldDropNow(std::string_view stored_key, std::string_view st
       return false;
     case Verdict::kKeepProtected:
       kept_protected_.fetch_add(1, std::memory_order_relaxed);
+      return false;
+    case Verdict::kKeepUnrepaired:
+      kept_unrepaired_.fetch_add(1, std::memory_order_relaxed);
       return false;
     case Verdict::kDrop:
       dropped_.fetch_add(1, std::memory_order_relaxed);

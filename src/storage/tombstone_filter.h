@@ -20,6 +20,14 @@
 // with nothing newer to lose to). Callers register such ranges in ProtectedRanges; the filter
 // consults it for every expired tombstone.
 //
+// Repair horizons (the GC rule of anti-entropy, design.md "Tombstones and GC"): with them, a
+// record past the grace is collected only if its newest timestamp is also below its range's
+// horizon, the start of the last repair that compared the range with every replica. Collecting
+// a tombstone that one replica lacks would let that replica's older value come back by repair
+// (or a quorum read); below the horizon every replica held it, so none has an older value left.
+// A token in no registered range has horizon 0 and keeps everything: a range not yet repaired
+// (new here, or the node has no map). The node keeps the horizons (rebalance/gc_horizon.h).
+//
 // This header stays free of RocksDB includes: the decision logic (TombstoneGc) is plain C++ and
 // unit-testable, and the RocksDB factory is only forward-declared.
 #pragma once
@@ -30,6 +38,7 @@
 #include <map>
 #include <memory>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "common/mutex.h"
@@ -63,18 +72,34 @@ class ProtectedRanges {
   uint64_t next_id_ GUARDED_BY(mu_) = 1;
 };
 
+// Per token range, the repair horizon in Unix ms. Thread-safety: as ProtectedRanges.
+class RepairHorizons {
+ public:
+  // Replaces them all. Ranges must not overlap (a later one overlapping an earlier is dropped).
+  void Set(std::vector<std::pair<TokenRange, uint64_t>> horizons);
+  // The horizon of the range holding `token`; 0 if none does.
+  uint64_t Of(uint64_t token) const;
+
+ private:
+  mutable common::Mutex mu_;
+  std::map<uint64_t, std::pair<uint64_t, uint64_t>> by_first_ GUARDED_BY(mu_);  // -> last, ms
+};
+
 // Decides whether a data-CF entry may be dropped. Thread-safe: decisions are const, counters are
 // atomic.
 class TombstoneGc {
  public:
   // `clock_ms` returns wall-clock milliseconds (null = system clock).
+  // `horizons` null: the grace alone decides.
   TombstoneGc(uint64_t grace_ms, std::function<uint64_t()> clock_ms,
-              std::shared_ptr<const ProtectedRanges> protected_ranges);
+              std::shared_ptr<const ProtectedRanges> protected_ranges,
+              std::shared_ptr<const RepairHorizons> horizons = nullptr);
 
   // True iff (stored_key, stored_value) is, outside every protected range, a well-formed
   //   - tombstone or expiry-only record whose newest register's HLC timestamp is more than
   //     grace_ms before `now_ms`, or
-  //   - value whose expires_at_ms is more than grace_ms before `now_ms`.
+  //   - value whose expires_at_ms is more than grace_ms before `now_ms`,
+  // and, with horizons, whose newest register's physical time is below its token's horizon.
   // Anything that does not decode is kept: GC never deletes what it does not understand.
   bool ShouldDrop(std::string_view stored_key, std::string_view stored_value,
                   uint64_t now_ms) const;
@@ -84,16 +109,19 @@ class TombstoneGc {
   uint64_t grace_ms() const { return grace_ms_; }
   uint64_t dropped() const { return dropped_.load(std::memory_order_relaxed); }
   uint64_t kept_protected() const { return kept_protected_.load(std::memory_order_relaxed); }
+  uint64_t kept_unrepaired() const { return kept_unrepaired_.load(std::memory_order_relaxed); }
 
  private:
-  enum class Verdict { kKeep, kKeepProtected, kDrop };
+  enum class Verdict { kKeep, kKeepProtected, kKeepUnrepaired, kDrop };
   Verdict Decide(std::string_view stored_key, std::string_view stored_value, uint64_t now_ms) const;
 
   const uint64_t grace_ms_;
   const std::function<uint64_t()> clock_ms_;
   const std::shared_ptr<const ProtectedRanges> protected_ranges_;
+  const std::shared_ptr<const RepairHorizons> horizons_;
   mutable std::atomic<uint64_t> dropped_{0};
   mutable std::atomic<uint64_t> kept_protected_{0};
+  mutable std::atomic<uint64_t> kept_unrepaired_{0};
 };
 
 // A RocksDB CompactionFilterFactory whose filters apply `gc` to every compaction of the data CF.

@@ -14,7 +14,11 @@ TEST_CASE("codec: anti-entropy requests round trip") {
   Request r;
   r.id = 7;
   r.epoch = 3;
-  r.body = AntiEntropyRequest{TreeQuery{11, 5, UINT64_MAX, {{5, 9}, {10, UINT64_MAX}}, true}};
+  r.body =
+      AntiEntropyRequest{TreeQuery{11, 5, UINT64_MAX, {{5, 9}, {10, UINT64_MAX}}, true, 0, {}}};
+  CHECK(std::get<AntiEntropyRequest>(RoundTrip(r).body) == std::get<AntiEntropyRequest>(r.body));
+  // A release that reports a complete repair (the GC horizon).
+  r.body = AntiEntropyRequest{TreeQuery{12, 5, 9, {}, true, 1733150000000, {3, 1, 2}}};
   CHECK(std::get<AntiEntropyRequest>(RoundTrip(r).body) == std::get<AntiEntropyRequest>(r.body));
 
   RepairEntry e{42, std::string("k\0y", 3), 99, 2, true, "", {true, true, 77, 3, 1234}};

@@ -53,11 +53,20 @@ TEST_CASE("cli status: a node that needs repair is shown, up or down", "[multipr
   auto client = shardkv::testing::MustConnect(cluster);
   shardkv::testing::DeleteWhileAway(cluster, *client, 3, {"gone0", "gone1", "gone2"}, kGraceMs);
   TempDir dir;
+  // Its replicas keep the tombstones for it (design.md "Tombstones and GC"), and say so.
+  CHECK(shardkv::testing::Eventually(
+      [&] { return shardkv::testing::CounterOf(*client, cluster, 1, "gc_blocked_ranges") > 0; }));
 
   // Down: the marking node's mark says it.
   ProcessResult down = Status(dir, cluster, {"--json"});
   INFO(down.Text());
   CHECK(down.exit_code == 0);
+  CHECK(Contains(NodeJson(down.out, 1), "\"gc_blocked_by\":[3]"));
+  CHECK_FALSE(Contains(NodeJson(down.out, 1), "\"gc_blocked_ranges\":0"));
+  ProcessResult down_text = Status(dir, cluster, {});
+  INFO(down_text.Text());
+  CHECK(Contains(down_text.out, "gc: node 1 tombstone GC blocked on "));
+  CHECK(Contains(down_text.out, "(waiting for node 3: repair it, or remove it)"));
   const std::string down3 = NodeJson(down.out, 3);
   CHECK(Contains(down3, "\"state\":\"down\""));
   CHECK(Contains(down3, "\"needs_repair\":true"));

@@ -230,6 +230,11 @@ void PrintJson(const std::optional<ClusterMap>& map, const std::string& map_from
     null_or("repair_period_ms", r.repair.period_ms.value_or(0), r.repair.period_ms.has_value());
     null_or("last_full_repair_ms", r.repair.last_full_ms.value_or(0),
             r.repair.last_full_ms.has_value());
+    null_or("gc_blocked_ranges", r.repair.gc_blocked_ranges.value_or(0),
+            r.up && r.repair.gc_blocked_ranges.has_value());
+    w.Key("gc_blocked_by").BeginArray();
+    for (uint32_t id : r.up ? r.repair.gc_blocked_by : std::vector<uint32_t>{}) w.Value(id);
+    w.EndArray();
     w.End();
   }
   w.EndArray();
@@ -289,6 +294,14 @@ void PrintTable(const std::string& dir, const std::optional<ClusterMap>& map, ui
       repair += (repair.empty() ? "" : "; ") + ("node " + std::to_string(r.id) + " " + said);
   }
   if (!repair.empty()) std::printf("repair: %s\n", repair.c_str());
+  // Tombstone GC held back by a replica that stays down: said, never silent.
+  std::string gc;
+  for (const NodeRow& r : rows) {
+    const std::string said = r.up ? DescribeGcBlocked(r.repair) : "";
+    if (!said.empty())
+      gc += (gc.empty() ? "" : "; ") + ("node " + std::to_string(r.id) + " " + said);
+  }
+  if (!gc.empty()) std::printf("gc: %s\n", gc.c_str());
   for (const NodeRow& r : rows) {
     if (!r.problem.empty())
       std::printf("node %u: %s: %s\n", r.id, r.state.c_str(), r.problem.c_str());

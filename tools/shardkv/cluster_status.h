@@ -95,6 +95,10 @@ add-node/remove-node.
                    the other replicas once within it
     last_full_repair_ms  when its last background pass that compared every range (none failed
                    or skipped) completed, Unix ms; 0 if none yet. The table says how long ago
+    gc_blocked_ranges  ranges it holds not repaired with every replica for longer than the
+                   tombstone grace: their tombstone GC waits (the table's gc: line)
+    gc_blocked_by  [ids]: their replicas that are down or need repair ([] if none): bring them
+                   back and repair, or remove them
   rebalance        null (no change ever, or no answer) or {change_id (string), kind ("add"|
                    "remove"), node_id, state, moved_copies, planned_copies, live, error}
 Exit codes: 0 if a node of this cluster answered, 3 if none did.

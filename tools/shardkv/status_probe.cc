@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <future>
+#include <sstream>
 #include <utility>
 
 #include "shardkv/stats.h"
@@ -66,6 +67,17 @@ Probe ProbeNode(NodeProber* prober, const std::string& address) {
     if (auto on = Counter(*np.stats, stats::repair_background)) p.repair_schedule.on = *on != 0;
     p.repair_schedule.period_ms = Counter(*np.stats, stats::repair_period_ms);
     p.repair_schedule.last_full_ms = Counter(*np.stats, stats::repair_last_full_ms);
+    p.repair_schedule.gc_blocked_ranges = Counter(*np.stats, stats::gc_blocked_ranges);
+    if (auto it = np.stats->info.find(std::string(stats::gc_blocked_by));
+        it != np.stats->info.end()) {
+      std::string id;
+      std::istringstream ids(it->second);
+      while (std::getline(ids, id, ',')) {
+        if (!id.empty() && id.find_first_not_of("0123456789") == std::string::npos) {
+          p.repair_schedule.gc_blocked_by.push_back(static_cast<uint32_t>(std::stoul(id)));
+        }
+      }
+    }
     p.consensus = ReadConsensusReport(*np.stats);
     const auto& counters = np.stats->counters;
     // The node's counted live keys; RocksDB's estimate (tombstones and expired records
@@ -119,6 +131,22 @@ std::string DescribeBackgroundRepair(const BackgroundRepair& r, int64_t now_ms) 
   if (!r.last_full_ms || *r.last_full_ms == 0) return "no full repair yet" + period;
   return "last full repair " + Span(std::max<int64_t>(0, now_ms - *r.last_full_ms)) + " ago" +
          period;
+}
+
+}  // namespace shardkv::cli
+
+namespace shardkv::cli {
+
+std::string DescribeGcBlocked(const BackgroundRepair& r) {
+  if (!r.gc_blocked_ranges || *r.gc_blocked_ranges <= 0) return "";
+  std::string out = "tombstone GC blocked on " + std::to_string(*r.gc_blocked_ranges) +
+                    (*r.gc_blocked_ranges == 1 ? " range" : " ranges");
+  if (r.gc_blocked_by.empty()) return out + " (not repaired with every replica for a grace)";
+  out += r.gc_blocked_by.size() == 1 ? " (waiting for node " : " (waiting for nodes ";
+  for (size_t i = 0; i < r.gc_blocked_by.size(); ++i) {
+    out += (i == 0 ? "" : ", ") + std::to_string(r.gc_blocked_by[i]);
+  }
+  return out + ": repair it, or remove it)";
 }
 
 }  // namespace shardkv::cli

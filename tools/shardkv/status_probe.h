@@ -25,6 +25,11 @@ struct BackgroundRepair {
   std::optional<bool> on;
   std::optional<int64_t> period_ms;
   std::optional<int64_t> last_full_ms;  // 0: no full pass yet
+  // Tombstone GC (design.md "Tombstones and GC"): the ranges held there whose GC waits for a
+  // repair with every replica (stats gc_blocked_ranges), and the replicas down or needing
+  // repair it waits for (info gc_blocked_by).
+  std::optional<int64_t> gc_blocked_ranges;
+  std::vector<uint32_t> gc_blocked_by;
 };
 
 // What one address answered.
@@ -63,5 +68,8 @@ void ProbeAll(NodeProber* prober, const std::vector<std::string>& addresses,
 // "last full repair 12 s ago (period 6 s)", "background repair off", "no full repair yet
 // (period 6 s)"; "" when unknown. `now_ms`: this host's wall clock.
 std::string DescribeBackgroundRepair(const BackgroundRepair& r, int64_t now_ms);
+
+// "tombstone GC blocked on 8 ranges (waiting for node 3)"; "" when nothing is blocked or unknown.
+std::string DescribeGcBlocked(const BackgroundRepair& r);
 
 }  // namespace shardkv::cli
