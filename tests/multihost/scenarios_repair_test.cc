@@ -117,11 +117,13 @@ TEST_CASE("a partition longer than the tombstone grace and a restart of the part
   CHECK(StatusShowsNeedsRepair(s, 3, 30s));
   // No read before the join: a quorum read would merge the tombstones the others still hold and
   // repair node 3 with them, hiding what the join does. Once the others have dropped their
-  // expired hints for node 3, nothing keeps their tombstones from the GC.
+  // expired hints for node 3, only the GC rule keeps their tombstones (no range was repaired with
+  // node 3 since the deletes: design.md "The GC rule"); before that rule nothing did.
   CHECK(HintsDrained(s, {1, 2}, 30s));
 
   // A join: node 3 is no stream source, and the change's cleanup compaction on the old replicas
-  // purges the tombstones older than the grace (what made the keys come back in g2).
+  // ran past the grace (before the GC rule it purged the tombstones: what made the keys come
+  // back in g2).
   Command join = s.Cli(0, {1, 2}, {"cluster", "join", s.bed().Address(4)});
   INFO(join.out);
   REQUIRE(join.exit_code == 0);
