@@ -118,8 +118,17 @@ std::string Field(const std::string& object, const std::string& key) {
 std::map<int, StatusNode> ParseStatus(const std::string& json) {
   std::map<int, StatusNode> nodes;
   const size_t begin = json.find("\"nodes\":[");
-  const size_t end = json.find(']', begin);
   REQUIRE(begin != std::string::npos);
+  // The array's own closing bracket: a node object may hold arrays (gc_blocked_by).
+  size_t end = std::string::npos;
+  int depth = 0;
+  for (size_t i = json.find('[', begin); i < json.size(); ++i) {
+    if (json[i] == '[') ++depth;
+    if (json[i] == ']' && --depth == 0) {
+      end = i;
+      break;
+    }
+  }
   REQUIRE(end != std::string::npos);
   const std::string array = json.substr(begin, end - begin);
   const std::regex object_re("\\{[^{}]*\\}");
