@@ -67,9 +67,12 @@ Status Node::Impl::Start() {
       options_.id, storage_.get(), [storage = storage_.get()] { return storage->WallClockMs(); });
   SHARDKV_RETURN_IF_ERROR(gc_horizon_->Load());
   maps_ = std::make_unique<cluster::MapStore>(storage_.get());
-  maps_->AddAfterPublish([horizon = gc_horizon_.get()](const ClusterMap*, const ClusterMap& next) {
-    horizon->Refresh(&next);
+  // Not Refresh here: the hook runs under the store's lock, and a large ring's Refresh stalled
+  // every request (design.md "The GC rule").
+  maps_->AddAfterPublish([horizon = gc_horizon_.get()](const ClusterMap*, const ClusterMap&) {
+    horizon->Invalidate();
   });
+  gc_horizon_->StartRefresher([maps = maps_.get()] { return maps->Current(); });
   SHARDKV_RETURN_IF_ERROR(CheckIdentity());
 
   hints_ = std::make_unique<cluster::HintStore>(storage_.get(), options_.tombstone_grace_ms, [] {

@@ -262,6 +262,8 @@ void Node::Impl::Stop() {
     stopping_ = true;
   }
   HandOffLeadership();
+  // Its thread reads maps_, which goes before it at destruction.
+  if (gc_horizon_) gc_horizon_->StopRefresher();
   // The Redis listener first: its batches run through the service and the coordinator.
   if (redis_) redis_->Stop();
   // Then the metrics listener: its handlers read every part stopped below.

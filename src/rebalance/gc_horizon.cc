@@ -89,6 +89,9 @@ std::map<uint64_t, GcHorizon::Saved>::const_iterator GcHorizon::Containing(
 void GcHorizon::Refresh(const ClusterMap* map) {
   const uint64_t now = wall_ms_();
   common::MutexLock lock(&mu_);
+  // Read under mu_: an Invalidate after this makes held_ stale again, and Publish then does
+  // nothing (storage ignores an older generation too).
+  refreshed_ = generation_.load();
   std::vector<Held> held;
   std::set<uint64_t> used;  // records a held range takes its horizon from
   if (map != nullptr) {
@@ -138,6 +141,9 @@ void GcHorizon::Record(const TokenRange& range, std::vector<uint32_t> replicas,
   const bool inside = at != held_.begin() && range.last <= std::prev(at)->range.last &&
                       std::prev(at)->replicas == replicas;
   // A repair under another map (the set changed meanwhile) says nothing about this one's.
+  // A new map's Refresh is pending: held_ may not be this map's ranges. Losing this record only
+  // delays GC until the next repair of the range.
+  if (refreshed_ != generation_.load()) return;
   if (!inside) return;
   Saved& r = records_[range.first];
   if (r.last == range.last && r.replicas == replicas && r.horizon_ms >= horizon_ms) return;
@@ -157,11 +163,50 @@ void GcHorizon::Record(const TokenRange& range, std::vector<uint32_t> replicas,
 }
 
 void GcHorizon::Publish() {
+  if (refreshed_ != generation_.load()) return;  // stale: the pending Refresh publishes
   std::vector<std::pair<TokenRange, uint64_t>> horizons;
   horizons.reserve(held_.size());
   for (const Held& h : held_) horizons.emplace_back(h.range, h.horizon_ms);
-  storage_->SetRepairHorizons(std::move(horizons));
+  storage_->SetRepairHorizons(std::move(horizons), refreshed_);
 }
+
+void GcHorizon::Invalidate() {
+  const uint64_t generation = generation_.fetch_add(1) + 1;
+  storage_->InvalidateRepairHorizons(generation);
+  common::MutexLock lock(&refresh_mu_);
+  refresh_wanted_ = generation;
+  refresh_cv_.notify_one();
+}
+
+void GcHorizon::StartRefresher(std::function<std::shared_ptr<const ClusterMap>()> current) {
+  current_ = std::move(current);
+  refresher_ = std::thread([this] { RefreshLoop(); });
+}
+
+void GcHorizon::RefreshLoop() {
+  uint64_t done = 0;
+  common::MutexLock lock(&refresh_mu_);
+  for (;;) {
+    while (!refresh_stop_ && refresh_wanted_ == done) lock.Wait(refresh_cv_);
+    if (refresh_stop_) return;
+    done = refresh_wanted_;
+    lock.Unlock();
+    std::shared_ptr<const ClusterMap> map = current_();  // published before the Invalidate
+    Refresh(map.get());
+    lock.Lock();
+  }
+}
+
+void GcHorizon::StopRefresher() {
+  {
+    common::MutexLock lock(&refresh_mu_);
+    refresh_stop_ = true;
+    refresh_cv_.notify_one();
+  }
+  if (refresher_.joinable()) refresher_.join();
+}
+
+GcHorizon::~GcHorizon() { StopRefresher(); }
 
 GcHorizon::Blocked GcHorizon::Blocking(uint64_t now_ms, uint64_t grace_ms,
                                        const std::function<bool(uint32_t)>& replica_ok) const {

@@ -28,10 +28,14 @@
 // Thread-safety: all methods are thread-safe.
 #pragma once
 
+#include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cluster/map_store.h"
@@ -53,6 +57,17 @@ class GcHorizon {
   // Recomputes the horizons of the ranges `map` gives this node and hands them to storage;
   // forgets the records no range uses any more. Call on every new map (null: none held).
   void Refresh(const ClusterMap* map);
+
+  // At a map publish (MapStore's after-publish hook, which runs under the store's lock, where a
+  // Refresh of a large ring stalled every request for a second): cheap. Storage keeps no horizon
+  // (nothing past the grace is collected) and Record ignores repairs until the refresher has run
+  // Refresh for the new map.
+  void Invalidate();
+  // A thread that runs Refresh(current()) after each Invalidate. StopRefresher joins it; call it
+  // before whatever `current` reads is destroyed (the destructor calls it too).
+  void StartRefresher(std::function<std::shared_ptr<const ClusterMap>()> current);
+  void StopRefresher();
+  ~GcHorizon();
 
   // A repair of `range` compared it with every one of `replicas` and none failed; `horizon_ms`
   // is its start less the clock offset. Kept (never lowering a horizon) if `range` is, under the
@@ -88,6 +103,7 @@ class GcHorizon {
                                                        const std::vector<uint32_t>& replicas) const
       REQUIRES(mu_);
   void Publish() REQUIRES(mu_);
+  void RefreshLoop();
 
   const uint32_t self_;
   storage::Storage* storage_;
@@ -95,6 +111,17 @@ class GcHorizon {
   mutable common::Mutex mu_;
   std::map<uint64_t, Saved> records_ GUARDED_BY(mu_);  // by first token
   std::vector<Held> held_ GUARDED_BY(mu_);             // in token order
+  // Bumped by Invalidate; held_ was computed for `refreshed_`: they differ while a new map's
+  // Refresh is pending, and then Record and Publish do nothing.
+  std::atomic<uint64_t> generation_{0};
+  uint64_t refreshed_ GUARDED_BY(mu_) = 0;
+
+  common::Mutex refresh_mu_;
+  std::condition_variable refresh_cv_;
+  bool refresh_stop_ GUARDED_BY(refresh_mu_) = false;
+  uint64_t refresh_wanted_ GUARDED_BY(refresh_mu_) = 0;  // the newest Invalidate's generation
+  std::function<std::shared_ptr<const ClusterMap>()> current_;  // set before refresher_ starts
+  std::thread refresher_;
 };
 
 }  // namespace shardkv::rebalance

@@ -486,8 +486,15 @@ std::vector<TokenRange> Storage::ProtectedRangeList() const {
 
 uint64_t Storage::TombstonesDropped() const { return rep_->tombstone_gc->dropped(); }
 
-void Storage::SetRepairHorizons(std::vector<std::pair<TokenRange, uint64_t>> horizons) {
-  if (rep_->repair_horizons != nullptr) rep_->repair_horizons->Set(std::move(horizons));
+void Storage::SetRepairHorizons(std::vector<std::pair<TokenRange, uint64_t>> horizons,
+                                uint64_t generation) {
+  if (rep_->repair_horizons != nullptr) {
+    rep_->repair_horizons->Set(std::move(horizons), generation);
+  }
+}
+
+void Storage::InvalidateRepairHorizons(uint64_t generation) {
+  if (rep_->repair_horizons != nullptr) rep_->repair_horizons->Invalidate(generation);
 }
 
 uint64_t Storage::TombstonesKeptUnrepaired() const { return rep_->tombstone_gc->kept_unrepaired(); }

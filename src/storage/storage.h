@@ -281,7 +281,13 @@ class Storage {
   uint64_t TombstonesDropped() const;
   // With gc_after_repair: replaces the repair horizons (Unix ms) of the token ranges, which must
   // not overlap. A token in none has horizon 0: nothing past the grace is collected there.
-  void SetRepairHorizons(std::vector<std::pair<TokenRange, uint64_t>> horizons);
+  // `generation`: a set older than the newest Set or Invalidate is ignored (it was computed for a
+  // map that has been replaced meanwhile).
+  void SetRepairHorizons(std::vector<std::pair<TokenRange, uint64_t>> horizons,
+                         uint64_t generation = 0);
+  // Drops every horizon (nothing past the grace is collected) until a Set of `generation` or
+  // newer: called when a new map is published, before its horizons are computed.
+  void InvalidateRepairHorizons(uint64_t generation);
   // Records past the grace that compaction kept because their range was not repaired since.
   uint64_t TombstonesKeptUnrepaired() const;
 

@@ -42,7 +42,8 @@ std::vector<TokenRange> ProtectedRanges::List() const {
   return out;
 }
 
-void RepairHorizons::Set(std::vector<std::pair<TokenRange, uint64_t>> horizons) {
+void RepairHorizons::Set(std::vector<std::pair<TokenRange, uint64_t>> horizons,
+                         uint64_t generation) {
   std::sort(horizons.begin(), horizons.end(),
             [](const auto& a, const auto& b) { return a.first.first < b.first.first; });
   std::map<uint64_t, std::pair<uint64_t, uint64_t>> by_first;
@@ -52,7 +53,17 @@ void RepairHorizons::Set(std::vector<std::pair<TokenRange, uint64_t>> horizons) 
     by_first.emplace_hint(by_first.end(), range.first, std::make_pair(range.last, ms));
   }
   common::MutexLock lock(&mu_);
-  by_first_ = std::move(by_first);
+  if (generation < generation_) return;  // computed for a replaced map
+  generation_ = generation;
+  by_first_.swap(by_first);  // the old ones are freed after the lock is released
+}
+
+void RepairHorizons::Invalidate(uint64_t generation) {
+  std::map<uint64_t, std::pair<uint64_t, uint64_t>> old;
+  common::MutexLock lock(&mu_);
+  if (generation <= generation_) return;
+  generation_ = generation;
+  by_first_.swap(old);
 }
 
 uint64_t RepairHorizons::Of(uint64_t token) const {

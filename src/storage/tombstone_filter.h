@@ -76,13 +76,17 @@ class ProtectedRanges {
 class RepairHorizons {
  public:
   // Replaces them all. Ranges must not overlap (a later one overlapping an earlier is dropped).
-  void Set(std::vector<std::pair<TokenRange, uint64_t>> horizons);
+  // A set of an older `generation` than the newest Set or Invalidate is ignored.
+  void Set(std::vector<std::pair<TokenRange, uint64_t>> horizons, uint64_t generation = 0);
+  // Drops them all until a Set of `generation` or newer.
+  void Invalidate(uint64_t generation);
   // The horizon of the range holding `token`; 0 if none does.
   uint64_t Of(uint64_t token) const;
 
  private:
   mutable common::Mutex mu_;
   std::map<uint64_t, std::pair<uint64_t, uint64_t>> by_first_ GUARDED_BY(mu_);  // -> last, ms
+  uint64_t generation_ GUARDED_BY(mu_) = 0;
 };
 
 // Decides whether a data-CF entry may be dropped. Thread-safe: decisions are const, counters are
