@@ -59,6 +59,7 @@ class [[nodiscard]] Status {
     kClockRejected,    // the client's timestamp is too far ahead of the node's clock
     kUnexpectedEpoch,  // the map is not at the epoch the caller expected (it moved on)
     kUnreachable,      // the node could not be reached: nothing was sent to it
+    kNeedsRebuild,     // the node's data is missing or another cluster's: only --rebuild helps
     kCount,            // not a reason: the number of reasons
   };
 

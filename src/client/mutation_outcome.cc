@@ -18,7 +18,7 @@ std::optional<MutationOutcome> ReasonOutcome(Status::Reason reason) {
     // Known to have changed nothing: a replica holds a newer version, a side without a majority,
     // a node that serves no keys or belongs elsewhere, a newer map, a request dropped unrun
     // because its client had stopped waiting, a refusal by policy or of the clock, a leader
-    // change, a node nothing was sent to.
+    // change, a node nothing was sent to, a node that refused to start without a rebuild.
     case Status::Reason::kNotApplied:
     case Status::Reason::kNoMajority:
     case Status::Reason::kUnformed:
@@ -31,6 +31,7 @@ std::optional<MutationOutcome> ReasonOutcome(Status::Reason reason) {
     case Status::Reason::kClockRejected:
     case Status::Reason::kUnexpectedEpoch:
     case Status::Reason::kUnreachable:
+    case Status::Reason::kNeedsRebuild:
       return MutationOutcome::kNotApplied;
   }
   return std::nullopt;

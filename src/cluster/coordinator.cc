@@ -222,13 +222,14 @@ void Coordinator::Write(std::shared_ptr<const ClusterMap> map, uint64_t token, s
 
 void Coordinator::Write(std::shared_ptr<const ClusterMap> map, uint64_t token, std::string key,
                         WriteSpec spec, net::Consistency consistency, WriteDone done) {
-  auto op = MakeWriteOp(std::move(map), token, std::move(key), std::move(spec), consistency,
-                        std::move(done));
-  if (op != nullptr) StartWrite(op);
+  // A batch of one, so that it shares group commit with the writes of other clients.
+  std::vector<BatchWrite> writes;
+  writes.push_back(BatchWrite{token, std::move(key), std::move(spec), std::move(done)});
+  WriteMany(std::move(map), std::move(writes), consistency);
 }
 
-void Coordinator::WriteMany(std::shared_ptr<const ClusterMap> map, std::vector<BatchWrite> writes,
-                            net::Consistency consistency) {
+void Coordinator::WriteBatchNow(std::shared_ptr<const ClusterMap> map,
+                                std::vector<BatchWrite> writes, net::Consistency consistency) {
   std::vector<std::shared_ptr<WriteOp>> local;
   local.reserve(writes.size());
   // Each peer gets the copies it holds in one replicaWriteBatch frame (applied there in one

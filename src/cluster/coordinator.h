@@ -19,7 +19,9 @@
 // epoch barrier a node passes before acknowledging a new map.
 //
 // Thread-safety: all methods are thread-safe. `done` callbacks run on network threads or on the
-// caller's thread.
+// caller's thread, before or after the call returns: a write waits in group commit's queue
+// (WriteMany) until the caller's event loop has run its other ready handlers, so a caller on an
+// event loop thread must never block waiting for a write's `done`.
 #pragma once
 
 #include <chrono>
@@ -118,7 +120,14 @@ class Coordinator : public std::enable_shared_from_this<Coordinator> {
   };
   // Write() for each of `writes` (MSET, pipelined SETs). Each stays its own write, with its own
   // timestamp, quorum, hints and re-stamping; what they share is this node's copy: one storage
-  // batch (one WAL append) for every write this node is a replica of, in the order given.
+  // batch (one WAL append) for every write this node is a replica of, in the order given, and
+  // each peer's copies: one replicaWriteBatch frame.
+  //
+  // Group commit (design.md "Group commit"): batches that arrive while another thread is
+  // writing one wait in a queue, and that thread then writes all of them as one batch, so
+  // concurrent clients share a WAL append, a storage read and the frames to each peer. The
+  // caller never blocks: its writes are queued and its `done` callbacks run on the thread that
+  // writes them.
   void WriteMany(std::shared_ptr<const ClusterMap> map, std::vector<BatchWrite> writes,
                  net::Consistency consistency);
 
@@ -136,6 +145,18 @@ class Coordinator : public std::enable_shared_from_this<Coordinator> {
  private:
   struct WriteOp;
   struct ReadOp;
+  // Batches queued for group commit (WriteMany).
+  struct PendingBatch {
+    std::shared_ptr<const ClusterMap> map;
+    net::Consistency consistency;
+    std::vector<BatchWrite> writes;
+  };
+
+  // Writes `writes` now, as one batch (WriteMany without the queue).
+  void WriteBatchNow(std::shared_ptr<const ClusterMap> map, std::vector<BatchWrite> writes,
+                     net::Consistency consistency);
+  // Writes the queued batches, round after round, until the queue is empty.
+  void DrainPending();
 
   // Acks needed from a replica set of `set_size` nodes at consistency `c`.
   // `new_set`: the write's pending set (ClusterMap::WriteQuorum), whose W a params change sets.
@@ -188,6 +209,11 @@ class Coordinator : public std::enable_shared_from_this<Coordinator> {
   std::condition_variable drained_;
   std::map<uint64_t, uint64_t> in_flight_by_epoch_ GUARDED_BY(mu_);
   CoordinatorStats stats_ GUARDED_BY(mu_);
+
+  // Group commit's queue (its own lock: mu_ is taken inside a batch's write).
+  common::Mutex pending_mu_;
+  bool draining_ GUARDED_BY(pending_mu_) = false;
+  std::vector<PendingBatch> pending_ GUARDED_BY(pending_mu_);
 };
 
 }  // namespace shardkv::cluster

@@ -72,6 +72,8 @@ std::string_view Status::ReasonName(Reason reason) {
       return "unexpected_epoch";
     case Reason::kUnreachable:
       return "unreachable";
+    case Reason::kNeedsRebuild:
+      return "needs_rebuild";
     case Reason::kCount:
       break;
   }

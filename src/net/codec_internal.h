@@ -51,7 +51,7 @@ static_assert(static_cast<uint16_t>(wire::ErrorCode::STALE_EPOCH) ==
 inline wire::ErrorCode ToWire(Status::Code code) { return static_cast<wire::ErrorCode>(code); }
 
 // wire::ErrorReason is Status::Reason shifted by one (0 is `unset`: an older node's error).
-static_assert(static_cast<uint16_t>(wire::ErrorReason::UNREACHABLE) ==
+static_assert(static_cast<uint16_t>(wire::ErrorReason::NEEDS_REBUILD) ==
               static_cast<uint16_t>(Status::Reason::kCount));
 inline wire::ErrorReason ToWire(Status::Reason reason) {
   return static_cast<wire::ErrorReason>(static_cast<uint16_t>(reason) + 1);

@@ -6,6 +6,7 @@
 #include <cctype>
 #include <utility>
 
+#include "common/loop_turn.h"
 #include "net/io_context_impl.h"
 
 namespace shardkv::net {
@@ -40,7 +41,13 @@ IoContext::Impl::Impl(int threads, std::string name) {
     threads_.emplace_back([this, i, thread_name = std::move(thread_name)] {
       pthread_setname_np(pthread_self(), thread_name.substr(0, 15).c_str());
       tls_current_pool = this;
-      contexts_[i]->run();
+      // asio::defer: behind the handlers this loop has ready, on this thread (no wakeup of
+      // another thread, as post would cost).
+      asio::io_context& ctx = *contexts_[i];
+      common::LoopTurn::Install(
+          [&ctx](std::function<void()> fn) { asio::defer(ctx, std::move(fn)); });
+      ctx.run();
+      common::LoopTurn::Install(nullptr);
       tls_current_pool = nullptr;
     });
   }

@@ -82,6 +82,7 @@ enum ErrorReason {
   clockRejected @14;
   unexpectedEpoch @15;
   unreachable @16;
+  needsRebuild @17;
 }
 
 struct KeyRef {

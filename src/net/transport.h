@@ -9,6 +9,9 @@
 // Thread-safety: as an Asio socket (one event loop; one read and one write may be in flight).
 #pragma once
 
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+
 #include <asio/ssl.hpp>
 #include <optional>
 #include <string>
@@ -109,8 +112,11 @@ inline bool IsEndOfStreamTls(const std::error_code& ec) {
   return ec == asio::ssl::error::stream_truncated;
 }
 inline bool IsTlsRefusal(const std::error_code& ec) {
-  return ec.category() == asio::error::get_ssl_category() && !IsEndOfStreamTls(ec) &&
-         ec.message().find("alert") != std::string::npos;
+  if (ec.category() != asio::error::get_ssl_category() || IsEndOfStreamTls(ec)) return false;
+  // OpenSSL reports an alert received from the peer as reason SSL_AD_REASON_OFFSET + the
+  // alert's code (one byte): decided on the code, not on the words of its message.
+  const int reason = ERR_GET_REASON(static_cast<unsigned long>(static_cast<unsigned>(ec.value())));
+  return reason >= SSL_AD_REASON_OFFSET && reason < SSL_AD_REASON_OFFSET + 256;
 }
 
 // The peer closed the connection: a TCP EOF, or (over TLS) a close without close_notify, which

@@ -78,10 +78,12 @@ Status Node::Impl::LockDataDir() {
 
 Status Node::Impl::NoDatabaseError() const {
   return Status::FailedPrecondition(
-      "data directory " + options_.data_dir + " holds no database, but this node is member " +
-      std::to_string(options_.id) + " of cluster " + std::to_string(options_.cluster_id) +
-      "; it must not start empty: rebuild it with `shardkv cluster start-node " +
-      std::to_string(options_.id) + " --rebuild`");
+             "data directory " + options_.data_dir +
+             " holds no database, but this node is member " + std::to_string(options_.id) +
+             " of cluster " + std::to_string(options_.cluster_id) +
+             "; it must not start empty: rebuild it with `shardkv cluster start-node " +
+             std::to_string(options_.id) + " --rebuild`")
+      .WithReason(Status::Reason::kNeedsRebuild);
 }
 
 Status Node::Impl::CheckIdentity() {
@@ -94,11 +96,12 @@ Status Node::Impl::CheckIdentity() {
   const uint64_t stored = maps_->Current()->cluster_id();
   if (stored != options_.cluster_id) {
     return Status::FailedPrecondition(
-        "data directory " + options_.data_dir + " holds a database of cluster " +
-        std::to_string(stored) + ", but this node is member " + std::to_string(options_.id) +
-        " of cluster " + std::to_string(options_.cluster_id) +
-        "; refusing to start (rebuild it with `shardkv cluster start-node " +
-        std::to_string(options_.id) + " --rebuild`)");
+               "data directory " + options_.data_dir + " holds a database of cluster " +
+               std::to_string(stored) + ", but this node is member " + std::to_string(options_.id) +
+               " of cluster " + std::to_string(options_.cluster_id) +
+               "; refusing to start (rebuild it with `shardkv cluster start-node " +
+               std::to_string(options_.id) + " --rebuild`)")
+        .WithReason(Status::Reason::kNeedsRebuild);
   }
   return Status::OK();
 }

@@ -78,6 +78,7 @@ std::string_view RedisErrorPrefix(Status::Reason reason) {
     case Status::Reason::kClockRejected:
     case Status::Reason::kUnexpectedEpoch:
     case Status::Reason::kUnreachable:
+    case Status::Reason::kNeedsRebuild:
     case Status::Reason::kCount:
       break;
   }

@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/loop_turn.h"
 #include "common/mutex.h"
 #include "redis/redis_commands.h"
 
@@ -239,7 +240,13 @@ Status RedisServer::Impl::Start() {
   work_.emplace(asio::make_work_guard(io_));
   Accept();
   for (int i = 0; i < std::max(1, options_.io_threads); ++i) {
-    threads_.emplace_back([this] { io_.run(); });
+    threads_.emplace_back([this] {
+      // Group commit (common/loop_turn.h): work deferred here runs behind the ready handlers.
+      common::LoopTurn::Install(
+          [this](std::function<void()> fn) { asio::defer(io_, std::move(fn)); });
+      io_.run();
+      common::LoopTurn::Install(nullptr);
+    });
   }
   return Status::OK();
 }

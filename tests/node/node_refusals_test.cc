@@ -99,6 +99,7 @@ TEST_CASE("node: a member whose data is gone or foreign refuses to start", "[nod
   Status s = Node::Start(foreign).status();
   INFO(s.ToString());
   CHECK(s.code() == Status::Code::kFailedPrecondition);
+  CHECK(s.reason() == Status::Reason::kNeedsRebuild);
   CHECK(s.message().find("holds a database of cluster " + std::to_string(cluster_id)) !=
         std::string::npos);
 
@@ -106,6 +107,7 @@ TEST_CASE("node: a member whose data is gone or foreign refuses to start", "[nod
   // empty under a new cluster id.
   std::filesystem::remove_all(data + "/db");
   s = Node::Start(member).status();
+  CHECK(s.reason() == Status::Reason::kNeedsRebuild);
   CHECK(s.message() == "data directory " + data + " holds no database, but this node is member " +
                            "1 of cluster " + std::to_string(cluster_id) +
                            "; it must not start empty: rebuild it with `shardkv cluster "

@@ -8,7 +8,8 @@
 //
 // Exit status: 0 after a graceful stop, 1 if the node could not start or the stop was forced,
 // 2 for a usage error (one "error:" line on stderr, before anything is started or opened): a bad
-// flag, or a bad key or value of the --config file (node_config.h).
+// flag, or a bad key or value of the --config file (node_config.h), 3 if a member's data
+// directory holds no database of its cluster (it needs --rebuild).
 #include <malloc.h>
 #include <signal.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
@@ -33,6 +34,9 @@ namespace {
 constexpr int kExitOk = 0;
 constexpr int kExitFailed = 1;
 constexpr int kExitUsage = 2;
+// A member whose data directory holds no database of its cluster (Status::Reason::kNeedsRebuild):
+// `shardkv cluster up/start-node` reads this status to advise --rebuild.
+constexpr int kExitNeedsRebuild = 3;
 constexpr std::chrono::seconds kGracefulStopTimeout{shardkv::node_tool::kGracefulStopSeconds};
 // Test-only: the main thread waits this many ms before it starts the graceful stop, standing in
 // for a node whose Stop() cannot finish (a busy computation). Never set it in production.
@@ -155,7 +159,8 @@ int main(int argc, char** argv) {
   auto node = shardkv::Node::Start(options);
   if (!node.ok()) {
     spdlog::error("cannot start: {}", node.status().ToString());
-    return kExitFailed;
+    return node.status().Is(shardkv::Status::Reason::kNeedsRebuild) ? kExitNeedsRebuild
+                                                                    : kExitFailed;
   }
   {
     std::unique_lock lock(state.mu);

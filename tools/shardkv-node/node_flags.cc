@@ -150,7 +150,8 @@ int ParseNodeCommandLine(int argc, const char* const* argv, NodeCommandLine* out
       "forced (a second signal, or still stopping " +
       std::to_string(kGracefulStopSeconds) +
       " s after the first), 2 for a usage error (a bad flag, or a bad key or value in "
-      "the --config file).\n");
+      "the --config file), 3 if it refuses to start because its data directory holds no "
+      "database of its cluster (start it with --rebuild).\n");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -94,10 +94,13 @@ int FailLaunch(const Status& s, const std::string& dir, uint32_t exited_id,
                const std::vector<PendingNode>& started) {
   ReportError(s, kExitFailed);
   if (exited_id != 0) {
-    bool wants_rebuild = false;
     for (const auto& line : TailLines(NodeDir(dir, exited_id) + "/node.log", 5)) {
       std::fprintf(stderr, "  | %s\n", line.c_str());
-      wants_rebuild = wants_rebuild || line.find("--rebuild") != std::string::npos;
+    }
+    bool wants_rebuild = false;
+    for (const PendingNode& n : started) {
+      wants_rebuild =
+          wants_rebuild || (n.id == exited_id && ExitStatusOf(n.pid) == kNodeExitNeedsRebuild);
     }
     if (wants_rebuild) {
       // The node refused to start as an empty node of a cluster it is a member of (its data

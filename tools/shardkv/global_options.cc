@@ -205,6 +205,7 @@ std::optional<int> ReasonExitCode(Status::Reason reason) {
     case Status::Reason::kSuperseded:
     case Status::Reason::kRefusedByPolicy:
     case Status::Reason::kUnexpectedEpoch:
+    case Status::Reason::kNeedsRebuild:
       return kExitFailed;
   }
   return std::nullopt;

@@ -18,6 +18,7 @@
 #include <deque>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <thread>
 
@@ -82,11 +83,30 @@ StatusOr<std::string> FindNodeBinary() {
                           "); set SHARDKV_NODE_BIN to its path");
 }
 
+namespace {
+
+// Exit statuses of the children ProcessAlive reaped (this invocation's nodes), by pid.
+std::map<pid_t, int>& ReapedStatuses() {
+  static std::map<pid_t, int> statuses;
+  return statuses;
+}
+
+}  // namespace
+
+std::optional<int> ExitStatusOf(pid_t pid) {
+  auto it = ReapedStatuses().find(pid);
+  if (it == ReapedStatuses().end() || !WIFEXITED(it->second)) return std::nullopt;
+  return WEXITSTATUS(it->second);
+}
+
 bool ProcessAlive(pid_t pid) {
   if (pid <= 0) return false;
   int status = 0;
   // Our own child (a node started by this invocation) that exited: reap it, it is dead.
-  if (waitpid(pid, &status, WNOHANG) == pid) return false;
+  if (waitpid(pid, &status, WNOHANG) == pid) {
+    ReapedStatuses()[pid] = status;
+    return false;
+  }
   if (kill(pid, 0) != 0 && errno == ESRCH) return false;
   std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
   std::string stat;

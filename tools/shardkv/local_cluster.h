@@ -37,6 +37,11 @@ StatusOr<std::string> FindNodeBinary();
 // exited is reparented to PID 1, which in a container may never reap it, and kill(pid, 0)
 // succeeds on a zombie. Reaps `pid` if it is our own exited child.
 bool ProcessAlive(pid_t pid);
+// The exit status of a node this invocation started, once ProcessAlive found it exited (and
+// reaped it); nullopt for another process, one still running, or one killed by a signal.
+std::optional<int> ExitStatusOf(pid_t pid);
+// shardkv-node's exit status when a member's data directory holds no database of its cluster.
+inline constexpr int kNodeExitNeedsRebuild = 3;
 // The pid of node `node_dir`'s running process: its pid file names a live process whose command
 // line carries `node_dir` (so a recycled pid of an unrelated process is never mistaken for the
 // node, and never signalled).
