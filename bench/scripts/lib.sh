@@ -73,6 +73,10 @@ bench_need_tools() {
 }
 
 bench_paths() {
+  # Absolute: `cluster up` starts the nodes from another working directory.
+  local dir
+  dir=$(cd "$1" 2>/dev/null && pwd) || dir=$1
+  set -- "$dir"
   SHARDKV_CLI="$1/tools/shardkv/shardkv"
   NODE_BIN="$1/tools/shardkv-node/shardkv-node"
   BENCH_BIN="$1/bench/shardkv-bench"

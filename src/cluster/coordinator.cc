@@ -257,6 +257,13 @@ void Coordinator::WriteBatchNow(std::shared_ptr<const ClusterMap> map,
     }
   }
   if (local.empty()) return;
+  if (local.size() == 1) {
+    // One copy here: Write() reads the envelope in place (a 16 MiB value is not copied into a
+    // batch entry first).
+    const std::shared_ptr<WriteOp>& op = local[0];
+    FinishLocalWrite(op, storage_->Write(op->token, op->key, op->envelope));
+    return;
+  }
   std::vector<storage::RangeEntry> entries;
   entries.reserve(local.size());
   for (const auto& op : local) entries.push_back({op->token, op->key, op->envelope});
