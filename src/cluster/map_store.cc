@@ -9,6 +9,7 @@ Status MapStore::Load() {
   if (!bytes.ok()) return bytes.status();
   auto map = ClusterMap::Decode(*bytes);
   if (!map.ok()) return map.status();
+  common::MutexLock install(&install_mu_);
   common::MutexLock lock(&mu_);
   current_ = std::make_shared<const ClusterMap>(std::move(map).value());
   return Status::OK();
@@ -19,20 +20,22 @@ Status MapStore::Persist(const ClusterMap& map) {
 }
 
 Status MapStore::Install(const ClusterMap& map) {
-  common::MutexLock lock(&mu_);
-  if (current_) {
-    if (map.cluster_id() != current_->cluster_id()) {
+  common::MutexLock install(&install_mu_);
+  // Only installs change current_, and they hold install_mu_: this copy stays current.
+  const std::shared_ptr<const ClusterMap> current = Current();
+  if (current) {
+    if (map.cluster_id() != current->cluster_id()) {
       return Status::FailedPrecondition("map of cluster " + std::to_string(map.cluster_id()) +
                                         " offered to a node of cluster " +
-                                        std::to_string(current_->cluster_id()));
+                                        std::to_string(current->cluster_id()));
     }
-    if (map.epoch() < current_->epoch()) {
+    if (map.epoch() < current->epoch()) {
       return Status::FailedPrecondition("map epoch " + std::to_string(map.epoch()) +
                                         " is older than the current epoch " +
-                                        std::to_string(current_->epoch()));
+                                        std::to_string(current->epoch()));
     }
-    if (map.epoch() == current_->epoch()) {
-      if (map.ContentHash() == current_->ContentHash()) return Status::OK();
+    if (map.epoch() == current->epoch()) {
+      if (map.ContentHash() == current->ContentHash()) return Status::OK();
       return Status::Aborted("two different maps with epoch " + std::to_string(map.epoch()));
     }
   }
@@ -40,27 +43,32 @@ Status MapStore::Install(const ClusterMap& map) {
 }
 
 Status MapStore::Reset(const ClusterMap& map) {
-  common::MutexLock lock(&mu_);
-  if (current_ && current_->ContentHash() == map.ContentHash()) return Status::OK();
+  common::MutexLock install(&install_mu_);
+  const std::shared_ptr<const ClusterMap> current = Current();
+  if (current && current->ContentHash() == map.ContentHash()) return Status::OK();
   return PublishLocked(map);
 }
 
 Status MapStore::PublishLocked(const ClusterMap& map) {
-  std::shared_ptr<const ClusterMap> old = current_;
+  const std::shared_ptr<const ClusterMap> old = Current();
   if (before_) SHARDKV_RETURN_IF_ERROR(before_(old.get(), map));
   SHARDKV_RETURN_IF_ERROR(Persist(map));
-  current_ = std::make_shared<const ClusterMap>(map);
-  for (const AfterHook& hook : after_) hook(old.get(), *current_);
+  auto next = std::make_shared<const ClusterMap>(map);
+  {
+    common::MutexLock lock(&mu_);
+    current_ = next;
+  }
+  for (const AfterHook& hook : after_) hook(old.get(), *next);
   return Status::OK();
 }
 
 void MapStore::SetBeforePublish(BeforeHook hook) {
-  common::MutexLock lock(&mu_);
+  common::MutexLock lock(&install_mu_);
   before_ = std::move(hook);
 }
 
 void MapStore::AddAfterPublish(AfterHook hook) {
-  common::MutexLock lock(&mu_);
+  common::MutexLock lock(&install_mu_);
   after_.push_back(std::move(hook));
 }
 

@@ -228,7 +228,8 @@ void ScanCoordinator::AskReplica(const std::shared_ptr<PieceRead>& read, uint32_
   peers_->Call(node->address, std::move(request), options_.replica_timeout,
                [self = shared_from_this(), read, id](StatusOr<net::Response> reply) {
                  if (!reply.ok()) return self->FinishReplica(read, id, reply.status());
-                 if (!reply->cluster_map.empty()) {
+                 auto now = self->maps_->Current();
+                 if (!reply->cluster_map.empty() && (!now || now->epoch() < reply->epoch)) {
                    auto map = ClusterMap::Decode(reply->cluster_map);
                    if (map.ok()) (void)self->maps_->Install(*map);
                  }

@@ -67,8 +67,8 @@ Status Node::Impl::Start() {
       options_.id, storage_.get(), [storage = storage_.get()] { return storage->WallClockMs(); });
   SHARDKV_RETURN_IF_ERROR(gc_horizon_->Load());
   maps_ = std::make_unique<cluster::MapStore>(storage_.get());
-  // Not Refresh here: the hook runs under the store's lock, and a large ring's Refresh stalled
-  // every request (design.md "The GC rule").
+  // Not Refresh here: the hook runs under the store's install lock, and a large ring's Refresh
+  // held up every install behind it, on whatever thread it came (design.md "The GC rule").
   maps_->AddAfterPublish([horizon = gc_horizon_.get()](const ClusterMap*, const ClusterMap&) {
     horizon->Invalidate();
   });

@@ -58,10 +58,10 @@ class GcHorizon {
   // forgets the records no range uses any more. Call on every new map (null: none held).
   void Refresh(const ClusterMap* map);
 
-  // At a map publish (MapStore's after-publish hook, which runs under the store's lock, where a
-  // Refresh of a large ring stalled every request for a second): cheap. Storage keeps no horizon
-  // (nothing past the grace is collected) and Record ignores repairs until the refresher has run
-  // Refresh for the new map.
+  // At a map publish (MapStore's after-publish hook, which runs under the store's install lock,
+  // where a Refresh of a large ring held up every install for a second): cheap. Storage keeps no
+  // horizon (nothing past the grace is collected) and Record ignores repairs until the refresher
+  // has run Refresh for the new map.
   void Invalidate();
   // A thread that runs Refresh(current()) after each Invalidate. StopRefresher joins it; call it
   // before whatever `current` reads is destroyed (the destructor calls it too).

@@ -17,6 +17,28 @@ uint64_t ChangeIdOf(const ClusterMap& map) {
   return record.ok() ? record->change_id : 0;
 }
 
+// True if both ring maps place every token on the same nodes, current and pending: a ring depends
+// on the members' ids and weights, which ones join or leave, and the parameters (stage and epoch
+// changes within one change, or a node marked down, keep it). Jump mode's stored shard map has
+// a history of its own: never assumed equal. Then no range is lost, and the
+// two HeldRanges walks of a large ring (~0.2 s each at 100,000 vnodes) are skipped.
+bool SamePlacements(const ClusterMap& a, const ClusterMap& b) {
+  if (a.params().mode != PlacementMode::kRing || a.has_pending() != b.has_pending() ||
+      !(a.params() == b.params()) || !(a.pending_params() == b.pending_params()) ||
+      a.nodes().size() != b.nodes().size()) {
+    return false;
+  }
+  for (size_t i = 0; i < a.nodes().size(); ++i) {
+    const ClusterNode& x = a.nodes()[i];
+    const ClusterNode& y = b.nodes()[i];
+    auto role = [](NodeState s) {
+      return s == NodeState::kJoining ? 1 : s == NodeState::kLeaving ? 2 : 0;
+    };
+    if (x.id != y.id || x.weight != y.weight || role(x.state) != role(y.state)) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 Reconciler::~Reconciler() { Stop(); }
@@ -68,31 +90,30 @@ Status Reconciler::BeforePublish(const ClusterMap* old, const ClusterMap& next) 
   const bool same_cluster = old != nullptr && old->cluster_id() == next.cluster_id();
   if (same_cluster && ChangeIdOf(*old) == change) return Status::OK();  // not new to this node
   const auto ranges = DestinationRanges(next, self_id_);
-  for (const TokenRange& r : ranges) {
-    SHARDKV_RETURN_IF_ERROR(storage_->DeleteRange(r).WithContext("dropping leftovers"));
-  }
-  if (!ranges.empty()) {
-    spdlog::info("change {}: cleared {} incoming ranges of leftovers before joint writes", change,
-                 ranges.size());
+  if (ranges.empty()) return Status::OK();
+  auto held = storage_->DeleteRanges(ranges);
+  SHARDKV_RETURN_IF_ERROR(held.status().WithContext("dropping leftovers"));
+  if (*held > 0) {
+    spdlog::info("change {}: cleared leftovers in {} of {} incoming ranges before joint writes",
+                 change, *held, ranges.size());
   }
   return Status::OK();
 }
 
 void Reconciler::AfterPublish(const ClusterMap* old, const ClusterMap& next) {
   if (old == nullptr || next.FindNode(self_id_) == nullptr) return;
+  if (old->cluster_id() == next.cluster_id() && SamePlacements(*old, next)) return;
   const auto before = HeldRanges(*old, self_id_, true);
   const auto after = HeldRanges(next, self_id_, true);
   const auto lost = Subtract(before, after);
   if (lost.empty()) return;
-  uint64_t dropped = 0;
-  for (const TokenRange& r : lost) {
-    Status s = storage_->DeleteRange(r);
-    if (!s.ok()) {
-      spdlog::error("cleanup of a lost range failed: {}", s.ToString());
-      continue;
-    }
-    ++dropped;
+  // One atomic write for all of them: a change of a large ring loses ~25,000 arcs here.
+  auto held = storage_->DeleteRanges(lost);
+  if (!held.ok()) {
+    spdlog::error("cleanup of {} lost ranges failed: {}", lost.size(), held.status().ToString());
+    return;
   }
+  const uint64_t dropped = lost.size();
   {
     common::MutexLock lock(&mu_);
     to_compact_.insert(to_compact_.end(), lost.begin(), lost.end());

@@ -27,9 +27,10 @@ KeyCountWorker::~KeyCountWorker() {
   jobs_.clear();
 }
 
-void KeyCountWorker::Enqueue(const rocksdb::Snapshot* snapshot, const TokenRange& range, int sign) {
+void KeyCountWorker::Enqueue(const rocksdb::Snapshot* snapshot, std::vector<TokenRange> ranges,
+                             int sign) {
   common::MutexLock lock(&mu_);
-  jobs_.push_back(Job{snapshot, range, sign});
+  jobs_.push_back(Job{snapshot, std::move(ranges), sign});
   wake_.notify_all();
 }
 
@@ -45,7 +46,7 @@ void KeyCountWorker::Run() {
       lock.Wait(wake_);
       continue;
     }
-    const Job job = jobs_.front();
+    const Job job = std::move(jobs_.front());
     jobs_.pop_front();
     running_job_ = true;
     lock.Unlock();
@@ -58,17 +59,24 @@ void KeyCountWorker::Run() {
 }
 
 bool KeyCountWorker::Count(const Job& job) {
+  for (const TokenRange& range : job.ranges) {
+    if (!CountRange(job, range)) return false;
+  }
+  return true;
+}
+
+bool KeyCountWorker::CountRange(const Job& job, const TokenRange& range) {
   rocksdb::ReadOptions ro;
   ro.snapshot = job.snapshot;
   ro.fill_cache = false;  // a one-off pass: keep the point-read working set in the cache
   ro.readahead_size = size_t{2} << 20;
-  const std::string end = job.range.last == UINT64_MAX ? "" : TokenKey(job.range.last + 1);
+  const std::string end = range.last == UINT64_MAX ? "" : TokenKey(range.last + 1);
   rocksdb::Slice end_slice(end);
   if (!end.empty()) ro.iterate_upper_bound = &end_slice;
   std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro, data_cf_));
   size_t undecodable = 0;
   size_t n = 0;
-  for (it->Seek(TokenKey(job.range.first)); it->Valid(); it->Next()) {
+  for (it->Seek(TokenKey(range.first)); it->Valid(); it->Next()) {
     // Checked every 1024 entries: Close() waits for the thread.
     if (++n % 1024 == 0 && stop_.load()) return false;
     EnvelopeView view;

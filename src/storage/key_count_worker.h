@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <deque>
 #include <thread>
+#include <vector>
 
 #include "common/mutex.h"
 #include "common/thread_annotations.h"
@@ -35,21 +36,22 @@ class KeyCountWorker {
   KeyCountWorker(const KeyCountWorker&) = delete;
   KeyCountWorker& operator=(const KeyCountWorker&) = delete;
 
-  // Counts the records of `range` in `snapshot` (owned from now on, released when done) into the
-  // counter: added for sign +1, subtracted for -1.
-  void Enqueue(const rocksdb::Snapshot* snapshot, const TokenRange& range, int sign);
+  // Counts the records of `ranges` in `snapshot` (owned from now on, released when done) into
+  // the counter: added for sign +1, subtracted for -1.
+  void Enqueue(const rocksdb::Snapshot* snapshot, std::vector<TokenRange> ranges, int sign);
   // True once every job enqueued so far has finished (and none failed).
   bool Idle() const;
 
  private:
   struct Job {
     const rocksdb::Snapshot* snapshot = nullptr;
-    TokenRange range;
+    std::vector<TokenRange> ranges;
     int sign = 1;
   };
   void Run();
   // False if the job stopped early (the worker is stopping, or the scan failed).
   bool Count(const Job& job);
+  bool CountRange(const Job& job, const TokenRange& range);
 
   rocksdb::DB* const db_;
   rocksdb::ColumnFamilyHandle* const data_cf_;

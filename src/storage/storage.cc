@@ -282,7 +282,7 @@ StatusOr<std::unique_ptr<Storage>> Storage::Open(const std::string& path, Storag
   // Count the live keys already stored in the background; writes count themselves from now on.
   rep->key_count_worker =
       std::make_unique<KeyCountWorker>(rep->db.get(), rep->data_cf, &rep->live_keys);
-  rep->key_count_worker->Enqueue(rep->db->GetSnapshot(), TokenRange{0, UINT64_MAX}, +1);
+  rep->key_count_worker->Enqueue(rep->db->GetSnapshot(), {TokenRange{0, UINT64_MAX}}, +1);
 
   return std::unique_ptr<Storage>(new Storage(std::move(rep)));
 }

@@ -1,7 +1,9 @@
 // Storage: token-range scans, snapshots, batch apply, DeleteRange and size estimates.
 #include <algorithm>
+#include <chrono>
 #include <random>
 #include <set>
+#include <thread>
 
 #include "storage/storage.h"
 #include "storage/storage_test_util.h"
@@ -136,6 +138,55 @@ TEST_CASE_METHOD(EdgeFixture, "DeleteRange at the edges of the token space", "[s
     CHECK(ScanAll(*db_, {0, UINT64_MAX}, {}).size() == 1);
   }
   CHECK(db_->DeleteRange({2, 1}).IsInvalidArgument());
+}
+
+TEST_CASE("DeleteRanges: many arcs in one write, point deletes for a few records, none for none",
+          "[storage][range]") {
+  TempDir dir;
+  auto db = OpenOrDie(dir.path(), TestOptions());
+  auto put = [&](uint64_t first, int n) {
+    for (int i = 0; i < n; ++i) REQUIRE_OK(db->Put(first + i, "k" + std::to_string(i), "v"));
+  };
+  put(100, 5);   // a small arc
+  put(300, 40);  // an arc above the point-delete limit: one range tombstone
+  put(500, 10);  // kept
+  put(1000, 2);  // the top arc, with token UINT64_MAX
+  REQUIRE_OK(db->Put(UINT64_MAX, "top", "v"));
+  auto mem_deletes = [&] { return db->RocksIntProperty("rocksdb.num-deletes-active-mem-table"); };
+  auto mem_entries = [&] { return db->RocksIntProperty("rocksdb.num-entries-active-mem-table"); };
+  REQUIRE(mem_deletes() == 0u);
+
+  // Empty arcs write nothing at all; a bad range refuses the whole call.
+  const auto entries = mem_entries();
+  auto none = db->DeleteRanges({{200, 299}, {400, 499}, {700, 999}});
+  REQUIRE_OK(none.status());
+  CHECK(*none == 0);
+  CHECK(mem_entries() == entries);
+  CHECK(db->DeleteRanges({{100, 199}, {9, 8}}).status().IsInvalidArgument());
+  CHECK(ScanAll(*db, {0, UINT64_MAX}, {}).size() == 58);
+
+  // Out of order, with empty arcs among them.
+  auto held = db->DeleteRanges({{1000, UINT64_MAX}, {200, 299}, {100, 199}, {300, 399}});
+  REQUIRE_OK(held.status());
+  CHECK(*held == 3);
+  const auto left = ScanAll(*db, {0, UINT64_MAX}, {});
+  REQUIRE(left.size() == 10);
+  for (const auto& e : left) CHECK((e.token >= 500 && e.token < 510));
+  // 5 + 3 point deletes; the 40-record arc is one range tombstone, not 40 deletes.
+  CHECK(mem_deletes() == 8u);
+
+  // The live-key count lost exactly what was dropped (the large arc in the background).
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  LiveKeyCounts n = db->LiveKeys();
+  while (!n.complete && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));  // polling the worker, bounded
+    n = db->LiveKeys();
+  }
+  REQUIRE(n.complete);
+  CHECK(n.keys == 10);
+  REQUIRE_OK(db->Close());
+  db = OpenOrDie(dir.path(), TestOptions());
+  CHECK(ScanAll(*db, {0, UINT64_MAX}, {}).size() == 10);
 }
 
 TEST_CASE("Scan in batches resumes from the cursor without gaps or repeats", "[storage][range]") {
