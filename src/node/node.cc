@@ -147,6 +147,7 @@ Status Node::Impl::Start() {
     rso.refresh_marks = [repair = repair_.get()] {
       return repair->PollPeers(std::chrono::milliseconds(1000));
     };
+    rso.client_requests = [stats = &stats_] { return stats->client_requests(); };
     repair_scheduler_ =
         std::make_unique<rebalance::RepairScheduler>(std::move(rso), repair_service_.get());
   }

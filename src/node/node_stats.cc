@@ -10,6 +10,7 @@ void NodeStats::RecordRequest(size_t op, uint64_t micros, const Status& result, 
     op_latency_[op].Record(micros);
   }
   latency_.Record(micros);
+  if (client_op) client_requests_.fetch_add(1, std::memory_order_relaxed);
   // Client-visible errors of the data plane only (KvService says which ops those are);
   // node-to-node and admin refusals are not a client's failed request.
   // NotFound is an answer, not an error; STALE_EPOCH is the protocol's redirect.

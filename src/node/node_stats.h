@@ -37,6 +37,8 @@ class NodeStats {
   void RecordRequest(size_t op, uint64_t micros, const Status& result, bool client_op);
 
   uint64_t client_errors() const { return client_errors_.load(std::memory_order_relaxed); }
+  // Client data requests answered so far (background repair yields while they arrive).
+  uint64_t client_requests() const { return client_requests_.load(std::memory_order_relaxed); }
   uint64_t OpCount(size_t op) const { return ops_[op].load(std::memory_order_relaxed); }
   uint64_t UptimeSeconds() const;
   const LatencyHistogram& latency() const { return latency_; }
@@ -53,6 +55,7 @@ class NodeStats {
   std::chrono::steady_clock::time_point start_;
   std::array<std::atomic<uint64_t>, kMaxOps> ops_{};
   std::atomic<uint64_t> client_errors_{0};
+  std::atomic<uint64_t> client_requests_{0};
   LatencyHistogram latency_;
   std::array<std::array<std::atomic<uint64_t>, kMaxCodes>, kMaxOps> results_{};
   std::array<metrics::Histogram, kMaxOps> op_latency_{};

@@ -18,6 +18,15 @@ constexpr std::chrono::seconds kRefusedRetry{1};
 
 }  // namespace
 
+std::chrono::duration<double> RepairStepWait(uint64_t cost_keys, uint64_t rate,
+                                             double client_requests_per_second) {
+  uint64_t r = std::max<uint64_t>(rate, 1);
+  if (client_requests_per_second > RepairScheduler::kBusyRequestsPerSecond) {
+    r = std::max<uint64_t>(r / RepairScheduler::kBusyRateDivisor, 1);
+  }
+  return std::chrono::duration<double>(static_cast<double>(cost_keys) / static_cast<double>(r));
+}
+
 RepairScheduler::RepairScheduler(RepairSchedulerOptions options, RepairService* service)
     : o_(std::move(options)), service_(service) {}
 
@@ -72,6 +81,10 @@ bool RepairScheduler::Pass(Clock::time_point start) {
   size_t done = 0;          // ranges visited in this pass
   bool every_range = true;  // compared, none failed or skipped
   Clock::time_point not_before = start;
+  // Client requests since the previous step began, for the clients-first throttle.
+  uint64_t requests_before = o_.client_requests ? o_.client_requests() : 0;
+  Clock::time_point previous_step = start;
+  busy_steps_ = 0;
   for (;;) {
     // Range `done` of n is due in the middle of its slot; n is read afresh, as maps change.
     const size_t n = std::max(service_->RangesDriven(), done + 1);
@@ -83,6 +96,16 @@ bool RepairScheduler::Pass(Clock::time_point start) {
     // Right before the step, so that a mark set while a peer was cut off is known here first.
     if (doubt_ && o_.refresh_marks) doubt_ = o_.refresh_marks() > 0;
     const Clock::time_point began = Clock::now();
+    double requests_per_second = 0;
+    if (o_.client_requests) {
+      const uint64_t requests_now = o_.client_requests();
+      const double seconds = std::chrono::duration<double>(began - previous_step).count();
+      if (seconds > 0) {
+        requests_per_second = static_cast<double>(requests_now - requests_before) / seconds;
+      }
+      requests_before = requests_now;
+      previous_step = began;
+    }
     BackgroundStep step = service_->RunBackgroundStep(from, std::chrono::milliseconds(0));
     if (!step.refused.ok()) {
       // Said once per reason, not once a second.
@@ -104,8 +127,9 @@ bool RepairScheduler::Pass(Clock::time_point start) {
     // The throttle: k keys hashed cost k / rate seconds, whatever the slot says; a range costs
     // at least kRangeCostKeys (its tree rounds with every replica, however few keys it holds).
     const uint64_t cost = step.own_keys + kRangeCostKeys * r.ranges_compared;
-    not_before = began + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(
-                             static_cast<double>(cost) / static_cast<double>(o_.rate)));
+    if (requests_per_second > kBusyRequestsPerSecond) ++busy_steps_;
+    not_before = began + std::chrono::duration_cast<Clock::duration>(
+                             RepairStepWait(cost, o_.rate, requests_per_second));
     if (r.done) break;
     from = r.next;
   }
@@ -117,9 +141,10 @@ bool RepairScheduler::Pass(Clock::time_point start) {
     last_late_log_ = Clock::now();
     spdlog::info(
         "node {}: a background repair pass took {} s, more than its period of {} s (repair rate "
-        "{} keys/s)",
+        "{} keys/s; {} step(s) at a {}th of it while clients were busy)",
         o_.self_id, std::chrono::duration_cast<std::chrono::seconds>(took).count(),
-        std::chrono::duration_cast<std::chrono::seconds>(o_.period).count(), o_.rate);
+        std::chrono::duration_cast<std::chrono::seconds>(o_.period).count(), o_.rate, busy_steps_,
+        kBusyRateDivisor);
   }
   return true;
 }

@@ -13,6 +13,12 @@
 //   tree rounds with every replica however few keys it holds, so many small ranges (vnodes) with
 //   a short period do not become hundreds of comparisons a second. A pass the rate stretches
 //   past its period is logged (at most once per kWarnInterval).
+// - Clients first: while client requests arrive (more than kBusyRequestsPerSecond over the last
+//   step and its wait), the rate is divided by kBusyRateDivisor. At the full default rate a
+//   pass cost a 9:1 client load 24% of its throughput on two cores (bench/README.md
+//   "Anti-entropy"); a pass under load takes longer instead, and says so in the log when it
+//   overruns its period. The range-cost floor is divided too: it stands for work as real as
+//   the keys'.
 // - Skips: RepairService's rules. While this node needs repair it compares nothing (its data
 //   may hold values whose deletes the others collected: it must not be a source); the pass
 //   restarts once it may. Ranges a membership change moves are skipped; replicas that need
@@ -58,12 +64,21 @@ struct RepairSchedulerOptions {
   // Asks every peer for its needs-repair marks (RepairState::PollPeers); returns how many did
   // not answer. Null: never asked.
   std::function<size_t()> refresh_marks;
+  // Client requests this node has answered so far (a counter). Null: never busy.
+  std::function<uint64_t()> client_requests;
 };
+
+// The time a step's work allows before the next step: `cost_keys` at `rate` keys a second, or
+// at rate / kBusyRateDivisor while clients sent more than kBusyRequestsPerSecond a second.
+std::chrono::duration<double> RepairStepWait(uint64_t cost_keys, uint64_t rate,
+                                             double client_requests_per_second);
 
 class RepairScheduler {
  public:
   static constexpr std::chrono::seconds kWarnInterval{60};
   static constexpr uint64_t kRangeCostKeys = 250;
+  static constexpr double kBusyRequestsPerSecond = 100;
+  static constexpr uint64_t kBusyRateDivisor = 5;
 
   // REQUIRES: `service` outlives the scheduler (Stop() first).
   RepairScheduler(RepairSchedulerOptions options, RepairService* service);
@@ -92,7 +107,8 @@ class RepairScheduler {
   std::chrono::steady_clock::time_point last_warn_{};
   std::chrono::steady_clock::time_point last_late_log_{};
   uint64_t unlogged_failures_ = 0;
-  std::string refused_;  // the refusal last logged ("" when taking part)
+  uint64_t busy_steps_ = 0;  // steps of this pass throttled for client load
+  std::string refused_;      // the refusal last logged ("" when taking part)
   // A range failed since the last poll every peer answered. True at start: the node's poll
   // before serving may have missed a peer (a restart inside a partition), and its first step
   // must not push values a mark it has not seen would forbid.

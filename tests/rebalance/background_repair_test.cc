@@ -9,6 +9,7 @@
 #include <string>
 
 #include "metrics/http_get.h"
+#include "rebalance/repair_scheduler.h"
 #include "rebalance_test_util.h"
 #include "shardkv/stats.h"
 #include "storage/storage.h"
@@ -200,4 +201,20 @@ TEST_CASE("background repair: off, nothing is repaired", "[repair]") {
   for (uint32_t id = 1; id <= 3; ++id) c.StopNode(id);
   CHECK(ReadAll(c, 2).size() == expected.size() - 15);  // the 15 removed records stay removed
   CHECK(ReadAll(c, 1) == expected);
+}
+
+TEST_CASE("background repair: clients first, the rate divides while clients are busy", "[repair]") {
+  using rebalance::RepairScheduler;
+  using rebalance::RepairStepWait;
+  // 10,000 keys at 10,000 keys/s: 1 s when idle.
+  CHECK(RepairStepWait(10000, 10000, 0).count() == Approx(1.0));
+  CHECK(RepairStepWait(10000, 10000, RepairScheduler::kBusyRequestsPerSecond).count() ==
+        Approx(1.0));
+  // Past the busy threshold: kBusyRateDivisor times longer.
+  CHECK(RepairStepWait(10000, 10000, RepairScheduler::kBusyRequestsPerSecond + 1).count() ==
+        Approx(static_cast<double>(RepairScheduler::kBusyRateDivisor)));
+  CHECK(RepairStepWait(10000, 10000, 8000).count() == Approx(5.0));
+  // The lowest rates stay at 1 key/s, never a division by zero.
+  CHECK(RepairStepWait(3, 1, 8000).count() == Approx(3.0));
+  CHECK(RepairStepWait(3, 0, 0).count() == Approx(3.0));
 }
