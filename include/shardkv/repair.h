@@ -6,6 +6,11 @@
 // last-write-wins per register, so that every replica ends with the newest version of each key,
 // tombstones included. Ranges whose replica set a pending membership change moves are skipped
 // (and counted): run the repair again once the change ended.
+//
+// A node that needs repair (its hints expired on another node) is brought back by it: it compares
+// every range it holds with their other replicas (before the other nodes compare theirs), and
+// once all were compared its mark is cleared, unless another replica of a range may have purged a
+// tombstone it lacks: that range fails and the node must be rebuilt (design.md "Needs repair").
 #pragma once
 
 #include <cstdint>
@@ -53,10 +58,17 @@ struct RepairSummary {
   // Nodes asked to compare that did not answer or refused: the ranges they compare are not
   // repaired (their first slices may have been).
   std::vector<uint32_t> failed_nodes;
+  // Nodes that needed repair and still do after it (design.md "Needs repair"): a range of theirs
+  // failed, or was refused because another replica may have purged a tombstone they lack (then
+  // only `shardkv cluster start-node N --rebuild` brings them back). A node that needed repair
+  // and is not listed here is back: it serves replica reads and streams again.
+  std::vector<uint32_t> still_need_repair;
   double duration_s = 0;
 
   // Every range in scope was compared and repaired (differences found and fixed included).
-  bool complete() const { return ranges_failed == 0 && failed_nodes.empty(); }
+  bool complete() const {
+    return ranges_failed == 0 && failed_nodes.empty() && still_need_repair.empty();
+  }
 };
 
 // Reported after each slice of each node.

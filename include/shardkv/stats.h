@@ -65,7 +65,7 @@ namespace shardkv::stats {
   X(storage_io_errors, "storage operations that failed with an I/O error")                         \
   X(storage_failures, "storage I/O failure episodes since start (full, read-only, failing disk)")  \
   X(needs_repair, "1 while the node needs repair (refuses replica reads and streams), else 0")     \
-  X(rebuilt_at_ms, "when the node's last completed rebuild started (Unix ms), 0 if never")         \
+  X(rebuilt_at_ms, "when its last rebuild (or repair of every range) started (Unix ms), 0: never") \
   X(repair_background, "1 while background anti-entropy runs on this node, else 0")                \
   X(repair_period_ms, "background anti-entropy's period: each range compared once within it")      \
   X(repair_passes, "background anti-entropy passes completed (every driven range visited)")        \
@@ -78,7 +78,8 @@ namespace shardkv::stats {
   X(repair_keys_out, "records this node's repairs wrote to other replicas")                        \
   X(repair_tree_bytes, "hash tree bytes this node's repairs exchanged with other replicas")        \
   X(gc_blocked_ranges, "ranges held here not repaired with every replica for a grace: GC waits")   \
-  X(gc_kept_unrepaired, "tombstones past the grace kept by compaction: range not repaired since")
+  X(gc_kept_unrepaired, "tombstones past the grace kept by compaction: range not repaired since")  \
+  X(gc_waits_for_repair, "1 if tombstone GC here waits for a repair with every replica, 0: grace")
 
 // Gauges.
 #define SHARDKV_NODE_GAUGES(X)                                       \

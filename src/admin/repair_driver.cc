@@ -1,12 +1,16 @@
 #include "admin/repair_driver.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <functional>
+#include <map>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "common/mutex.h"
+#include "shardkv/stats.h"
 
 namespace shardkv::admin {
 namespace {
@@ -66,6 +70,63 @@ RepairSummary SummaryOf(const net::RepairReport& r) {
   return s;
 }
 
+// What a node's stats say about needing repair (design.md "Needs repair").
+struct NeedsRepairView {
+  bool answered = false;
+  bool own = false;                    // counter needs_repair
+  uint64_t rebuilt_at_ms = 0;          // its last rebuild or repair
+  std::map<uint32_t, uint64_t> marks;  // info repair_marks: "3:1733150000000,5:..."
+};
+
+NeedsRepairView ViewOf(AdminTransport* transport, const ClusterNode& node,
+                       std::chrono::milliseconds timeout) {
+  NeedsRepairView v;
+  CallFailure failure;
+  auto body = transport->Call(node.address, net::StatsRequest{}, timeout, &failure);
+  const auto* stats = body.ok() ? std::get_if<net::StatsResponse>(&*body) : nullptr;
+  if (stats == nullptr) return v;
+  v.answered = true;
+  auto counter = [&](std::string_view name) -> int64_t {
+    auto it = stats->counters.find(std::string(name));
+    return it == stats->counters.end() ? 0 : it->second;
+  };
+  v.own = counter(stats::needs_repair) == 1;
+  v.rebuilt_at_ms = static_cast<uint64_t>(std::max<int64_t>(0, counter(stats::rebuilt_at_ms)));
+  if (auto it = stats->info.find(std::string(stats::repair_marks)); it != stats->info.end()) {
+    const std::string& text = it->second;
+    size_t at = 0;
+    while (at < text.size()) {
+      size_t comma = text.find(',', at);
+      if (comma == std::string::npos) comma = text.size();
+      const std::string item = text.substr(at, comma - at);
+      char* end = nullptr;
+      const unsigned long long id = std::strtoull(item.c_str(), &end, 10);
+      if (end != nullptr && *end == ':' && id > 0 && id <= UINT32_MAX) {
+        v.marks[static_cast<uint32_t>(id)] = std::strtoull(end + 1, nullptr, 10);
+      }
+      at = comma + 1;
+    }
+  }
+  return v;
+}
+
+// The members that need repair: by their own word, or by a mark of another member that their
+// last rebuild or repair does not retire (a node may not have learned its mark yet).
+std::set<uint32_t> NeedingRepair(AdminTransport* transport, const ClusterMap& map,
+                                 std::chrono::milliseconds timeout) {
+  std::map<uint32_t, NeedsRepairView> views;
+  for (const ClusterNode& n : map.nodes()) views[n.id] = ViewOf(transport, n, timeout);
+  std::set<uint32_t> out;
+  for (const auto& [id, v] : views) {
+    if (v.own) out.insert(id);
+    for (const auto& [target, mark_ms] : v.marks) {
+      auto t = views.find(target);
+      if (t != views.end() && mark_ms > t->second.rebuilt_at_ms) out.insert(target);
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 StatusOr<RepairSummary> RunRepair(AdminTransport* transport, const ClusterMap& map,
@@ -74,6 +135,13 @@ StatusOr<RepairSummary> RunRepair(AdminTransport* transport, const ClusterMap& m
   const auto start = std::chrono::steady_clock::now();
   if (!options.tokens.Valid()) return Status::InvalidArgument("token range has first > last");
   std::vector<NodeRun> runs;
+  // A node that needs repair compares every range it holds (its catch-up, design.md "Needs
+  // repair"), and does so before the others compare theirs: they leave it out while its mark
+  // holds, and see it cleared when their commands start (each polls the marks first).
+  std::set<uint32_t> catching_up;
+  if (options.node_id == 0 && map.EffectiveReplicas() > 1) {
+    catching_up = NeedingRepair(transport, map, timeout);
+  }
   if (options.node_id != 0) {
     const ClusterNode* n = map.FindNode(options.node_id);
     if (n == nullptr) {
@@ -97,7 +165,7 @@ StatusOr<RepairSummary> RunRepair(AdminTransport* transport, const ClusterMap& m
   auto drive = [&](NodeRun& run) {
     const ClusterNode* node = run.node;
     net::RepairCommand command;
-    command.all = options.node_id != 0;
+    command.all = options.node_id != 0 || catching_up.count(node->id) != 0;
     command.from = options.tokens.first;
     command.first = options.tokens.first;
     command.last = options.tokens.last;
@@ -137,12 +205,19 @@ StatusOr<RepairSummary> RunRepair(AdminTransport* transport, const ClusterMap& m
     ++p.nodes_done;
     if (progress) progress(p);
   };
-  // Every comparing node at once: each compares its own ranges (those it is the first replica
-  // of), so their work overlaps instead of each node's scans waiting for the previous node's.
-  std::vector<std::thread> threads;
-  threads.reserve(runs.size());
-  for (NodeRun& run : runs) threads.emplace_back(drive, std::ref(run));
-  for (std::thread& t : threads) t.join();
+  // Every comparing node of a phase at once: each compares its own ranges (those it is the first
+  // replica of), so their work overlaps instead of each node's scans waiting for the previous
+  // node's. The nodes that need repair first, then the others.
+  for (const bool first_phase : {true, false}) {
+    std::vector<std::thread> threads;
+    threads.reserve(runs.size());
+    for (NodeRun& run : runs) {
+      if ((catching_up.count(run.node->id) != 0) == first_phase) {
+        threads.emplace_back(drive, std::ref(run));
+      }
+    }
+    for (std::thread& t : threads) t.join();
+  }
 
   RepairSummary summary;
   bool answered = false;
@@ -158,6 +233,14 @@ StatusOr<RepairSummary> RunRepair(AdminTransport* transport, const ClusterMap& m
   }
   std::sort(summary.streamed.begin(), summary.streamed.end(),
             [](const auto& a, const auto& b) { return a.node_id < b.node_id; });
+  // Which of the nodes that needed repair (or the one asked for) are back, as they now say.
+  if (options.node_id != 0) catching_up.insert(options.node_id);
+  for (uint32_t id : catching_up) {
+    const ClusterNode* node = map.FindNode(id);
+    if (node == nullptr) continue;
+    const NeedsRepairView v = ViewOf(transport, *node, timeout);
+    if (v.answered && v.own) summary.still_need_repair.push_back(id);
+  }
   summary.duration_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return summary;

@@ -12,8 +12,9 @@
 // A hint whose write is older than tombstone_grace is dropped instead of replayed, and its
 // target is recorded as needing repair (its replica can no longer be made whole by hints): meta
 // key `cluster/needs_repair/<target>`, whose value is the newest such write's physical time (Unix
-// ms). The time lets a rebuild that started later retire the mark (ClearMark): the rebuilt node
-// pulled every acknowledged write older than its rebuild from the other replicas. RepairState
+// ms). The time lets a rebuild, or a repair of every range the target holds, that started later
+// retire the mark (ClearMark): the target pulled every acknowledged write older than its start
+// from the other replicas. RepairState
 // (repair_state.h) publishes the marks and tells the target.
 //
 // Thread-safety: all methods are thread-safe; Replay() of one target is not run concurrently
@@ -63,7 +64,8 @@ class HintStore {
   uint64_t replayed() const { return replayed_.load(); }
   uint64_t expired() const { return expired_.load(); }
   uint64_t discarded() const { return discarded_.load(); }
-  // Targets that lost hints to the grace period: they need a rebuild before rejoining.
+  // Targets that lost hints to the grace period: they need repair (a repair of every range they
+  // hold, or a rebuild) before they serve reads again.
   std::vector<uint32_t> NeedsRepair() const;
   // The same, with the newest expired write's physical time (Unix ms; 1 for a mark written
   // before marks carried a time).

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <ctime>
 #include <future>
 #include <memory>
@@ -41,6 +42,16 @@ std::string ReasonFor(uint32_t marker, uint64_t mark_ms) {
          ", so it may hold values whose deletes the other replicas have already purged";
 }
 
+// What to do about a node that needs repair: a repair streams only what differs; a rebuild
+// re-streams everything, for a lost disk or a range a repair refuses.
+std::string Fix(uint32_t id) {
+  const std::string n = std::to_string(id);
+  return "bring it back with `shardkv repair --node " + n +
+         "` (or, if its disk was lost or repair refuses a range, rebuild it with `shardkv "
+         "cluster start-node " +
+         n + " --rebuild`)";
+}
+
 }  // namespace
 
 RepairState::RepairState(RepairStateOptions options, storage::Storage* storage, MapStore* maps,
@@ -69,14 +80,13 @@ Status RepairState::Load() {
       return Status::Corruption("meta " + std::string(kSelfMarkKey) + " is malformed");
     }
     self_reason_ = ReasonFor(static_cast<uint32_t>(marker), mark_ms);
+    self_mark_ms_ = mark_ms;
   } else if (!mark.status().IsNotFound()) {
     return mark.status();
   }
   if (!self_reason_.empty()) {
-    spdlog::warn(
-        "node {} needs repair: {}; rebuild it with `shardkv cluster start-node {} "
-        "--rebuild`",
-        options_.self_id, self_reason_, options_.self_id);
+    spdlog::warn("node {} needs repair: {}; {}", options_.self_id, self_reason_,
+                 Fix(options_.self_id));
   }
   return Status::OK();
 }
@@ -165,13 +175,17 @@ void RepairState::NoteReport(uint32_t peer, const net::StatsResponse& reported) 
       it != reported.counters.end() && it->second > 0) {
     report.rebuilt_at_ms = static_cast<uint64_t>(it->second);
   }
+  if (auto it = reported.counters.find(std::string(stats::gc_waits_for_repair));
+      it != reported.counters.end()) {
+    report.gc_waits = it->second == 1;
+  }
   // The peer was rebuilt after this node's mark of it: its rebuild pulled those writes, so the
   // mark is retired here (it would otherwise be published, and re-mark the peer, forever).
   auto cleared = hints_->ClearMark(peer, report.rebuilt_at_ms);
   if (cleared.ok() && *cleared) {
     spdlog::info(
-        "node {} was rebuilt since its hints expired here; its needs-repair mark is "
-        "cleared",
+        "node {} was rebuilt or repaired since its hints expired here; its needs-repair mark "
+        "is cleared",
         peer);
   }
   const bool single = SingleReplica(*maps_);
@@ -179,6 +193,7 @@ void RepairState::NoteReport(uint32_t peer, const net::StatsResponse& reported) 
   if (auto it = report.marks.find(options_.self_id);
       !single && it != report.marks.end() && it->second > rebuilt_at_ms_) {
     MarkSelf(peer, it->second);
+    self_mark_ms_ = std::max(self_mark_ms_, it->second);
   }
   reports_[peer] = std::move(report);
 }
@@ -190,10 +205,8 @@ void RepairState::MarkSelf(uint32_t marker, uint64_t mark_ms) {
   Status s = storage_->PutAux(storage::AuxColumn::kMeta, kSelfMarkKey,
                               std::to_string(mark_ms) + " " + std::to_string(marker));
   if (!s.ok()) spdlog::warn("persisting the needs-repair mark: {}", s.ToString());
-  spdlog::error(
-      "node {} needs repair: {}; it no longer serves replica reads or streams; rebuild it with "
-      "`shardkv cluster start-node {} --rebuild`",
-      options_.self_id, self_reason_, options_.self_id);
+  spdlog::error("node {} needs repair: {}; it no longer serves replica reads or streams; {}",
+                options_.self_id, self_reason_, Fix(options_.self_id));
 }
 
 std::string RepairState::SelfReason() const {
@@ -206,9 +219,9 @@ Status RepairState::Refusal(std::string_view what) const {
   common::MutexLock lock(&mu_);
   if (self_reason_.empty()) return Status::OK();
   const std::string id = std::to_string(options_.self_id);
-  return Status::FailedPrecondition(
-      "node " + id + " needs repair: " + self_reason_ + "; it refuses " + std::string(what) +
-      " until rebuilt; rebuild it with `shardkv cluster start-node " + id + " --rebuild`");
+  return Status::FailedPrecondition("node " + id + " needs repair: " + self_reason_ +
+                                    "; it refuses " + std::string(what) + " until repaired; " +
+                                    Fix(options_.self_id));
 }
 
 uint32_t RepairState::MarkerOf(uint32_t id) const {
@@ -233,21 +246,57 @@ Status RepairState::ReadRefusal(uint32_t id) const {
   if (marker == 0) return Status::OK();
   return Status::FailedPrecondition("not asked: node " + std::to_string(id) +
                                     " needs repair (marked by node " + std::to_string(marker) +
-                                    "); rebuild it with `shardkv cluster start-node " +
-                                    std::to_string(id) + " --rebuild`");
+                                    "); " + Fix(id));
+}
+
+Status RepairState::PurgeRefusal(uint32_t peer) const {
+  common::MutexLock lock(&mu_);
+  auto it = reports_.find(peer);
+  if (it == reports_.end()) {
+    return Status::Unavailable("node " + std::to_string(peer) +
+                               " has not said yet whether its tombstone GC waits for repairs");
+  }
+  // Under the GC rule the peer collects a tombstone only below a horizon that a repair with
+  // every replica set, this node included, and that repair gave this node the tombstone.
+  if (it->second.gc_waits) return Status::OK();
+  const std::string self = std::to_string(options_.self_id);
+  return Status(Status::Code::kFailedPrecondition, Status::Reason::kRefusedByPolicy,
+                "node " + std::to_string(peer) +
+                    " collects tombstones by the grace alone (its GC does not wait for repairs), "
+                    "and the writes node " +
+                    self +
+                    " missed are past the grace, so their tombstones may be gone there: a "
+                    "repair could bring deleted keys back; rebuild node " +
+                    self + " with `shardkv cluster start-node " + self + " --rebuild`");
+}
+
+Status RepairState::Clear(uint64_t at_ms, std::string_view how) {
+  SHARDKV_RETURN_IF_ERROR(
+      storage_->PutAux(storage::AuxColumn::kMeta, kRebuiltAtKey, std::to_string(at_ms)));
+  SHARDKV_RETURN_IF_ERROR(storage_->DeleteAux(storage::AuxColumn::kMeta, kSelfMarkKey));
+  rebuilt_at_ms_ = at_ms;
+  self_mark_ms_ = 0;
+  if (!self_reason_.empty()) {
+    spdlog::info("node {} {}: its needs-repair mark is cleared", options_.self_id, how);
+  }
+  self_reason_.clear();
+  return Status::OK();
 }
 
 Status RepairState::RecordRebuild(uint64_t started_ms) {
   common::MutexLock lock(&mu_);
-  SHARDKV_RETURN_IF_ERROR(
-      storage_->PutAux(storage::AuxColumn::kMeta, kRebuiltAtKey, std::to_string(started_ms)));
-  SHARDKV_RETURN_IF_ERROR(storage_->DeleteAux(storage::AuxColumn::kMeta, kSelfMarkKey));
-  rebuilt_at_ms_ = started_ms;
-  if (!self_reason_.empty()) {
-    spdlog::info("node {} rebuilt: its needs-repair mark is cleared", options_.self_id);
+  return Clear(started_ms, "rebuilt");
+}
+
+Status RepairState::RecordRepair(uint64_t started_ms) {
+  common::MutexLock lock(&mu_);
+  // A mark of a write at or after the repair's start is not covered by it (the write may have
+  // come after the comparison of its range): the node stays marked, and the caller starts over.
+  if (self_mark_ms_ >= started_ms) {
+    return Status::Aborted("node " + std::to_string(options_.self_id) +
+                           " was marked for a write after its repair began; repair it again");
   }
-  self_reason_.clear();
-  return Status::OK();
+  return Clear(std::max(rebuilt_at_ms_, started_ms), "repaired (every range it holds compared)");
 }
 
 uint64_t RepairState::rebuilt_at_ms() const {
@@ -260,6 +309,7 @@ void RepairState::AddStats(net::StatsResponse* out) const {
   common::MutexLock lock(&mu_);
   out->counters[std::string(stats::needs_repair)] = self_reason_.empty() ? 0 : 1;
   out->counters[std::string(stats::rebuilt_at_ms)] = static_cast<int64_t>(rebuilt_at_ms_);
+  out->counters[std::string(stats::gc_waits_for_repair)] = options_.gc_waits_for_repair ? 1 : 0;
   if (!self_reason_.empty()) out->info[std::string(stats::needs_repair_reason)] = self_reason_;
   if (!marks.empty()) out->info[std::string(stats::repair_marks)] = EncodeMarks(marks);
 }

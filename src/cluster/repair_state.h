@@ -4,9 +4,10 @@
 // included, will never reach it, and their tombstones may already be collected elsewhere) must
 // not serve its old values: not as a replica of a read (a quorum read would merge a value whose
 // delete is gone, and read repair would spread it) and not as a stream source (a new owner would
-// copy it). Until it is rebuilt (`--rebuild`) it refuses both with "node N needs repair: ...;
-// rebuild it with `shardkv cluster start-node N --rebuild`". Writes still reach it: they are
-// newer than anything it lost.
+// copy it). Until it is repaired (`shardkv repair`: RepairService compares every range it holds
+// with the other replicas, then calls RecordRepair) or rebuilt (`--rebuild`, RecordRebuild) it
+// refuses both with "node N needs repair: ...; bring it back with `shardkv repair --node N` ...".
+// Writes still reach it: they are newer than anything it lost.
 //
 // How the marked node learns it: every node publishes its HintStore marks (target and the newest
 // expired write's time) in its stats reply (info `repair_marks`) and its last rebuild's start
@@ -15,7 +16,13 @@
 // its meta column family (`cluster/needs_repair_self`): it stays marked across restarts, even if
 // the marking node is gone. A mark whose write time is not after the target's last rebuild is
 // stale (the rebuild pulled that write from the other replicas): the target ignores it, and the
-// marking node deletes it once it sees the target's `rebuilt_at_ms`.
+// marking node deletes it once it sees the target's `rebuilt_at_ms`. A repair of all its ranges
+// records its start there the same way (RecordRepair): it pulled every older write too.
+//
+// Whether a repair may bring it back (PurgeRefusal): every node publishes whether its tombstone
+// GC waits for a repair with every replica (counter `gc_waits_for_repair`), and a replica that
+// collects by the grace alone may have purged a tombstone this node lacks (design.md "Needs
+// repair", the rule).
 //
 // Coordinators use the same view: a replica marked by this node or by any peer it polled (and not
 // rebuilt since) is not asked for reads and counts as a failed replica (ReadRefusal), so a
@@ -45,6 +52,8 @@ struct RepairStateOptions {
   uint32_t self_id = 0;
   std::chrono::milliseconds poll_interval{1000};
   std::chrono::milliseconds call_timeout{500};
+  // This node's tombstone GC waits for a repair with every replica (the GC rule; published).
+  bool gc_waits_for_repair = true;
 };
 
 class RepairState {
@@ -73,9 +82,21 @@ class RepairState {
   // own mark or by a mark of this node or a peer that it has not been rebuilt since).
   Status ReadRefusal(uint32_t id) const;
 
+  // OK if a repair of this node (while it needs repair) may merge a range with replica `peer`:
+  // `peer` keeps every tombstone this node may lack, because its GC waits for a repair with
+  // every replica, this node included. Otherwise FailedPrecondition (reason kRefusedByPolicy)
+  // saying to rebuild: `peer` collects tombstones by the grace alone, and the writes this node
+  // missed are past the grace (their hints expired), so their tombstones may be gone there; or
+  // Unavailable if `peer` has not answered a poll.
+  Status PurgeRefusal(uint32_t peer) const;
+
   // A rebuild that started at `started_ms` (wall clock) completed: clears the own mark and
   // records the time, which retires every mark of writes older than it.
   [[nodiscard]] Status RecordRebuild(uint64_t started_ms);
+  // A repair compared every range this node holds with all their other replicas, the first of
+  // them starting at `started_ms`: as RecordRebuild (each comparison pulled every write older
+  // than its start), but never lowers the recorded time.
+  [[nodiscard]] Status RecordRepair(uint64_t started_ms);
   uint64_t rebuilt_at_ms() const;
 
   // Stats: counters needs_repair (0/1) and rebuilt_at_ms; info needs_repair_reason and
@@ -91,12 +112,15 @@ class RepairState {
   struct PeerReport {
     std::map<uint32_t, uint64_t> marks;
     uint64_t rebuilt_at_ms = 0;
+    bool gc_waits = false;  // absent (an earlier release): collects by the grace alone
   };
 
   void Loop();
   void NoteReport(uint32_t peer, const net::StatsResponse& reported);
   // Persists the own mark (marker's expired write at mark_ms) unless it is already marked.
   void MarkSelf(uint32_t marker, uint64_t mark_ms) REQUIRES(mu_);
+  // Persists `at_ms` as the last rebuild or repair and clears the own mark.
+  Status Clear(uint64_t at_ms, std::string_view how) REQUIRES(mu_);
   // The mark that holds against `id`: marker id, or 0 for none.
   uint32_t MarkerOf(uint32_t id) const REQUIRES(mu_);
 
@@ -111,6 +135,8 @@ class RepairState {
   bool stopping_ GUARDED_BY(mu_) = false;
   uint64_t rebuilt_at_ms_ GUARDED_BY(mu_) = 0;
   std::string self_reason_ GUARDED_BY(mu_);  // empty: not marked
+  // The newest write time of the marks of this node seen since its last rebuild or repair.
+  uint64_t self_mark_ms_ GUARDED_BY(mu_) = 0;
   std::map<uint32_t, PeerReport> reports_ GUARDED_BY(mu_);
   std::thread thread_;
 };

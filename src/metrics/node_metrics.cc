@@ -147,6 +147,9 @@ constexpr std::array kStatExports = {
     StatExport{"gc_kept_unrepaired", "shardkv_gc_kept_unrepaired_total", kCounter,
                "Tombstones past the grace that compaction kept because their range was not "
                "repaired with every replica since they were written."},
+    StatExport{"gc_waits_for_repair", "shardkv_gc_waits_for_repair", kGauge,
+               "1 if this node collects a tombstone only after every replica of its range was "
+               "repaired since it was written (the GC rule), 0 if by the tombstone grace alone."},
 };
 
 // Stats that have no metric, and why:

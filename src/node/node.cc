@@ -85,6 +85,7 @@ Status Node::Impl::Start() {
   peers_ = std::make_unique<net::PeerPool>(1, auth_secret_, tls_);
   cluster::RepairStateOptions ro;
   ro.self_id = options_.id;
+  ro.gc_waits_for_repair = options_.gc_waits_for_repair_for_test;
   repair_ = std::make_unique<cluster::RepairState>(ro, storage_.get(), maps_.get(), peers_.get(),
                                                    hints_.get());
   SHARDKV_RETURN_IF_ERROR(repair_->Load());
@@ -137,6 +138,16 @@ Status Node::Impl::Start() {
   repair_deps.horizons = gc_horizon_.get();
   repair_deps.max_clock_offset_ms = options_.max_clock_offset_ms;
   repair_deps.wall_ms = [storage = storage_.get()] { return storage->WallClockMs(); };
+  // A node that needs repair is brought back by its repairs (design.md "Needs repair").
+  repair_deps.purge_refusal = [repair = repair_.get()](uint32_t id) {
+    return repair->PurgeRefusal(id);
+  };
+  repair_deps.record_repaired = [repair = repair_.get()](uint64_t started_ms) {
+    return repair->RecordRepair(started_ms);
+  };
+  repair_deps.refresh_marks = [repair = repair_.get()] {
+    return repair->PollPeers(std::chrono::milliseconds(1000));
+  };
   repair_service_ = std::make_unique<rebalance::RepairService>(std::move(repair_deps));
   if (options_.background_repair) {
     rebalance::RepairSchedulerOptions rso;

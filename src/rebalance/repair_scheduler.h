@@ -19,10 +19,11 @@
 //   "Anti-entropy"); a pass under load takes longer instead, and says so in the log when it
 //   overruns its period. The range-cost floor is divided too: it stands for work as real as
 //   the keys'.
-// - Skips: RepairService's rules. While this node needs repair it compares nothing (its data
-//   may hold values whose deletes the others collected: it must not be a source); the pass
-//   restarts once it may. Ranges a membership change moves are skipped; replicas that need
-//   repair are left out.
+// - Skips: RepairService's rules. While this node needs repair its steps are its catch-up: every
+//   range it holds (not only those it drives), each compared with all its other replicas unless
+//   one may have purged a tombstone it lacks, and the mark is cleared once all were (design.md
+//   "Needs repair"). Ranges a membership change moves are skipped; replicas that need repair are
+//   left out.
 // - After a range failed (a replica unreachable, refusing, or known to need repair), the next
 //   step first asks every peer for its needs-repair marks, and keeps doing so until all answer.
 //   A node cut off longer than the tombstone grace is marked by the others meanwhile, but learns

@@ -70,7 +70,9 @@ RepairService::RepairService(RepairServiceDeps deps)
           [h = d_.horizons](const TokenRange& range, std::vector<uint32_t> replicas, uint64_t ms) {
             if (h != nullptr) h->Record(range, std::move(replicas), ms);
           }),
-      ranges_(RangeRepairDeps{d_.self_id, d_.storage, d_.peers, &trees_, d_.stream_source}) {}
+      own_trees_(d_.self_id, d_.storage, d_.maps),
+      own_source_(d_.self_id, d_.storage, d_.maps),
+      ranges_(RangeRepairDeps{d_.self_id, d_.storage, d_.peers, &own_trees_, &own_source_}) {}
 
 RepairService::~RepairService() { Stop(); }
 
@@ -91,6 +93,8 @@ void RepairService::Stop() {
   for (auto& t : threads_) t.join();
   threads_.clear();
   trees_.Close();
+  own_trees_.Close();
+  own_source_.Close();
 }
 
 void RepairService::Worker(bool commands) {
@@ -156,9 +160,8 @@ void RepairService::Handle(net::AntiEntropyRequest request, Done done) {
   Enqueue(
       true,
       [this, c]() -> net::ResponseBody {
-        if (d_.refusal) {
-          if (Status s = d_.refusal(); !s.ok()) return Error(s);
-        }
+        // A node that needs repair runs it as its catch-up (Run), so it is not refused here.
+        if (d_.refresh_marks && c.from == c.first) d_.refresh_marks();
         return net::AntiEntropyResponse{RunCommand(c)};
       },
       std::move(done));
@@ -170,8 +173,7 @@ net::RepairReport RepairService::RunCommand(const net::RepairCommand& c) {
 
 BackgroundStep RepairService::RunBackgroundStep(uint64_t from, std::chrono::milliseconds budget) {
   BackgroundStep step;
-  if (d_.refusal) step.refused = d_.refusal();
-  if (step.refused.ok() && !d_.maps->Current()) {
+  if (!d_.maps->Current()) {
     step.refused =
         Status::FailedPrecondition("node " + std::to_string(d_.self_id) + " has no cluster map");
   }
@@ -185,7 +187,37 @@ BackgroundStep RepairService::RunBackgroundStep(uint64_t from, std::chrono::mill
 
 size_t RepairService::RangesDriven() const {
   auto map = d_.maps->Current();
-  return map ? Scope(*map, d_.self_id, false, 0, UINT64_MAX).size() : 0;
+  return map ? Scope(*map, d_.self_id, CatchingUp(), 0, UINT64_MAX).size() : 0;
+}
+
+bool RepairService::CatchingUp() const { return d_.refusal && !d_.refusal().ok(); }
+
+void RepairService::MaybeCaughtUp(const ClusterMap& map) {
+  const std::vector<Item> items = Scope(map, d_.self_id, true, 0, UINT64_MAX);
+  uint64_t started = UINT64_MAX;
+  {
+    common::MutexLock lock(&catch_up_mu_);
+    for (const Item& item : items) {
+      auto it = caught_up_.find(item.range.first);
+      if (item.transition || it == caught_up_.end() || it->second.last != item.range.last ||
+          !SameSet(it->second.replicas, item.replicas)) {
+        return;
+      }
+      started = std::min(started, it->second.started_ms);
+    }
+    if (items.empty() || !d_.record_repaired) return;
+    // Either way this round is over: recorded, or a newer mark wants a fresh one.
+    caught_up_.clear();
+  }
+  if (Status s = d_.record_repaired(started); !s.ok()) {
+    spdlog::warn("node {}: repaired every range it holds, but the mark stays: {}", d_.self_id,
+                 s.ToString());
+    return;
+  }
+  spdlog::info(
+      "node {} compared every range it holds ({}) with their other replicas: it no longer needs "
+      "repair",
+      d_.self_id, items.size());
 }
 
 void RepairService::AddCounters(std::map<std::string, int64_t>* counters) const {
@@ -214,13 +246,17 @@ net::RepairReport RepairService::Run(const net::RepairCommand& c, bool backgroun
   }
   const uint64_t first = std::max(c.first, c.from);
   const uint64_t last = c.last;
+  // A node that needs repair compares every range it holds, whatever it was asked: that is what
+  // brings it back (catch-up).
+  const bool catch_up = CatchingUp();
+  const bool all = c.all || catch_up;
   // The ranges in scope, clipped to [first, last]: this node's share of the work.
-  const std::vector<Item> items = Scope(*map, d_.self_id, c.all, first, last);
+  const std::vector<Item> items = Scope(*map, d_.self_id, all, first, last);
   // ranges_total counts the whole scope, from c.first on: progress is against it.
   report.ranges_total = items.size();
   for (const MovingRange& r : AllRanges(*map)) {
     if (r.range.last < c.first || r.range.last >= first) continue;
-    const bool in_scope = c.all ? Contains(r.old_set, d_.self_id) : r.old_set.front() == d_.self_id;
+    const bool in_scope = all ? Contains(r.old_set, d_.self_id) : r.old_set.front() == d_.self_id;
     if (in_scope) ++report.ranges_total;
   }
   const auto budget = std::chrono::milliseconds(c.budget_ms);
@@ -238,13 +274,28 @@ net::RepairReport RepairService::Run(const net::RepairCommand& c, bool backgroun
     // A replica known to need repair is left out, and the range is incomplete without it.
     std::vector<uint32_t> replicas;
     Status refused;
+    // Catching up, a replica that may have purged a tombstone this node lacks: no comparison at
+    // all, as this node's values whose deletes it missed would be merged onto the others.
+    Status unsafe;
     for (uint32_t id : item.replicas) {
       Status s = id != d_.self_id && d_.replica_refusal ? d_.replica_refusal(id) : Status::OK();
+      if (s.ok() && catch_up && id != d_.self_id && d_.purge_refusal) {
+        if (Status p = d_.purge_refusal(id); !p.ok() && unsafe.ok()) unsafe = p;
+      }
       if (s.ok()) {
         replicas.push_back(id);
       } else if (refused.ok()) {
         refused = s;
       }
+    }
+    // Not catching up, this node compares only while it may (it checks once a range; its mark
+    // may be learned meanwhile).
+    if (!catch_up && d_.refusal) {
+      if (Status s = d_.refusal(); !s.ok()) unsafe = s;
+    }
+    if (!unsafe.ok()) {
+      replicas.clear();
+      refused = unsafe;
     }
     ++report.ranges_compared;
     ++figures_.ranges_compared;
@@ -253,6 +304,10 @@ net::RepairReport RepairService::Run(const net::RepairCommand& c, bool backgroun
     const uint64_t started = d_.wall_ms ? d_.wall_ms() : 0;
     if (replicas.size() >= 2) r = ranges_.Run(*map, item.range, replicas);
     if (r.status.ok()) r.status = refused;
+    if (catch_up && r.status.ok() && item.whole && replicas.size() == item.replicas.size()) {
+      common::MutexLock lock(&catch_up_mu_);
+      caught_up_[item.range.first] = CaughtUp{item.range.last, item.replicas, started};
+    }
     if (r.status.ok() && replicas.size() >= 2 && item.whole && d_.horizons != nullptr &&
         started > d_.max_clock_offset_ms) {
       // Every replica now holds the newest version of every record some replica held at the
@@ -287,6 +342,7 @@ net::RepairReport RepairService::Run(const net::RepairCommand& c, bool backgroun
   std::sort(report.streamed.begin(), report.streamed.end(),
             [](const auto& a, const auto& b) { return a.node_id < b.node_id; });
   report.done = report.next == 0;
+  if (catch_up) MaybeCaughtUp(*map);
   return report;
 }
 

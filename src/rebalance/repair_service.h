@@ -16,6 +16,15 @@
 //   the range counts as failed, as when it refuses itself: its data may hold values whose deletes
 //   the others already collected, and a merge would spread them.
 //
+// - while this node itself needs repair (`refusal` non-OK), every command and background step
+//   brings it back instead (catch-up, design.md "Needs repair"): the scope is every range it
+//   holds, whatever the command asked, and each is compared with all its other replicas (its own
+//   tree and leaves read locally: its TreeSource and StreamSource still refuse everyone else),
+//   LWW both ways. A range with a replica that may have purged a tombstone this node lacks
+//   (`purge_refusal`) is not compared at all and fails, saying to rebuild. Once every range it
+//   holds under the current map was compared that way, none failing, `record_repaired` gets the
+//   earliest of those comparisons' starts, which clears the mark (RepairState::RecordRepair).
+//
 // - a range repaired whole (not clipped by the command's bounds) against every replica of its
 //   set, none failing or refused, advances the GC horizon of the range on every replica
 //   (gc_horizon.h), to its start less the largest clock offset.
@@ -70,6 +79,15 @@ struct RepairServiceDeps {
   GcHorizon* horizons = nullptr;
   uint64_t max_clock_offset_ms = 500;
   std::function<uint64_t()> wall_ms;  // Unix ms
+  // Catch-up (above): non-OK while this node, needing repair, must not merge a range with
+  // replica `id` (RepairState::PurgeRefusal); null: never refused.
+  std::function<Status(uint32_t id)> purge_refusal;
+  // Every range this node holds was compared since `started_ms` (RepairState::RecordRepair).
+  std::function<Status(uint64_t started_ms)> record_repaired;
+  // Asks every peer for its needs-repair marks (RepairState::PollPeers) at the first slice of a
+  // command, so that a command right after another node's catch-up sees its mark cleared, and a
+  // node marked while it was cut off knows it before it compares anything. Null: not asked.
+  std::function<size_t()> refresh_marks;
 };
 
 // One step of background anti-entropy (RepairService::RunBackgroundStep).
@@ -111,14 +129,31 @@ class RepairService {
         ranges_skipped{0}, keys_in{0}, keys_out{0}, tree_bytes{0};
   };
 
+  // A range this node compared with all its replicas while catching up (by first token).
+  struct CaughtUp {
+    uint64_t last = 0;
+    std::vector<uint32_t> replicas;
+    uint64_t started_ms = 0;
+  };
+
   net::RepairReport Run(const net::RepairCommand& command, bool background, uint64_t* own_keys);
+  // Catching up: whether this node needs repair now.
+  bool CatchingUp() const;
+  // Clears the mark if every range of `map` this node holds is caught up.
+  void MaybeCaughtUp(const ClusterMap& map);
 
   void Worker(bool commands);
   void Enqueue(bool command, std::function<net::ResponseBody()> job, Done done);
 
   const RepairServiceDeps d_;
   TreeSource trees_;
+  // This node's own tree and leaves for its comparisons: unlike trees_ and the node's stream
+  // source they refuse nothing, as a catch-up reads them while the node refuses everyone else.
+  TreeSource own_trees_;
+  StreamSource own_source_;
   RangeRepair ranges_;
+  common::Mutex catch_up_mu_;
+  std::map<uint64_t, CaughtUp> caught_up_ GUARDED_BY(catch_up_mu_);
   Figures figures_;
   common::Mutex mu_;
   std::condition_variable wake_;

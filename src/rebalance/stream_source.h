@@ -13,7 +13,8 @@
 //
 // A node that needs repair (cluster/repair_state.h) is no source: `refusal` answers every scan
 // with its FailedPrecondition, so the destination merges from the other old replicas instead of
-// copying values whose deletes may be purged elsewhere.
+// copying values whose deletes may be purged elsewhere. (Its own repair comparisons read its
+// leaves through a StreamSource without a refusal: RepairService.)
 //
 // Thread-safety: Scan() may run concurrently on every I/O thread.
 #pragma once

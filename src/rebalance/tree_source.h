@@ -9,8 +9,10 @@
 // by their repair, are dropped; all trees together may hold at most kMaxTreeBytes.
 //
 // Fencing: this node must hold the range, and every pushed token, under its map (current or
-// pending); otherwise StaleEpoch. A node that needs repair (`refusal`) builds no trees: its data
-// may hold values whose deletes other replicas already collected.
+// pending); otherwise StaleEpoch. A node that needs repair (`refusal`) builds no trees for other
+// nodes: its data may hold values whose deletes other replicas already collected. (Its own
+// comparisons, which bring it back, read its data through a TreeSource without a refusal:
+// RepairService.)
 //
 // Thread-safety: all methods may be called concurrently. Tree and Apply block on storage: call
 // them off the I/O threads.

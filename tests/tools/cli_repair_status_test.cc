@@ -49,6 +49,8 @@ std::string NodeJson(const std::string& json, uint32_t id) {
 TEST_CASE("cli status: a node that needs repair is shown, up or down", "[multiprocess][repair]") {
   constexpr uint64_t kGraceMs = 2000;
   InProcessCluster cluster(3, shardkv::testing::ThreeReplicas(), kGraceMs);
+  // Node 3's background repair would bring it back (its catch-up) while status is read.
+  cluster.TuneNodes([](uint32_t id, shardkv::NodeOptions* o) { o->background_repair = id != 3; });
   REQUIRE(cluster.Start().ok());
   auto client = shardkv::testing::MustConnect(cluster);
   shardkv::testing::DeleteWhileAway(cluster, *client, 3, {"gone0", "gone1", "gone2"}, kGraceMs);
@@ -70,6 +72,7 @@ TEST_CASE("cli status: a node that needs repair is shown, up or down", "[multipr
   const std::string down3 = NodeJson(down.out, 3);
   CHECK(Contains(down3, "\"state\":\"down\""));
   CHECK(Contains(down3, "\"needs_repair\":true"));
+  CHECK(Contains(down3, "start it, then run 'shardkv repair --node 3'"));
   CHECK(Contains(down3, "start-node 3 --rebuild"));
   CHECK(Contains(down3, "dropped hinted writes for it that outlived the tombstone grace"));
   CHECK(Contains(NodeJson(down.out, 1), "\"needs_repair\":false"));
@@ -89,6 +92,8 @@ TEST_CASE("cli status: a node that needs repair is shown, up or down", "[multipr
   CHECK(text.exit_code == 0);
   CHECK(Contains(text.out, "needs-repair"));
   CHECK(Contains(text.out, "node 3: needs-repair: node "));
+  // The fix: a repair, or for a lost disk (or a range repair refuses) the rebuild.
+  CHECK(Contains(text.out, "run 'shardkv repair --node 3' to bring it back"));
   CHECK(Contains(text.out, "'shardkv cluster start-node 3 --rebuild'"));
 }
 

@@ -50,6 +50,9 @@ std::string SummaryJson(const RepairSummary& s) {
   j.Key("failed_nodes").BeginArray();
   for (uint32_t id : s.failed_nodes) j.Value(id);
   j.EndArray();
+  j.Key("still_need_repair").BeginArray();
+  for (uint32_t id : s.still_need_repair) j.Value(id);
+  j.EndArray();
   j.Key("failures").BeginArray();
   for (const std::string& f : s.failures) j.Value(f);
   j.EndArray();
@@ -78,6 +81,15 @@ void PrintSummary(const RepairSummary& s) {
   std::printf("tree bytes exchanged: %s\n", Bytes(s.tree_bytes).c_str());
   std::printf("duration: %.2f s\n", s.duration_s);
   for (const std::string& f : s.failures) std::printf("failed: %s\n", f.c_str());
+  // The fix for a node this repair could not bring back: its failures above say why.
+  for (uint32_t id : s.still_need_repair) {
+    std::printf(
+        "node %u still needs repair: some of its ranges could not be repaired; if a failure above "
+        "says a replica may have purged tombstones, or its disk was lost, rebuild it with "
+        "'shardkv cluster start-node %u --rebuild', else run 'shardkv repair --node %u' again\n",
+        id, id, id);
+  }
+  if (!s.complete()) std::printf("some range could not be repaired\n");
 }
 
 int DoRepair(const GlobalOptions& g, uint32_t node_id) {
@@ -120,16 +132,22 @@ void RegisterRepairCommand(CLI::App& app, GlobalOptions* g, int* exit_code) {
   auto* repair = app.add_subcommand(
       "repair",
       "Anti-entropy now: the replicas of every range compare hash trees of their data and "
-      "exchange the differing keys, newest version wins (deletes included)");
+      "exchange the differing keys, newest version wins (deletes included). Also brings back a "
+      "node that needs repair, streaming only what it missed");
   repair->add_option("--node", *node,
                      "Repair only the ranges this node holds (it compares them with their other "
                      "replicas); default: every range of the cluster");
   repair->add_flag("--json", g->json, "JSON summary (schema in docs/cli.md)");
   repair->footer(
       "Nodes: --cluster HOST:PORT[,...] or the local cluster in --dir DIR. Ranges that a "
-      "membership change moves are skipped and counted. Exit codes: 0 completed (differences "
-      "found and fixed included), 1 some range could not be repaired (a replica failed or a "
-      "node did not answer), 2 usage, 3 cluster unreachable.");
+      "membership change moves are skipped and counted. A node that needs repair (its hints "
+      "expired elsewhere) compares every range it holds first and serves again once all were "
+      "compared; a range where another replica may have purged tombstones it lacks (a replica "
+      "whose tombstone GC does not wait for repairs) is refused: rebuild that node with "
+      "'shardkv cluster start-node N --rebuild', as after a lost disk. Exit codes: 0 completed "
+      "(differences found and fixed included), 1 some range could not be repaired (a replica "
+      "failed or refused, a node did not answer, or a node still needs repair), 2 usage, 3 "
+      "cluster unreachable.");
   repair->callback([=] { *exit_code = DoRepair(*g, *node); });
 }
 
