@@ -79,7 +79,8 @@ namespace shardkv::stats {
   X(repair_tree_bytes, "hash tree bytes this node's repairs exchanged with other replicas")        \
   X(gc_blocked_ranges, "ranges held here not repaired with every replica for a grace: GC waits")   \
   X(gc_kept_unrepaired, "tombstones past the grace kept by compaction: range not repaired since")  \
-  X(gc_waits_for_repair, "1 if tombstone GC here waits for a repair with every replica, 0: grace")
+  X(gc_waits_for_repair, "1 if tombstone GC here waits for a repair with every replica, 0: grace") \
+  X(gc_waits_since_ms, "since when GC here has waited for repairs (Unix ms; 0: since created)")
 
 // Gauges.
 #define SHARDKV_NODE_GAUGES(X)                                       \

@@ -17,6 +17,9 @@ namespace {
 // "<mark_ms> <marker id>": the expired write's time and the node that dropped it.
 constexpr std::string_view kSelfMarkKey = "cluster/needs_repair_self";
 constexpr std::string_view kRebuiltAtKey = "cluster/rebuilt_at_ms";
+// Since when this node's GC has waited for repairs (decimal Unix ms; 0: since the database was
+// created); absent while it collects by the grace alone.
+constexpr std::string_view kGcWaitsSinceKey = "cluster/gc_waits_since_ms";
 
 std::string UtcTime(uint64_t ms) {
   const std::time_t t = static_cast<std::time_t>(ms / 1000);
@@ -61,6 +64,27 @@ RepairState::RepairState(RepairStateOptions options, storage::Storage* storage, 
 RepairState::~RepairState() { Stop(); }
 
 Status RepairState::Load() {
+  if (!options_.gc_waits_for_repair) {
+    // A later start with the rule on must not claim it waited meanwhile.
+    SHARDKV_RETURN_IF_ERROR(storage_->DeleteAux(storage::AuxColumn::kMeta, kGcWaitsSinceKey));
+  } else {
+    auto since = storage_->GetAux(storage::AuxColumn::kMeta, kGcWaitsSinceKey);
+    if (since.ok()) {
+      if (!ParseDecimal(*since, &gc_waits_since_ms_)) {
+        return Status::Corruption("meta " + std::string(kGcWaitsSinceKey) + " is not a number");
+      }
+    } else if (since.status().IsNotFound()) {
+      // Turned on now (an upgrade, or a start after one with the rule off): what it collected
+      // before by the grace alone may be gone. A database created with the rule on never did.
+      gc_waits_since_ms_ = options_.fresh_database ? 0
+                           : options_.wall_ms      ? options_.wall_ms()
+                                                   : common::HlcClock::WallClockMs();
+      SHARDKV_RETURN_IF_ERROR(storage_->PutAux(storage::AuxColumn::kMeta, kGcWaitsSinceKey,
+                                               std::to_string(gc_waits_since_ms_)));
+    } else {
+      return since.status();
+    }
+  }
   common::MutexLock lock(&mu_);
   auto rebuilt = storage_->GetAux(storage::AuxColumn::kMeta, kRebuiltAtKey);
   if (rebuilt.ok()) {
@@ -179,6 +203,10 @@ void RepairState::NoteReport(uint32_t peer, const net::StatsResponse& reported) 
       it != reported.counters.end()) {
     report.gc_waits = it->second == 1;
   }
+  if (auto it = reported.counters.find(std::string(stats::gc_waits_since_ms));
+      it != reported.counters.end() && it->second >= 0) {
+    report.gc_waits_since_ms = static_cast<uint64_t>(it->second);
+  }
   // The peer was rebuilt after this node's mark of it: its rebuild pulled those writes, so the
   // mark is retired here (it would otherwise be published, and re-mark the peer, forever).
   auto cleared = hints_->ClearMark(peer, report.rebuilt_at_ms);
@@ -249,22 +277,35 @@ Status RepairState::ReadRefusal(uint32_t id) const {
                                     "); " + Fix(id));
 }
 
-Status RepairState::PurgeRefusal(uint32_t peer) const {
+Status RepairState::PurgeRefusal(uint32_t peer, uint64_t synced_ms) const {
   common::MutexLock lock(&mu_);
   auto it = reports_.find(peer);
   if (it == reports_.end()) {
     return Status::Unavailable("node " + std::to_string(peer) +
                                " has not said yet whether its tombstone GC waits for repairs");
   }
+  const PeerReport& p = it->second;
   // Under the GC rule the peer collects a tombstone only below a horizon that a repair with
-  // every replica set, this node included, and that repair gave this node the tombstone.
-  if (it->second.gc_waits) return Status::OK();
+  // every replica set, this node included, and that repair gave this node the tombstone. Before
+  // the rule was on there, it collected what was past the grace: a tombstone this node lacks is
+  // newer than synced_ms, so it was collected only if the rule came on more than a grace after.
+  std::string why;
+  if (!p.gc_waits) {
+    why = " collects tombstones by the grace alone (its GC does not wait for repairs)";
+  } else if (p.gc_waits_since_ms > synced_ms &&
+             p.gc_waits_since_ms - synced_ms > options_.tombstone_grace_ms) {
+    why = " collected tombstones by the grace alone until " +
+          (p.gc_waits_since_ms == UINT64_MAX ? std::string("an unknown time")
+                                             : UtcTime(p.gc_waits_since_ms)) +
+          " (an earlier release, or the GC rule off), more than a grace after node " +
+          std::to_string(options_.self_id) + " last synced this range" +
+          (synced_ms == 0 ? std::string(" (never)") : " (" + UtcTime(synced_ms) + ")");
+  } else {
+    return Status::OK();
+  }
   const std::string self = std::to_string(options_.self_id);
   return Status(Status::Code::kFailedPrecondition, Status::Reason::kRefusedByPolicy,
-                "node " + std::to_string(peer) +
-                    " collects tombstones by the grace alone (its GC does not wait for repairs), "
-                    "and the writes node " +
-                    self +
+                "node " + std::to_string(peer) + why + ", and the writes node " + self +
                     " missed are past the grace, so their tombstones may be gone there: a "
                     "repair could bring deleted keys back; rebuild node " +
                     self + " with `shardkv cluster start-node " + self + " --rebuild`");
@@ -310,6 +351,9 @@ void RepairState::AddStats(net::StatsResponse* out) const {
   out->counters[std::string(stats::needs_repair)] = self_reason_.empty() ? 0 : 1;
   out->counters[std::string(stats::rebuilt_at_ms)] = static_cast<int64_t>(rebuilt_at_ms_);
   out->counters[std::string(stats::gc_waits_for_repair)] = options_.gc_waits_for_repair ? 1 : 0;
+  if (options_.gc_waits_for_repair) {
+    out->counters[std::string(stats::gc_waits_since_ms)] = static_cast<int64_t>(gc_waits_since_ms_);
+  }
   if (!self_reason_.empty()) out->info[std::string(stats::needs_repair_reason)] = self_reason_;
   if (!marks.empty()) out->info[std::string(stats::repair_marks)] = EncodeMarks(marks);
 }

@@ -20,9 +20,11 @@
 // records its start there the same way (RecordRepair): it pulled every older write too.
 //
 // Whether a repair may bring it back (PurgeRefusal): every node publishes whether its tombstone
-// GC waits for a repair with every replica (counter `gc_waits_for_repair`), and a replica that
-// collects by the grace alone may have purged a tombstone this node lacks (design.md "Needs
-// repair", the rule).
+// GC waits for a repair with every replica (counter `gc_waits_for_repair`) and since when
+// (`gc_waits_since_ms`, kept in meta `cluster/gc_waits_since_ms`: 0 for a database created so, else
+// the start that turned it on, e.g. the first start after an upgrade); a replica that collected
+// by the grace alone after this node's last sync of a range may have purged a tombstone it lacks
+// (design.md "Needs repair", the rule).
 //
 // Coordinators use the same view: a replica marked by this node or by any peer it polled (and not
 // rebuilt since) is not asked for reads and counts as a failed replica (ReadRefusal), so a
@@ -34,6 +36,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -54,6 +57,11 @@ struct RepairStateOptions {
   std::chrono::milliseconds call_timeout{500};
   // This node's tombstone GC waits for a repair with every replica (the GC rule; published).
   bool gc_waits_for_repair = true;
+  // The database did not exist before this start (so its GC always waited, if it waits now).
+  // False for a rebuild: its data came from other replicas, whatever they had collected.
+  bool fresh_database = false;
+  uint64_t tombstone_grace_ms = 0;
+  std::function<uint64_t()> wall_ms;  // Unix ms (null: the system clock)
 };
 
 class RepairState {
@@ -63,7 +71,8 @@ class RepairState {
               net::PeerPool* peers, HintStore* hints);
   ~RepairState();
 
-  // Reads this node's own mark and last rebuild from meta (call once after open).
+  // Reads this node's own mark and last rebuild from meta, and records since when its GC waits
+  // for repairs (call once after open).
   [[nodiscard]] Status Load();
   // Marks the targets of this node's overdue hints (HintStore::MarkOverdue), then polls every
   // peer of the current map once, in parallel, and waits up to `timeout` for their answers.
@@ -82,13 +91,14 @@ class RepairState {
   // own mark or by a mark of this node or a peer that it has not been rebuilt since).
   Status ReadRefusal(uint32_t id) const;
 
-  // OK if a repair of this node (while it needs repair) may merge a range with replica `peer`:
-  // `peer` keeps every tombstone this node may lack, because its GC waits for a repair with
-  // every replica, this node included. Otherwise FailedPrecondition (reason kRefusedByPolicy)
-  // saying to rebuild: `peer` collects tombstones by the grace alone, and the writes this node
-  // missed are past the grace (their hints expired), so their tombstones may be gone there; or
-  // Unavailable if `peer` has not answered a poll.
-  Status PurgeRefusal(uint32_t peer) const;
+  // OK if a repair of this node (while it needs repair) may merge a range with replica `peer`,
+  // this node holding every write of the range older than `synced_ms` (its GC horizon there):
+  // `peer` keeps every tombstone this node may lack, because its GC has waited for repairs with
+  // every replica, this node included, since before anything newer than `synced_ms` could pass
+  // the grace. Otherwise FailedPrecondition (reason kRefusedByPolicy) saying to rebuild: `peer`
+  // collects, or collected, tombstones by the grace alone, and the writes this node missed are
+  // past the grace (their hints expired); or Unavailable if `peer` has not answered a poll.
+  Status PurgeRefusal(uint32_t peer, uint64_t synced_ms) const;
 
   // A rebuild that started at `started_ms` (wall clock) completed: clears the own mark and
   // records the time, which retires every mark of writes older than it.
@@ -113,6 +123,7 @@ class RepairState {
     std::map<uint32_t, uint64_t> marks;
     uint64_t rebuilt_at_ms = 0;
     bool gc_waits = false;  // absent (an earlier release): collects by the grace alone
+    uint64_t gc_waits_since_ms = UINT64_MAX;  // absent: not known to have ever waited
   };
 
   void Loop();
@@ -125,6 +136,7 @@ class RepairState {
   uint32_t MarkerOf(uint32_t id) const REQUIRES(mu_);
 
   const RepairStateOptions options_;
+  uint64_t gc_waits_since_ms_ = 0;  // set by Load
   storage::Storage* storage_;
   MapStore* maps_;
   net::PeerPool* peers_;

@@ -157,9 +157,12 @@ constexpr std::array kStatExports = {
 // - latency_p50_us, latency_p99_us, latency_p999_us: percentiles cannot be aggregated across
 //   nodes; shardkv_request_duration_seconds (a histogram) can, with histogram_quantile();
 // - rebuilt_at_ms: a moment, not a measure (an alert wants shardkv_needs_repair); `cluster
-//   status` and `stats` show it.
-constexpr std::array<std::string_view, 5> kSkipped = {
-    "wall_clock_ms", "latency_p50_us", "latency_p99_us", "latency_p999_us", "rebuilt_at_ms"};
+//   status` and `stats` show it;
+// - gc_waits_since_ms: a moment too (shardkv_gc_waits_for_repair is the measure); a node that
+//   needs repair reads it from its peers.
+constexpr std::array<std::string_view, 6> kSkipped = {"wall_clock_ms",  "latency_p50_us",
+                                                      "latency_p99_us", "latency_p999_us",
+                                                      "rebuilt_at_ms",  "gc_waits_since_ms"};
 
 struct RocksInt {
   std::string_view property;

@@ -59,6 +59,10 @@ Status Node::Impl::Start() {
   // A member of a known cluster must never start a fresh database: its data was lost, and
   // serving empty would answer "not found" for a third of the keys (findings row 7).
   so.create_if_missing = options_.cluster_id == 0 || options_.rebuild;
+  // Whether its tombstone GC has always waited for repairs, if it does now (RepairState): a
+  // rebuild's data came from other replicas, whatever they had collected.
+  const bool fresh_database =
+      !options_.rebuild && !fs::exists(fs::path(options_.data_dir) / "db" / "CURRENT");
   auto storage = storage::Storage::Open((fs::path(options_.data_dir) / "db").string(), so);
   if (!storage.ok() && storage.status().IsNotFound()) return NoDatabaseError();
   if (!storage.ok()) return storage.status().WithContext("opening " + options_.data_dir);
@@ -86,6 +90,9 @@ Status Node::Impl::Start() {
   cluster::RepairStateOptions ro;
   ro.self_id = options_.id;
   ro.gc_waits_for_repair = options_.gc_waits_for_repair_for_test;
+  ro.fresh_database = fresh_database;
+  ro.tombstone_grace_ms = options_.tombstone_grace_ms;
+  ro.wall_ms = [storage = storage_.get()] { return storage->WallClockMs(); };
   repair_ = std::make_unique<cluster::RepairState>(ro, storage_.get(), maps_.get(), peers_.get(),
                                                    hints_.get());
   SHARDKV_RETURN_IF_ERROR(repair_->Load());
@@ -139,8 +146,8 @@ Status Node::Impl::Start() {
   repair_deps.max_clock_offset_ms = options_.max_clock_offset_ms;
   repair_deps.wall_ms = [storage = storage_.get()] { return storage->WallClockMs(); };
   // A node that needs repair is brought back by its repairs (design.md "Needs repair").
-  repair_deps.purge_refusal = [repair = repair_.get()](uint32_t id) {
-    return repair->PurgeRefusal(id);
+  repair_deps.purge_refusal = [repair = repair_.get()](uint32_t id, uint64_t synced_ms) {
+    return repair->PurgeRefusal(id, synced_ms);
   };
   repair_deps.record_repaired = [repair = repair_.get()](uint64_t started_ms) {
     return repair->RecordRepair(started_ms);

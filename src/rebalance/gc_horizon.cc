@@ -228,10 +228,11 @@ GcHorizon::Blocked GcHorizon::Blocking(uint64_t now_ms, uint64_t grace_ms,
 
 uint64_t GcHorizon::HorizonOf(uint64_t token) const {
   common::MutexLock lock(&mu_);
-  for (const Held& h : held_) {
-    if (h.range.Contains(token)) return h.horizon_ms;
-  }
-  return 0;
+  // held_ is in token order and its ranges do not overlap: a catch-up asks once per range.
+  auto at = std::upper_bound(held_.begin(), held_.end(), token,
+                             [](uint64_t t, const Held& x) { return t < x.range.first; });
+  if (at == held_.begin() || !std::prev(at)->range.Contains(token)) return 0;
+  return std::prev(at)->horizon_ms;
 }
 
 }  // namespace shardkv::rebalance

@@ -82,7 +82,8 @@ class GcHorizon {
   Blocked Blocking(uint64_t now_ms, uint64_t grace_ms,
                    const std::function<bool(uint32_t)>& replica_ok) const;
 
-  // The horizon of the range holding `token` (0: none), for tests and logs.
+  // The horizon of the range holding `token` (0: none; UINT64_MAX: one replica): for tests, logs,
+  // and a catch-up's rule (this node has every write older than it: repair_service.h).
   uint64_t HorizonOf(uint64_t token) const;
 
  private:

@@ -277,10 +277,14 @@ net::RepairReport RepairService::Run(const net::RepairCommand& c, bool backgroun
     // Catching up, a replica that may have purged a tombstone this node lacks: no comparison at
     // all, as this node's values whose deletes it missed would be merged onto the others.
     Status unsafe;
+    // This node holds every write of the range older than its horizon there: its last complete
+    // repair of it (0: none known).
+    const uint64_t synced =
+        catch_up && d_.horizons != nullptr ? d_.horizons->HorizonOf(item.range.first) : 0;
     for (uint32_t id : item.replicas) {
       Status s = id != d_.self_id && d_.replica_refusal ? d_.replica_refusal(id) : Status::OK();
       if (s.ok() && catch_up && id != d_.self_id && d_.purge_refusal) {
-        if (Status p = d_.purge_refusal(id); !p.ok() && unsafe.ok()) unsafe = p;
+        if (Status p = d_.purge_refusal(id, synced); !p.ok() && unsafe.ok()) unsafe = p;
       }
       if (s.ok()) {
         replicas.push_back(id);

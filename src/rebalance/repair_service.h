@@ -80,8 +80,9 @@ struct RepairServiceDeps {
   uint64_t max_clock_offset_ms = 500;
   std::function<uint64_t()> wall_ms;  // Unix ms
   // Catch-up (above): non-OK while this node, needing repair, must not merge a range with
-  // replica `id` (RepairState::PurgeRefusal); null: never refused.
-  std::function<Status(uint32_t id)> purge_refusal;
+  // replica `id`, this node holding every write of the range older than `synced_ms` (its GC
+  // horizon there: RepairState::PurgeRefusal); null: never refused.
+  std::function<Status(uint32_t id, uint64_t synced_ms)> purge_refusal;
   // Every range this node holds was compared since `started_ms` (RepairState::RecordRepair).
   std::function<Status(uint64_t started_ms)> record_repaired;
   // Asks every peer for its needs-repair marks (RepairState::PollPeers) at the first slice of a

@@ -169,10 +169,12 @@ TEST_CASE("needs repair: background repair brings the node back with no command 
 TEST_CASE("needs repair: repair refuses ranges whose tombstones may be purged, and says rebuild",
           "[replication][repair]") {
   InProcessCluster cluster(3, shardkv::testing::ThreeReplicas(PlacementMode::kJump), kBackGraceMs);
-  cluster.TuneNodes([](uint32_t id, NodeOptions* o) {
+  bool upgraded = false;
+  cluster.TuneNodes([&](uint32_t id, NodeOptions* o) {
     o->background_repair = false;
-    // Node 1 collects tombstones by the grace alone, as an earlier release does.
-    if (id == 1) o->gc_waits_for_repair_for_test = false;
+    // Node 1 collects tombstones by the grace alone, as an earlier release does, until it is
+    // "upgraded" (restarted with the GC rule on).
+    if (id == 1) o->gc_waits_for_repair_for_test = upgraded;
   });
   REQUIRE(cluster.Start().ok());
   auto client = shardkv::testing::MustConnect(cluster);
@@ -215,6 +217,33 @@ TEST_CASE("needs repair: repair refuses ranges whose tombstones may be purged, a
     CHECK_FALSE(LiveAt(cluster, 1, BackKey("gone", i)));
     CHECK_FALSE(LiveAt(cluster, 2, BackKey("gone", i)));
     CHECK(client->Get(BackKey("gone", i)).status().IsNotFound());
+  }
+
+  // Node 1 now waits for repairs (as after an upgrade), but what it collected before stays
+  // gone: it says since when it waits, and node 3 synced none of its ranges since, so the
+  // ranges are still refused.
+  cluster.StopNode(1);
+  upgraded = true;
+  REQUIRE(cluster.RestartNode(1).ok());
+  REQUIRE(CounterOf(*client, cluster, 1, std::string(stats::gc_waits_for_repair)) == 1);
+  CHECK(CounterOf(*client, cluster, 1, std::string(stats::gc_waits_since_ms)) > 0);
+  CHECK(CounterOf(*client, cluster, 2, std::string(stats::gc_waits_since_ms)) == 0);
+  auto still = admin->Repair({});
+  REQUIRE(still.ok());
+  CHECK_FALSE(still->complete());
+  CHECK(still->still_need_repair == std::vector<uint32_t>{3});
+  bool says_since = false;
+  for (const std::string& f : still->failures) {
+    UNSCOPED_INFO(f);
+    says_since =
+        says_since || (Mentions(f, "node 1 collected tombstones by the grace alone until") &&
+                       Mentions(f, "shardkv cluster start-node 3 --rebuild"));
+  }
+  CHECK(says_since);
+  CHECK(CounterOf(*client, cluster, 3, "needs_repair") == 1);
+  for (int i = 0; i < kGone; ++i) {
+    INFO(BackKey("gone", i));
+    for (uint32_t id : {1u, 2u}) CHECK_FALSE(LiveAt(cluster, id, BackKey("gone", i)));
   }
 }
 
