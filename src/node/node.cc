@@ -61,8 +61,10 @@ Status Node::Impl::Start() {
   so.create_if_missing = options_.cluster_id == 0 || options_.rebuild;
   // Whether its tombstone GC has always waited for repairs, if it does now (RepairState): a
   // rebuild's data came from other replicas, whatever they had collected.
+  std::error_code unreadable;  // then not fresh: the safe side
   const bool fresh_database =
-      !options_.rebuild && !fs::exists(fs::path(options_.data_dir) / "db" / "CURRENT");
+      !options_.rebuild &&
+      !fs::exists(fs::path(options_.data_dir) / "db" / "CURRENT", unreadable) && !unreadable;
   auto storage = storage::Storage::Open((fs::path(options_.data_dir) / "db").string(), so);
   if (!storage.ok() && storage.status().IsNotFound()) return NoDatabaseError();
   if (!storage.ok()) return storage.status().WithContext("opening " + options_.data_dir);
