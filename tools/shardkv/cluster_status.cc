@@ -100,14 +100,9 @@ void MarkNeedsRepair(const std::map<std::string, Probe>& probes, const ClusterMa
   }
   for (NodeRow& r : *rows) {
     if (!r.needs_repair) continue;
-    // A repair brings it back, streaming only what it missed; the rebuild is for a lost disk or
-    // a range the repair refuses (another replica may have purged tombstones it lacks).
-    const std::string id = std::to_string(r.id);
-    const std::string fix = r.needs_repair_reason + "; " + (r.up ? "" : "start it, then ") +
-                            "run 'shardkv repair --node " + id +
-                            "' to bring it back (or, if its disk was lost or repair refuses a "
-                            "range: " +
-                            RebuildAdvice(map, r.id, r.up || r.alive, serving) + ")";
+    const std::string fix =
+        r.needs_repair_reason + "; " +
+        RepairAdvice(r.id, r.up, RebuildAdvice(map, r.id, r.up || r.alive, serving));
     if (r.state == "up") {
       r.state = "needs-repair";
       r.problem = fix;

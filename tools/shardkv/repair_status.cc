@@ -69,4 +69,10 @@ RepairVerdict JudgeRepair(uint32_t id, const RepairReport* own,
   return v;
 }
 
+std::string RepairAdvice(uint32_t id, bool up, const std::string& rebuild) {
+  return std::string(up ? "" : "start it, then ") + "run 'shardkv repair --node " +
+         std::to_string(id) + "' to bring it back (or, if its disk was lost or repair refuses a " +
+         "range: " + rebuild + ")";
+}
+
 }  // namespace shardkv::cli

@@ -34,4 +34,9 @@ struct RepairVerdict {
 RepairVerdict JudgeRepair(uint32_t id, const RepairReport* own,
                           const std::map<uint32_t, RepairReport>& reports);
 
+// The fix for node `id` that needs repair: `shardkv repair` (after starting it, unless `up`),
+// which streams only what it missed; `rebuild` (rebuild_check.h RebuildAdvice) for a lost disk or
+// a range the repair refuses (another replica may have purged tombstones it lacks).
+std::string RepairAdvice(uint32_t id, bool up, const std::string& rebuild);
+
 }  // namespace shardkv::cli
