@@ -69,16 +69,20 @@ Status RepairState::Load() {
     SHARDKV_RETURN_IF_ERROR(storage_->DeleteAux(storage::AuxColumn::kMeta, kGcWaitsSinceKey));
   } else {
     auto since = storage_->GetAux(storage::AuxColumn::kMeta, kGcWaitsSinceKey);
-    if (since.ok()) {
+    if (since.ok() && !options_.rebuild) {
       if (!ParseDecimal(*since, &gc_waits_since_ms_)) {
         return Status::Corruption("meta " + std::string(kGcWaitsSinceKey) + " is not a number");
       }
-    } else if (since.status().IsNotFound()) {
-      // Turned on now (an upgrade, or a start after one with the rule off): what it collected
+    } else if (options_.rebuild || since.status().IsNotFound()) {
+      // Turned on now (an upgrade, or a start after one with the rule off), or rebuilt now (its
+      // data comes from replicas that may have collected by the grace): what was collected
       // before by the grace alone may be gone. A database created with the rule on never did.
-      gc_waits_since_ms_ = options_.fresh_database ? 0
-                           : options_.wall_ms      ? options_.wall_ms()
-                                                   : common::HlcClock::WallClockMs();
+      if (options_.fresh_database && !options_.rebuild) {
+        gc_waits_since_ms_ = 0;
+      } else {
+        gc_waits_since_ms_ =
+            options_.wall_ms ? options_.wall_ms() : common::HlcClock::WallClockMs();
+      }
       SHARDKV_RETURN_IF_ERROR(storage_->PutAux(storage::AuxColumn::kMeta, kGcWaitsSinceKey,
                                                std::to_string(gc_waits_since_ms_)));
     } else {

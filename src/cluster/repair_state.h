@@ -60,6 +60,10 @@ struct RepairStateOptions {
   // The database did not exist before this start (so its GC always waited, if it waits now).
   // False for a rebuild: its data came from other replicas, whatever they had collected.
   bool fresh_database = false;
+  // This start rebuilds the node (`--rebuild`, in place or into a new directory): its data now
+  // comes from the other replicas, whatever they had collected by the grace alone, so its GC
+  // counts as waiting only since now (whatever an earlier start recorded).
+  bool rebuild = false;
   uint64_t tombstone_grace_ms = 0;
   std::function<uint64_t()> wall_ms;  // Unix ms (null: the system clock)
 };

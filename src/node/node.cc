@@ -93,6 +93,7 @@ Status Node::Impl::Start() {
   ro.self_id = options_.id;
   ro.gc_waits_for_repair = options_.gc_waits_for_repair_for_test;
   ro.fresh_database = fresh_database;
+  ro.rebuild = options_.rebuild;
   ro.tombstone_grace_ms = options_.tombstone_grace_ms;
   ro.wall_ms = [storage = storage_.get()] { return storage->WallClockMs(); };
   repair_ = std::make_unique<cluster::RepairState>(ro, storage_.get(), maps_.get(), peers_.get(),

@@ -235,6 +235,8 @@ TEST_CASE("needs repair: a rebuild clears the mark, on the node and on the nodes
   cluster.StopNode(3);
   REQUIRE(cluster.RestartNode(3).ok());
   CHECK(CounterOf(*client, cluster, 3, "needs_repair") == 1);
+  // Created with the GC rule on: its GC has always waited for repairs.
+  CHECK(CounterOf(*client, cluster, 3, "gc_waits_since_ms") == 0);
 
   cluster.StopNode(3);
   rebuild = true;
@@ -244,6 +246,10 @@ TEST_CASE("needs repair: a rebuild clears the mark, on the node and on the nodes
   REQUIRE(rebuilt.ok());
   CHECK(CounterOf(*client, cluster, 3, "needs_repair") == 0);
   CHECK(CounterOf(*client, cluster, 3, "rebuilt_at_ms") > 0);
+  // Rebuilt in place, its data came from replicas that may have collected by the grace: its GC
+  // counts as waiting only since the rebuild (design.md "Needs repair").
+  const int64_t waits_since = CounterOf(*client, cluster, 3, "gc_waits_since_ms");
+  CHECK(waits_since > 0);
   // The nodes that marked it see its rebuild and forget their marks.
   CHECK(
       Eventually([&] { return !Marks(*client, cluster, 1, 3) && !Marks(*client, cluster, 2, 3); }));
@@ -259,6 +265,7 @@ TEST_CASE("needs repair: a rebuild clears the mark, on the node and on the nodes
   cluster.StopNode(3);
   REQUIRE(cluster.RestartNode(3).ok());
   CHECK(CounterOf(*client, cluster, 3, "needs_repair") == 0);
+  CHECK(CounterOf(*client, cluster, 3, "gc_waits_since_ms") == waits_since);
   CHECK(client->Get(gone[1], Consistency::kAll).status().IsNotFound());
 }
 
