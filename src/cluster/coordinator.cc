@@ -149,15 +149,10 @@ CoordinatorStats Coordinator::stats() const {
 }
 
 void Coordinator::NoteReply(const net::Response& reply) {
-  if (reply.cluster_map.empty()) return;
-  // Every reply to a request sent under an older epoch carries the map: once one of them is
-  // installed, the others are not decoded (rebuilding a 100,000-vnode ring costs ~0.1 s, on the
-  // one I/O thread every peer call's reply is read on).
-  if (auto current = maps_->Current(); current && current->epoch() >= reply.epoch) return;
-  auto map = ClusterMap::Decode(reply.cluster_map);
-  if (!map.ok()) return;
-  Status s = maps_->Install(*map);
-  if (!s.ok()) spdlog::debug("map from a peer not installed: {}", s.ToString());
+  auto installed = maps_->InstallIfNewer(reply.epoch, reply.cluster_map);
+  if (!installed.ok()) {
+    spdlog::debug("map from a peer not installed: {}", installed.status().ToString());
+  }
 }
 
 std::chrono::milliseconds Coordinator::ReplicaWriteTimeout(size_t bytes) const {

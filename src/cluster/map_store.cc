@@ -42,6 +42,15 @@ Status MapStore::Install(const ClusterMap& map) {
   return PublishLocked(map);
 }
 
+StatusOr<bool> MapStore::InstallIfNewer(uint64_t epoch, std::string_view encoded) {
+  if (encoded.empty()) return false;
+  if (auto current = Current(); current && current->epoch() >= epoch) return false;
+  auto map = ClusterMap::Decode(encoded);
+  if (!map.ok()) return map.status();
+  SHARDKV_RETURN_IF_ERROR(Install(*map));
+  return true;
+}
+
 Status MapStore::Reset(const ClusterMap& map) {
   common::MutexLock install(&install_mu_);
   const std::shared_ptr<const ClusterMap> current = Current();

@@ -286,14 +286,10 @@ void Membership::GossipOnce() {
                      last_seen_[id] = std::chrono::steady_clock::now();
                    }
                    // The pong carries the newer map when ours is older (request epoch older).
-                   // Not decoded when a reply already brought it (Coordinator::NoteReply).
-                   auto now = maps_->Current();
-                   if (reply->epoch > my_epoch && !reply->cluster_map.empty() &&
-                       (!now || now->epoch() < reply->epoch)) {
-                     auto newer = ClusterMap::Decode(reply->cluster_map);
-                     if (newer.ok()) {
-                       Status s = maps_->Install(*newer);
-                       if (s.ok()) spdlog::info("gossip: adopted map epoch {}", newer->epoch());
+                   if (reply->epoch > my_epoch) {
+                     auto installed = maps_->InstallIfNewer(reply->epoch, reply->cluster_map);
+                     if (installed.ok() && *installed) {
+                       spdlog::info("gossip: adopted map epoch {}", reply->epoch);
                      }
                    }
                  });

@@ -228,11 +228,7 @@ void ScanCoordinator::AskReplica(const std::shared_ptr<PieceRead>& read, uint32_
   peers_->Call(node->address, std::move(request), options_.replica_timeout,
                [self = shared_from_this(), read, id](StatusOr<net::Response> reply) {
                  if (!reply.ok()) return self->FinishReplica(read, id, reply.status());
-                 auto now = self->maps_->Current();
-                 if (!reply->cluster_map.empty() && (!now || now->epoch() < reply->epoch)) {
-                   auto map = ClusterMap::Decode(reply->cluster_map);
-                   if (map.ok()) (void)self->maps_->Install(*map);
-                 }
+                 (void)self->maps_->InstallIfNewer(reply->epoch, reply->cluster_map);
                  if (!reply->ok()) return self->FinishReplica(read, id, reply->status());
                  auto* body = std::get_if<net::ReplicaScanResponse>(&reply->body);
                  if (body == nullptr) {

@@ -20,8 +20,8 @@ uint64_t ChangeIdOf(const ClusterMap& map) {
 // True if both ring maps place every token on the same nodes, current and pending: a ring depends
 // on the members' ids and weights, which ones join or leave, and the parameters (stage and epoch
 // changes within one change, or a node marked down, keep it). Jump mode's stored shard map has
-// a history of its own: never assumed equal. Then no range is lost, and the
-// two HeldRanges walks of a large ring (~0.2 s each at 100,000 vnodes) are skipped.
+// a history of its own: never assumed equal. Equal placements lose no range, so the two
+// HeldRanges walks of a large ring (~0.2 s each at 100,000 vnodes) are skipped.
 bool SamePlacements(const ClusterMap& a, const ClusterMap& b) {
   if (a.params().mode != PlacementMode::kRing || a.has_pending() != b.has_pending() ||
       !(a.params() == b.params()) || !(a.pending_params() == b.pending_params()) ||

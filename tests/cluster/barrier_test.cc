@@ -13,6 +13,7 @@
 #include "cluster/coordinator.h"
 #include "cluster/hint_store.h"
 #include "cluster/map_store.h"
+#include "clustermap/cluster_map_builder.h"
 #include "net/peer_pool.h"
 #include "storage/storage.h"
 #include "testing/temp_dir.h"
@@ -86,4 +87,36 @@ TEST_CASE("coordinator: the epoch barrier waits for every replica call of older 
   CHECK(coordinator->stats().hints_written == 1);
   CHECK(coordinator->WaitForOlderEpochs(1, std::chrono::steady_clock::now()));
   peers.Close();
+}
+
+TEST_CASE("map store: a map a reply carries is decoded only while this node is behind it",
+          "[membership][barrier]") {
+  shardkv::testing::TempDir dir;
+  storage::StorageOptions so;
+  so.node_id = 1;
+  auto storage = storage::Storage::Open(dir.Sub("db"), so);
+  REQUIRE(storage.ok());
+  cluster::MapStore maps(storage->get());
+  auto first = ClusterMap::Create(7, ClusterParams{}, {{1, "127.0.0.1:1"}, {2, "127.0.0.1:2"}}, 1);
+  REQUIRE(first.ok());
+  REQUIRE(maps.Reset(*first).ok());
+  // Bytes that do not decode: at or below the current epoch they are never looked at.
+  for (uint64_t epoch : {uint64_t{0}, uint64_t{1}}) {
+    auto skipped = maps.InstallIfNewer(epoch, "not a map");
+    REQUIRE(skipped.ok());
+    CHECK_FALSE(*skipped);
+  }
+  auto empty = maps.InstallIfNewer(5, "");
+  REQUIRE(empty.ok());
+  CHECK_FALSE(*empty);
+  // Above it, they are decoded: a bad map is an error, a good one is installed once.
+  CHECK_FALSE(maps.InstallIfNewer(2, "not a map").ok());
+  const ClusterMap second = clustermap::WithEpoch(*first, 2, 1);
+  auto installed = maps.InstallIfNewer(2, second.Encode());
+  REQUIRE(installed.ok());
+  CHECK(*installed);
+  CHECK(maps.Current()->epoch() == 2);
+  auto again = maps.InstallIfNewer(2, second.Encode());
+  REQUIRE(again.ok());
+  CHECK_FALSE(*again);
 }
