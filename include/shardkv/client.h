@@ -103,6 +103,13 @@ class Client {
   // unix_ms 0 is InvalidArgument (use Persist).
   StatusOr<uint64_t> ExpireAt(std::string_view key, uint64_t unix_ms,
                               Consistency c = Consistency::kDefault);
+  // Adds `delta` (negative: subtracts) to the counter `key` and returns its value after that, as
+  // Redis's INCRBY (design.md "Counters"): increments through different nodes at once all
+  // count, and an acknowledged one is never lost. A missing key counts from 0; a key holding a
+  // string that is not an integer is InvalidArgument, as is a result outside int64. Never
+  // retried once an attempt may have been applied: that error says the outcome is unknown.
+  StatusOr<int64_t> Incr(std::string_view key, int64_t delta = 1,
+                         Consistency c = Consistency::kDefault);
   // Removes the key's expiry. NotFound if the key has no live value.
   StatusOr<uint64_t> Persist(std::string_view key, Consistency c = Consistency::kDefault);
   // The key's value and its expiry time (Unix ms, 0 = none). NotFound if absent or expired.

@@ -15,16 +15,6 @@ StatusOr<T> Wait(std::future<StatusOr<T>> f) {
   return f.get();
 }
 
-// The op's result, or the error the response carries (naming the node).
-template <typename Body>
-StatusOr<Body*> Expect(StatusOr<net::Response>& reply) {
-  if (!reply.ok()) return reply.status();
-  if (Status s = reply->status(); !s.ok()) return s;
-  Body* body = std::get_if<Body>(&reply->body);
-  if (body == nullptr) return Status::Corruption("unexpected response type");
-  return body;
-}
-
 }  // namespace
 
 Client::Client(std::shared_ptr<Core> core) : core_(std::move(core)) {}

@@ -53,7 +53,8 @@ bool Mutating(const net::Request& r) {
   return std::holds_alternative<net::PutRequest>(r.body) ||
          std::holds_alternative<net::DeleteRequest>(r.body) ||
          std::holds_alternative<net::MultiPutRequest>(r.body) ||
-         std::holds_alternative<net::ExpireRequest>(r.body);
+         std::holds_alternative<net::ExpireRequest>(r.body) ||
+         std::holds_alternative<net::IncrRequest>(r.body);
 }
 
 // Requests that carry at least this many bytes of keys and values are "large" (see Dispatch).
@@ -427,6 +428,13 @@ void Client::Core::OnReply(std::shared_ptr<Attempt> attempt, StatusOr<net::Respo
   }
   attempt->last_error = error;
   attempt->NoteFailure(error);
+  // An increment is not idempotent: once an attempt may have been applied, another could count
+  // it twice. The caller learns that the outcome is unknown instead (Redis clients do not retry
+  // INCR either).
+  if (std::holds_alternative<net::IncrRequest>(attempt->request.body) &&
+      !attempt->maybe_applied.ok()) {
+    return attempt->done(attempt->Final(error));
+  }
   // A stale map is fixed by the map the reply carried: same replica again. An unreachable or
   // slow node is skipped: next replica.
   if (error.code() != Status::Code::kStaleEpoch) ++attempt->replica;

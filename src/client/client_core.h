@@ -28,6 +28,16 @@
 
 namespace shardkv {
 
+// The op's result, or the error the response carries (naming the node).
+template <typename Body>
+StatusOr<Body*> Expect(StatusOr<net::Response>& reply) {
+  if (!reply.ok()) return reply.status();
+  if (Status s = reply->status(); !s.ok()) return s;
+  Body* body = std::get_if<Body>(&reply->body);
+  if (body == nullptr) return Status::Corruption("unexpected response type");
+  return body;
+}
+
 class Client::Core : public std::enable_shared_from_this<Client::Core> {
  public:
   using Clock = std::chrono::steady_clock;

@@ -8,15 +8,6 @@
 namespace shardkv {
 namespace {
 
-template <typename Body>
-StatusOr<Body*> Expect(StatusOr<net::Response>& reply) {
-  if (!reply.ok()) return reply.status();
-  if (Status s = reply->status(); !s.ok()) return s;
-  Body* body = std::get_if<Body>(&reply->body);
-  if (body == nullptr) return Status::Corruption("unexpected response type");
-  return body;
-}
-
 uint64_t WallClockMs() {
   return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
                                    std::chrono::system_clock::now().time_since_epoch())

@@ -295,6 +295,10 @@ std::shared_ptr<Coordinator::WriteOp> Coordinator::MakeWriteOp(
     case WriteSpec::Kind::kExpire:
       op->envelope = storage::Envelope::ExpiryOnly(version, spec.expires_at_ms);
       break;
+    case WriteSpec::Kind::kMerge:
+      op->envelope = std::move(spec.record);
+      op->restamps = kMaxRestamps;  // a superseded reply counts: see WriteSpec::Kind::kMerge
+      break;
   }
   // A write is re-stamped only while its client still waits: a coordinator that was paused
   // (SIGSTOP) and resumes with the write in flight must not give an old value a new timestamp

@@ -64,12 +64,17 @@ struct WriteSpec {
     kPut,     // value (and expiry) registers
     kDelete,  // a tombstone with no expiry
     kExpire,  // the expiry register only
+    // `record` as given, never stamped nor re-stamped: a counter's entry (design.md
+    // "Counters"), which replicas merge by maximum, so a replica that holds more already
+    // acknowledges it (its increment is in what that replica holds, or was reset after it).
+    kMerge,
   };
   Kind kind = Kind::kPut;
   std::string value;           // kPut
   uint64_t ttl_ms = 0;         // kPut: expire ttl_ms after the coordinator's wall clock; 0 none
   bool keep_ttl = false;       // kPut: the value register only (ttl_ms ignored)
   uint64_t expires_at_ms = 0;  // kExpire: Unix ms; 0 = persist
+  storage::Envelope record;    // kMerge
   // Wall-clock ms after which the client no longer waits (its request's deadlineMs; 0 = none).
   // Past it the write is never re-stamped (see Coordinator::Restamp).
   uint64_t deadline_ms = 0;

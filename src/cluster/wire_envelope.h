@@ -12,11 +12,20 @@
 
 namespace shardkv::cluster {
 
-// The wire form of e's expiry register; the default (all zero) when it is implied (format 1).
+// The wire form of e's expiry register (and counter entries); the default (all zero) when it is
+// implied (format 1).
 inline net::ExpiryRegister ExpiryToWire(const storage::Envelope& e) {
-  if (!e.explicit_expiry && !e.value_absent) return {};
-  const storage::Version v = e.expiry_version();
-  return net::ExpiryRegister{true, e.value_absent, v.timestamp, v.node_id, e.expires_at_ms()};
+  net::ExpiryRegister out;
+  if (e.explicit_expiry || e.value_absent) {
+    const storage::Version v = e.expiry_version();
+    out = net::ExpiryRegister{true, e.value_absent, v.timestamp, v.node_id, e.expires_at_ms(), {}};
+  }
+  out.counter.reserve(e.counter.size());
+  for (const storage::CounterEntry& c : e.counter) {
+    out.counter.push_back(
+        net::CounterEntry{c.actor, c.base.timestamp, c.base.node_id, c.inc, c.dec});
+  }
+  return out;
 }
 
 // The record from its wire fields; a default `expiry` means format 1.
@@ -26,6 +35,11 @@ inline storage::Envelope EnvelopeFromWire(uint64_t ts, uint32_t node_id, bool to
   if (expiry.explicit_expiry) {
     e.value_absent = expiry.value_absent;
     e.SetExpiry({expiry.ts, expiry.node_id}, expiry.expires_at_ms);
+  }
+  // Their order and count are checked where the record is written (Storage's write checks).
+  e.counter.reserve(expiry.counter.size());
+  for (const net::CounterEntry& c : expiry.counter) {
+    e.counter.push_back(storage::CounterEntry{c.actor, {c.base_ts, c.base_node_id}, c.inc, c.dec});
   }
   return e;
 }

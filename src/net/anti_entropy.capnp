@@ -50,6 +50,17 @@ struct RepairEntry {
   expTs @8 :UInt64;
   expNodeId @9 :UInt32;
   expiresAtMs @10 :UInt64;
+  counter @11 :List(CounterEntry);
+}
+
+# One writer's entry of a counter (src/storage/value_envelope.h CounterEntry); shardkv.capnp's
+# ExpiryRegister carries a list of them too.
+struct CounterEntry {
+  actor @0 :UInt64;
+  baseTs @1 :UInt64;
+  baseNodeId @2 :UInt32;
+  inc @3 :UInt64;
+  dec @4 :UInt64;
 }
 
 struct ApplyCounts {

@@ -143,6 +143,7 @@ void FillResponse(const Response& r, wire::Response::Builder b) {
           },
           [&](const PutResponse& p) { body.initPut().setTs(p.ts); },
           [&](const DeleteResponse& d) { body.initDelete().setTs(d.ts); },
+          [&](const IncrResponse& i) { body.setIncr(i.value); },
           [&](const MultiGetResponse& m) {
             FillItems(m.results, body.initMultiGet(static_cast<unsigned>(m.results.size())));
           },
@@ -276,6 +277,9 @@ StatusOr<Response> ReadResponse(wire::Response::Reader root) {
       break;
     case wire::Response::Body::DELETE:
       r.body = DeleteResponse{body.getDelete().getTs()};
+      break;
+    case wire::Response::Body::INCR:
+      r.body = IncrResponse{body.getIncr()};
       break;
     case wire::Response::Body::MULTI_GET:
       r.body = MultiGetResponse{ReadItems(body.getMultiGet())};

@@ -73,16 +73,40 @@ inline Status::Code FromWire(wire::ErrorCode code) {
 // codec_request.cc
 // The expiry register: nothing is written for the format-1 default, so a plain write's frame is
 // byte-identical to 0.1.0's.
+template <typename ListBuilder>
+void FillCounter(const std::vector<CounterEntry>& in, ListBuilder list) {
+  for (unsigned i = 0; i < in.size(); ++i) {
+    auto o = list[i];
+    o.setActor(in[i].actor);
+    o.setBaseTs(in[i].base_ts);
+    o.setBaseNodeId(in[i].base_node_id);
+    o.setInc(in[i].inc);
+    o.setDec(in[i].dec);
+  }
+}
+template <typename ListReader>
+std::vector<CounterEntry> ReadCounter(ListReader list) {
+  std::vector<CounterEntry> out;
+  out.reserve(list.size());
+  for (auto c : list) {
+    out.push_back(
+        CounterEntry{c.getActor(), c.getBaseTs(), c.getBaseNodeId(), c.getInc(), c.getDec()});
+  }
+  return out;
+}
 inline void FillExpiry(const ExpiryRegister& e, wire::ExpiryRegister::Builder b) {
   b.setExplicit(e.explicit_expiry);
   b.setValueAbsent(e.value_absent);
   b.setTs(e.ts);
   b.setNodeId(e.node_id);
   b.setExpiresAtMs(e.expires_at_ms);
+  if (!e.counter.empty()) {
+    FillCounter(e.counter, b.initCounter(static_cast<unsigned>(e.counter.size())));
+  }
 }
 inline ExpiryRegister ReadExpiry(wire::ExpiryRegister::Reader r) {
-  return ExpiryRegister{r.getExplicit(), r.getValueAbsent(), r.getTs(), r.getNodeId(),
-                        r.getExpiresAtMs()};
+  return ExpiryRegister{r.getExplicit(), r.getValueAbsent(), r.getTs(),
+                        r.getNodeId(),   r.getExpiresAtMs(), ReadCounter(r.getCounter())};
 }
 
 // The version part of a VersionedRecord (ts, node, tombstone, value, expiry): one fill and one

@@ -53,6 +53,10 @@ void FillAntiEntropy(const AntiEntropyRequest& r, wire::AntiEntropyRequest::Buil
                      o.setExpTs(e.expiry.ts);
                      o.setExpNodeId(e.expiry.node_id);
                      o.setExpiresAtMs(e.expiry.expires_at_ms);
+                     if (!e.expiry.counter.empty()) {
+                       FillCounter(e.expiry.counter,
+                                   o.initCounter(static_cast<unsigned>(e.expiry.counter.size())));
+                     }
                    }
                  },
                  [&](const RepairCommand& c) {
@@ -86,11 +90,11 @@ StatusOr<AntiEntropyRequest> ReadAntiEntropy(wire::AntiEntropyRequest::Reader r)
     case wire::AntiEntropyRequest::APPLY: {
       ApplyEntries a;
       for (auto e : r.getApply()) {
-        a.entries.push_back(
-            RepairEntry{e.getToken(), ToString(e.getKey()), e.getTs(), e.getNodeId(),
-                        e.getTombstone(), ToString(e.getValue()),
-                        ExpiryRegister{e.getExpExplicit(), e.getExpValueAbsent(), e.getExpTs(),
-                                       e.getExpNodeId(), e.getExpiresAtMs()}});
+        a.entries.push_back(RepairEntry{
+            e.getToken(), ToString(e.getKey()), e.getTs(), e.getNodeId(), e.getTombstone(),
+            ToString(e.getValue()),
+            ExpiryRegister{e.getExpExplicit(), e.getExpValueAbsent(), e.getExpTs(),
+                           e.getExpNodeId(), e.getExpiresAtMs(), ReadCounter(e.getCounter())}});
       }
       out.op = std::move(a);
       break;

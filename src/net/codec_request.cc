@@ -102,6 +102,12 @@ void FillRequest(const Request& r, wire::Request::Builder b) {
                    out.setKey(AsData(e.key));
                    out.setExpiresAtMs(e.expires_at_ms);
                  },
+                 [&](const IncrRequest& e) {
+                   auto out = body.initIncr();
+                   out.setToken(e.token);
+                   out.setKey(AsData(e.key));
+                   out.setDelta(e.delta);
+                 },
                  [&](const ScanRequest& s) { FillScan(s, body.initScan()); },
                  [&](const ReplicaScanRequest& s) { FillReplicaScan(s, body.initReplicaScan()); },
                  [&](const RaftMessageRequest& m) { body.setRaftMessage(AsData(m.data)); },
@@ -206,6 +212,11 @@ StatusOr<Request> ReadRequest(wire::Request::Reader root, uint64_t* request_id) 
     case wire::Request::Body::EXPIRE: {
       auto e = body.getExpire();
       r.body = ExpireRequest{e.getToken(), ToString(e.getKey()), e.getExpiresAtMs()};
+      break;
+    }
+    case wire::Request::Body::INCR: {
+      auto e = body.getIncr();
+      r.body = IncrRequest{e.getToken(), ToString(e.getKey()), e.getDelta()};
       break;
     }
     case wire::Request::Body::REPLICA_READ: {

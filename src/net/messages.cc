@@ -3,14 +3,14 @@
 namespace shardkv::net {
 
 std::string_view OpName(const RequestBody& body) {
-  static constexpr std::string_view kNames[] = {
-      "ping",        "get",           "put",
-      "delete",      "multiGet",      "multiPut",
-      "stats",       "getClusterMap", "replicaWrite",
-      "replicaRead", "installMap",    "streamScan",
-      "streamRange", "countRanges",   "admin",
-      "expire",      "scan",          "replicaScan",
-      "raftMessage", "antiEntropy",   "replicaWriteBatch"};
+  static constexpr std::string_view kNames[] = {"ping",        "get",           "put",
+                                                "delete",      "multiGet",      "multiPut",
+                                                "stats",       "getClusterMap", "replicaWrite",
+                                                "replicaRead", "installMap",    "streamScan",
+                                                "streamRange", "countRanges",   "admin",
+                                                "expire",      "scan",          "replicaScan",
+                                                "raftMessage", "antiEntropy",   "replicaWriteBatch",
+                                                "incr"};
   static_assert(std::size(kNames) == std::variant_size_v<RequestBody>);
   return body.valueless_by_exception() ? "invalid" : kNames[body.index()];
 }
@@ -20,7 +20,8 @@ std::string_view OpName(const ResponseBody& body) {
       "error",       "ping",       "get",         "put",           "delete",
       "multiGet",    "multiPut",   "stats",       "getClusterMap", "replicaWrite",
       "replicaRead", "installMap", "streamScan",  "streamRange",   "countRanges",
-      "admin",       "scan",       "replicaScan", "antiEntropy",   "replicaWriteBatch"};
+      "admin",       "scan",       "replicaScan", "antiEntropy",   "replicaWriteBatch",
+      "incr"};
   static_assert(std::size(kNames) == std::variant_size_v<ResponseBody>);
   return body.valueless_by_exception() ? "invalid" : kNames[body.index()];
 }

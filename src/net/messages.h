@@ -59,6 +59,14 @@ struct ExpireRequest {
   uint64_t expires_at_ms = 0;
 };
 
+// Client: add `delta` (negative: subtract) to the counter `key` (INCRBY, DECRBY; design.md
+// "Counters"); answered with an IncrResponse, the counter's value after it.
+struct IncrRequest {
+  uint64_t token = 0;
+  std::string key;
+  int64_t delta = 0;
+};
+
 struct DeleteRequest {
   uint64_t token = 0;
   std::string key;
@@ -198,7 +206,7 @@ using RequestBody =
                  MultiPutRequest, StatsRequest, GetClusterMapRequest, ReplicaWriteRequest,
                  ReplicaReadRequest, InstallMapRequest, StreamScanRequest, StreamRangeRequest,
                  CountRangesRequest, AdminRequest, ExpireRequest, ScanRequest, ReplicaScanRequest,
-                 RaftMessageRequest, AntiEntropyRequest, ReplicaWriteBatchRequest>;
+                 RaftMessageRequest, AntiEntropyRequest, ReplicaWriteBatchRequest, IncrRequest>;
 
 struct Request {
   uint64_t id = 0;          // set by RpcClient; 0 is reserved for "unknown" in error replies
@@ -242,6 +250,10 @@ struct PutResponse {
 
 struct DeleteResponse {
   uint64_t ts = 0;  // the tombstone's HLC timestamp
+};
+
+struct IncrResponse {
+  int64_t value = 0;  // the counter's value after the increment, as the coordinator read it
 };
 
 // One key of a multi-key op. A non-OK `status` fails only that key.
@@ -364,7 +376,7 @@ using ResponseBody =
                  MultiGetResponse, MultiPutResponse, StatsResponse, GetClusterMapResponse,
                  ReplicaWriteResponse, ReplicaReadResponse, InstallMapResponse, StreamScanResponse,
                  StreamRangeResponse, CountRangesResponse, AdminResponse, ScanResponse,
-                 ReplicaScanResponse, AntiEntropyResponse, ReplicaWriteBatchResponse>;
+                 ReplicaScanResponse, AntiEntropyResponse, ReplicaWriteBatchResponse, IncrResponse>;
 
 struct Response {
   uint64_t id = 0;     // the request's id; 0 if the request could not be parsed

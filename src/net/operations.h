@@ -45,6 +45,8 @@ class ClientOperations {
   // timestamp, as the wire's expire reply (a PutResponse) does.
   virtual void Expire(OpOptions options, ExpireRequest request, OpDone<PutResponse> done) = 0;
   virtual void Scan(OpOptions options, ScanRequest request, OpDone<ScanResponse> done) = 0;
+  // Adds request.delta to a counter (INCRBY; design.md "Counters"): the value after it.
+  virtual void Incr(OpOptions options, IncrRequest request, OpDone<IncrResponse> done) = 0;
 };
 
 }  // namespace shardkv::net

@@ -120,6 +120,7 @@ struct ExpiryRegister {
   ts @2 :UInt64;         # the expiry register's version; (0, 0) = no opinion (KEEPTTL)
   nodeId @3 :UInt32;
   expiresAtMs @4 :UInt64;  # Unix ms; 0 = no expiry
+  counter @5 :List(AntiEntropy.CounterEntry);  # the record's counter entries (format 3)
 }
 
 # Client: set (expiresAtMs > 0) or clear (0, PERSIST) a key's expiry, without touching its
@@ -128,6 +129,13 @@ struct Expire {
   token @0 :UInt64;
   key @1 :Data;
   expiresAtMs @2 :UInt64;
+}
+
+# Client: add `delta` to a counter (design.md "Counters"); answered with `incr`.
+struct Incr {
+  token @0 :UInt64;
+  key @1 :Data;
+  delta @2 :Int64;
 }
 
 struct InstallMap {
@@ -311,6 +319,7 @@ struct Request {
     # Node to node: a coordinator's batch of replica writes to this replica (MSET, pipelined
     # SETs), applied in one storage batch; answered with one result per write, in order.
     replicaWriteBatch @28 :List(ReplicaWrite);
+    incr @29 :Incr;
   }
   # Wall-clock ms (Unix epoch) after which the sender no longer waits for this request (0 =
   # none). A node drops a client request that reaches it later, e.g. one queued in its socket
@@ -421,6 +430,7 @@ struct Response {
     }
     antiEntropy @51 :AntiEntropy.AntiEntropyReply;  # anti_entropy.capnp
     replicaWriteBatch @52 :List(ReplicaWriteResult);
+    incr @53 :Int64;  # the counter's value after the increment
   }
 }
 

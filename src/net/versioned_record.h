@@ -6,17 +6,30 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace shardkv::net {
 
+// One writer's counter entry (storage::CounterEntry; anti_entropy.capnp CounterEntry).
+struct CounterEntry {
+  uint64_t actor = 0;
+  uint64_t base_ts = 0;
+  uint32_t base_node_id = 0;
+  uint64_t inc = 0;
+  uint64_t dec = 0;
+  friend bool operator==(const CounterEntry&, const CounterEntry&) = default;
+};
+
 // A record's expiry register on the wire (shardkv.capnp ExpiryRegister); all defaults = the
-// format-1 meaning (the value's version, no expiry).
+// format-1 meaning (the value's version, no expiry). It also carries the record's counter
+// entries (format 3), so that every path that moves records moves them.
 struct ExpiryRegister {
   bool explicit_expiry = false;
   bool value_absent = false;
   uint64_t ts = 0;
   uint32_t node_id = 0;
   uint64_t expires_at_ms = 0;
+  std::vector<CounterEntry> counter = {};
   friend bool operator==(const ExpiryRegister&, const ExpiryRegister&) = default;
 };
 

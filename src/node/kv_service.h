@@ -167,6 +167,8 @@ class KvService : public net::RequestHandler, public net::ClientOperations {
               net::OpDone<net::PutResponse> done) override;
   void Scan(net::OpOptions options, net::ScanRequest request,
             net::OpDone<net::ScanResponse> done) override;
+  void Incr(net::OpOptions options, net::IncrRequest request,
+            net::OpDone<net::IncrResponse> done) override;
 
   // Until ready, requests other than ping, stats, getClusterMap and adopting installs are
   // refused with Unavailable (a restarting node first fetches the newest map from its peers).
@@ -248,6 +250,8 @@ class KvService : public net::RequestHandler, public net::ClientOperations {
   void Serve(const Call& call, net::ScanRequest& r, Done done);
   // kv_service_ttl.cc: EXPIRE/PERSIST (read the key, then write its expiry register).
   void Serve(const Call& call, net::ExpireRequest& r, net::OpDone<net::PutResponse> done);
+  // kv_service_counter.cc: INCRBY (read the counter, add to this node's totals, write them).
+  void Serve(const Call& call, net::IncrRequest& r, net::OpDone<net::IncrResponse> done);
   template <typename Resp, typename Done>
   void Write(const Call& call, std::string key, cluster::WriteSpec spec, Done done);
 

@@ -19,6 +19,7 @@
 #include "rebalance/rebalancer.h"
 #include "rebalance/repair_service.h"
 #include "rebalance/stream_sink.h"
+#include "storage/counter_value.h"
 
 namespace shardkv::node {
 namespace {
@@ -69,6 +70,10 @@ struct ResponseOf<net::ExpireRequest> {
 template <>
 struct ResponseOf<net::ScanRequest> {
   using type = net::ScanResponse;
+};
+template <>
+struct ResponseOf<net::IncrRequest> {
+  using type = net::IncrResponse;
 };
 
 // Joins the per-key results of a batch: calls `finish` once the last one arrives.
@@ -230,6 +235,7 @@ constexpr std::array<Row, KvService::kOpCount> kRows = {
     OpTable::Make<net::AntiEntropyRequest, &OpTable::AntiEntropy>("anti_entropy", kNodeOp),
     OpTable::Make<net::ReplicaWriteBatchRequest, &OpTable::ReplicaWriteBatch>(
         "replica_write_batch", kNodeOp | kGuardReplicaDeadline),
+    OpTable::ClientRow<net::IncrRequest>("incr", kClientWrite),
 };
 
 // Every alternative has its row, in its place, with a handler and a name of its own: a new
@@ -332,6 +338,9 @@ void KvService::Expire(net::OpOptions o, net::ExpireRequest r, net::OpDone<net::
 void KvService::Scan(net::OpOptions o, net::ScanRequest r, net::OpDone<net::ScanResponse> done) {
   RunTyped(o, std::move(r), std::move(done));
 }
+void KvService::Incr(net::OpOptions o, net::IncrRequest r, net::OpDone<net::IncrResponse> done) {
+  RunTyped(o, std::move(r), std::move(done));
+}
 
 // ---- The client operations' handlers ----
 
@@ -348,8 +357,8 @@ void KvService::Serve(const Call& call, net::GetRequest& r, Done done) {
           // This node's wall clock decides expiry for client reads.
           out.found = env->LiveAt(storage->WallClockMs());
           if (out.found) {
-            out.value = std::move(env->value);
             out.expires_at_ms = env->expires_at_ms();
+            out.value = storage::ReadValue(std::move(*env));
           }
         } else if (!env.status().IsNotFound()) {
           return done(env.status());
@@ -407,7 +416,7 @@ void KvService::Serve(const Call& call, net::MultiGetRequest& r, Done done) {
                            if (env.ok()) {
                              item.ts = env->timestamp;
                              item.found = env->LiveAt(storage->WallClockMs());
-                             if (item.found) item.value = std::move(env->value);
+                             if (item.found) item.value = storage::ReadValue(std::move(*env));
                            } else if (!env.status().IsNotFound()) {
                              item.status = env.status();
                            }

@@ -33,6 +33,7 @@ const std::map<std::string_view, Handler>& HandlerNames() {
       (*m)[n] = Handler::kScan;
     }
     for (std::string_view n : {"setnx", "getset", "getdel", "msetnx"}) (*m)[n] = Handler::kRmw;
+    for (std::string_view n : {"incr", "incrby", "decr", "decrby"}) (*m)[n] = Handler::kCounter;
     for (std::string_view n : {"info", "dbsize", "cluster"}) (*m)[n] = Handler::kCluster;
     return m;
   }();
@@ -59,9 +60,9 @@ const Routes& TheRoutes() {
     const std::string rmw =
         " is refused by shardkv: a read-modify-write is not atomic under last-write-wins "
         "replication across coordinators (docs/redis.md)";
-    const std::pair<const char*, int> rmw_commands[] = {
-        {"incr", 2},   {"incrby", 3},   {"incrbyfloat", 3}, {"decr", 2},     {"decrby", 3},
-        {"append", 3}, {"setrange", 4}, {"rename", 3},      {"renamenx", 3}, {"copy", -3}};
+    const std::pair<const char*, int> rmw_commands[] = {{"incrbyfloat", 3}, {"append", 3},
+                                                        {"setrange", 4},    {"rename", 3},
+                                                        {"renamenx", 3},    {"copy", -3}};
     for (const auto& [c, arity] : rmw_commands) {
       r->rows.push_back(CommandRow{c, Handler::kRefused, nullptr, arity, Upper(c) + rmw});
     }

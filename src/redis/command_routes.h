@@ -26,6 +26,7 @@ enum class Handler : uint8_t {
   kExpire,      // ExpireCommands: EXPIRE, TTL, SETEX, GETEX, PERSIST, ...
   kScan,        // ScanCommands: SCAN, KEYS, RANDOMKEY, FLUSHDB, FLUSHALL
   kRmw,         // RmwCommands: SETNX, GETSET, GETDEL, MSETNX (documented weaker guarantees)
+  kCounter,     // CounterCommands: INCR, INCRBY, DECR, DECRBY (convergent counters)
   kCluster,     // ClusterCommands: INFO, DBSIZE, CLUSTER
   kRefused,     // refused by design, with the reason (reason kRefusedByPolicy)
 };

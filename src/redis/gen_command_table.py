@@ -24,6 +24,7 @@ COMMANDS = {
     "pexpiretime": None, "persist": None,
     "scan": None, "keys": None, "randomkey": None, "flushdb": None, "flushall": None,
     "setnx": None, "getset": None, "getdel": None, "msetnx": None,
+    "incr": None, "incrby": None, "decr": None, "decrby": None,
 }
 
 # Rows redis-server 7.0 does not have: CLIENT SETINFO is redis 7.2's (its 7.2 definition), and

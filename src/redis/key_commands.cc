@@ -8,6 +8,7 @@
 
 #include "redis/ascii_case.h"
 #include "resp/resp_writer.h"
+#include "storage/counter_value.h"
 
 namespace shardkv::redis {
 namespace {
@@ -37,21 +38,10 @@ constexpr char kSyntax[] = "syntax error";
 }  // namespace
 
 bool ParseInt(const std::string& text, int64_t* out) {
-  if (text.empty() || text.size() > 20) return false;
-  size_t i = text[0] == '-' ? 1 : 0;
-  if (i == text.size()) return false;
-  if (text[i] == '0' && text.size() > i + 1) return false;  // redis refuses leading zeros
-  __int128 v = 0;
-  for (; i < text.size(); ++i) {
-    if (text[i] < '0' || text[i] > '9') return false;
-    v = v * 10 + (text[i] - '0');
-  }
-  if (text[0] == '-') v = -v;
-  if (v < std::numeric_limits<int64_t>::min() || v > std::numeric_limits<int64_t>::max()) {
-    return false;
-  }
-  if (text == "-0") return false;
-  *out = static_cast<int64_t>(v);
+  // One implementation of Redis's string2ll: a counter's stored value is parsed by it too.
+  std::optional<int64_t> v = storage::ParseCounterInteger(text);
+  if (!v) return false;
+  *out = *v;
   return true;
 }
 

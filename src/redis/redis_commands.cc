@@ -204,6 +204,8 @@ void RedisCommands::Step(const std::shared_ptr<Runner>& r, std::function<void()>
       return scans_.Handle(session, args, answer);
     case Handler::kRmw:
       return rmw_.Handle(session, args, answer);
+    case Handler::kCounter:
+      return counters_.Handle(session, args, answer);
     case Handler::kCluster:
       return cluster_.Handle(session, args, answer);
     case Handler::kConnection:

@@ -22,6 +22,7 @@
 
 #include "redis/cluster_commands.h"
 #include "redis/command_context.h"
+#include "redis/counter_commands.h"
 #include "redis/expire_commands.h"
 #include "redis/key_commands.h"
 #include "redis/redis_session.h"
@@ -39,7 +40,8 @@ class RedisCommands {
         cluster_(context),
         expire_(context),
         scans_(context),
-        rmw_(context, &keys_) {}
+        rmw_(context, &keys_),
+        counters_(context) {}
 
   // Runs `commands` in order; `done` gets the concatenated replies and whether the connection
   // must close after writing them (QUIT). Commands after a QUIT are not run. `done` runs once,
@@ -71,6 +73,7 @@ class RedisCommands {
   ExpireCommands expire_;
   ScanCommands scans_;
   RmwCommands rmw_;
+  CounterCommands counters_;
 };
 
 // Why shardkv refuses `name` (lower case), or "" if it does not refuse it.

@@ -36,14 +36,16 @@ namespace shardkv::storage {
 
 // What a record contributes to the count.
 struct KeyShape {
-  bool value = false;          // the value register holds a value (live unless expired)
+  bool value =
+      false;  // the value register holds a value, or a counter counts (live unless expired)
   uint64_t expires_at_ms = 0;  // its expiry (Unix ms), 0 = none
 
   static KeyShape Of(const Envelope& e) {
-    return {e.has_value(), e.has_value() ? e.expires_at_ms() : 0};
+    const bool value = e.has_value() || e.counter_active();
+    return {value, value ? e.expires_at_ms() : 0};
   }
   static KeyShape Of(const EnvelopeView& v) {
-    const bool value = !v.tombstone && !v.value_absent;
+    const bool value = (!v.tombstone && !v.value_absent) || v.counter_active;
     return {value, value ? v.expires_at_ms : 0};
   }
 };

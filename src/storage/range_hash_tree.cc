@@ -31,6 +31,14 @@ uint64_t RangeHashTree::EntryHash(uint64_t token, std::string_view key, const En
   AppendLe64(&buf, ev.timestamp);
   AppendBigEndian32(&buf, ev.node_id);
   AppendLe64(&buf, e.expires_at_ms());
+  // Counter entries (format 3) only when there are any, so every other record hashes as before.
+  for (const CounterEntry& c : e.counter) {
+    AppendLe64(&buf, c.actor);
+    AppendLe64(&buf, c.base.timestamp);
+    AppendBigEndian32(&buf, c.base.node_id);
+    AppendLe64(&buf, c.inc);
+    AppendLe64(&buf, c.dec);
+  }
   return XXH3_64bits(buf.data(), buf.size());
 }
 

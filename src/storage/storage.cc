@@ -14,6 +14,7 @@
 #include <system_error>
 #include <utility>
 
+#include "storage/counter_value.h"
 #include "storage/disk_space.h"
 #include "storage/storage_rep.h"
 
@@ -278,6 +279,7 @@ StatusOr<std::unique_ptr<Storage>> Storage::Open(const std::string& path, Storag
         "writing HLC ceiling");
   };
   rep->clock = std::make_unique<common::HlcClock>(std::move(hlc));
+  SHARDKV_RETURN_IF_ERROR(rep->LoadCounterIncarnation());
   rep->health->StartRecovery([r] { return r->Probe(); });
   // Count the live keys already stored in the background; writes count themselves from now on.
   rep->key_count_worker =
@@ -302,6 +304,12 @@ Status Storage::ValidateWrite(std::string_view key, bool tombstone, std::string_
   if (tombstone && !value.empty()) {
     return Status::InvalidArgument("a tombstone cannot carry a value");
   }
+  return Status::OK();
+}
+
+Status Storage::ValidateWrite(std::string_view key, const Envelope& e) const {
+  SHARDKV_RETURN_IF_ERROR(ValidateWrite(key, e.tombstone, e.value));
+  if (!e.counter.empty()) return ValidateEnvelopeShape(e);
   return Status::OK();
 }
 
@@ -387,7 +395,7 @@ StatusOr<WriteResult> Storage::Expire(uint64_t token, std::string_view key,
 
 StatusOr<WriteResult> Storage::Write(uint64_t token, std::string_view key,
                                      const Envelope& envelope) {
-  SHARDKV_RETURN_IF_ERROR(ValidateWrite(key, envelope.tombstone, envelope.value));
+  SHARDKV_RETURN_IF_ERROR(ValidateWrite(key, envelope));
   SHARDKV_RETURN_IF_ERROR(ValidateEnvelopeShape(envelope));
   SHARDKV_RETURN_IF_ERROR(rep_->clock->Update(envelope.newest_version().timestamp));
   return MergeWrite(token, key, envelope);
@@ -409,9 +417,9 @@ StatusOr<Envelope> Storage::GetEnvelope(uint64_t token, std::string_view key) {
 
 StatusOr<std::string> Storage::Get(uint64_t token, std::string_view key) {
   SHARDKV_ASSIGN_OR_RETURN(Envelope envelope, GetEnvelope(token, key));
-  if (envelope.tombstone) return Status::NotFound("key deleted");
+  if (envelope.tombstone && !envelope.counter_active()) return Status::NotFound("key deleted");
   if (!envelope.LiveAt(rep_->WallMs())) return Status::NotFound("key expired or absent");
-  return std::move(envelope.value);
+  return ReadValue(std::move(envelope));
 }
 
 std::vector<StatusOr<Envelope>> Storage::MultiGetEnvelopes(const std::vector<KeyRef>& keys) {
@@ -462,12 +470,12 @@ std::vector<StatusOr<std::string>> Storage::MultiGet(const std::vector<KeyRef>& 
   for (auto& result : MultiGetEnvelopes(keys)) {
     if (!result.ok()) {
       out.emplace_back(result.status());
-    } else if (result->tombstone) {
+    } else if (result->tombstone && !result->counter_active()) {
       out.emplace_back(Status::NotFound("key deleted"));
     } else if (!result->LiveAt(now_ms)) {
       out.emplace_back(Status::NotFound("key expired or absent"));
     } else {
-      out.emplace_back(std::move(result->value));
+      out.emplace_back(ReadValue(std::move(*result)));
     }
   }
   return out;

@@ -199,6 +199,16 @@ class Storage {
 
   // ---- Point operations on the data CF -----------------------------------------------------
 
+  // Counters (design.md "Counters"). This node's counter writer id: node_id << 32 | the
+  // database's incarnation, drawn when it was created, so a node rebuilt from nothing is a new
+  // writer and never counts again from totals it lost.
+  uint64_t CounterActor() const;
+  // Adds `delta` to this writer's totals of counter `key` over the value register version
+  // `base`, persisted (with data writes' durability) before it returns: the entry to send to the
+  // key's replicas. Totals over an older base restart from zero (a SET or DEL reset it); totals
+  // over a newer base are kept and added to. InvalidArgument if a total would pass UINT64_MAX.
+  [[nodiscard]] StatusOr<CounterEntry> AddToCounter(KeyRef key, Version base, int64_t delta);
+
   // Local writes: timestamped now by clock() with options().node_id. A later Put or Delete of the
   // same key through this Storage always wins over an earlier one.
   [[nodiscard]] StatusOr<WriteResult> Put(uint64_t token, std::string_view key,
@@ -347,6 +357,9 @@ class Storage {
 
   StatusOr<WriteResult> MergeWrite(uint64_t token, std::string_view key, const Envelope& incoming);
   Status ValidateWrite(std::string_view key, bool tombstone, std::string_view value) const;
+  // ValidateWrite of a whole record; counter entries (which may come from a peer) are checked
+  // for writer order and count too, because Merge relies on both.
+  Status ValidateWrite(std::string_view key, const Envelope& e) const;
 
   std::unique_ptr<Rep> rep_;
 };

@@ -84,8 +84,8 @@ StatusOr<ApplyStats> Storage::ApplyBatch(const std::vector<RangeEntry>& entries)
   uint64_t newest = 0;
   for (size_t i = 0; i < entries.size(); ++i) {
     const Envelope& e = entries[i].envelope;
-    SHARDKV_RETURN_IF_ERROR(ValidateWrite(entries[i].key, e.tombstone, e.value)
-                                .WithContext("batch entry " + std::to_string(i)));
+    SHARDKV_RETURN_IF_ERROR(
+        ValidateWrite(entries[i].key, e).WithContext("batch entry " + std::to_string(i)));
     SHARDKV_RETURN_IF_ERROR(
         ValidateEnvelopeShape(e).WithContext("batch entry " + std::to_string(i)));
     newest = std::max(newest, e.newest_version().timestamp);

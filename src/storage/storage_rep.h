@@ -115,6 +115,11 @@ struct Storage::Rep {
   // counts the store at Open and subtracts the ranges DeleteRange drops. Reset first in CloseDb.
   KeyCounter live_keys;
   std::unique_ptr<KeyCountWorker> key_count_worker;
+
+  // Drawn when the database was created (storage_counter.cc); part of this node's counter writer.
+  uint32_t counter_incarnation = 0;
+  // Reads counter_incarnation from meta, drawing and persisting one for a new database.
+  Status LoadCounterIncarnation();
 };
 
 }  // namespace shardkv::storage

@@ -26,7 +26,7 @@ std::vector<StatusOr<WriteResult>> Storage::WriteMany(const std::vector<RangeEnt
   std::vector<bool> valid(entries.size(), false);
   for (size_t i = 0; i < entries.size(); ++i) {
     const Envelope& e = entries[i].envelope;
-    Status s = ValidateWrite(entries[i].key, e.tombstone, e.value);
+    Status s = ValidateWrite(entries[i].key, e);
     if (s.ok()) s = ValidateEnvelopeShape(e);
     if (s.ok()) s = rep_->clock->Update(e.newest_version().timestamp);
     if (s.ok()) {

@@ -41,6 +41,57 @@ size_t ReadVarint32(std::string_view in, uint32_t* v) {
   return 0;
 }
 
+void AppendVarint64(std::string* out, uint64_t v) {
+  while (v >= 0x80) {
+    out->push_back(static_cast<char>((v & 0x7f) | 0x80));
+    v >>= 7;
+  }
+  out->push_back(static_cast<char>(v));
+}
+
+// Returns the number of bytes consumed, or 0 if the varint is truncated or overlong.
+size_t ReadVarint64(std::string_view in, uint64_t* v) {
+  uint64_t result = 0;
+  for (size_t i = 0; i < in.size() && i < 10; ++i) {
+    const auto byte = static_cast<unsigned char>(in[i]);
+    if (i == 9 && byte > 1) return 0;
+    result |= static_cast<uint64_t>(byte & 0x7f) << (7 * i);
+    if ((byte & 0x80) == 0) {
+      *v = result;
+      return i + 1;
+    }
+  }
+  return 0;
+}
+
+// Parses `count` counter entries from the front of `in`; the bytes consumed, or 0 if malformed
+// (truncated, out of actor order or repeated). `out` may be null (validation only); `active`
+// (optional) is set if an entry's base is `over`.
+size_t ReadCounterEntries(std::string_view in, uint32_t count, Version over,
+                          std::vector<CounterEntry>* out, bool* active) {
+  size_t pos = 0;
+  uint64_t last_actor = 0;
+  for (uint32_t i = 0; i < count; ++i) {
+    CounterEntry c;
+    if (in.size() < pos + 16) return 0;
+    c.actor = ReadFixed64LE(in.data() + pos);
+    c.base.timestamp = ReadFixed64LE(in.data() + pos + 8);
+    pos += 16;
+    size_t n = ReadVarint32(in.substr(pos), &c.base.node_id);
+    if (n == 0) return 0;
+    pos += n;
+    if ((n = ReadVarint64(in.substr(pos), &c.inc)) == 0) return 0;
+    pos += n;
+    if ((n = ReadVarint64(in.substr(pos), &c.dec)) == 0) return 0;
+    pos += n;
+    if (i > 0 && c.actor <= last_actor) return 0;
+    last_actor = c.actor;
+    if (active != nullptr && c.base == over) *active = true;
+    if (out != nullptr) out->push_back(c);
+  }
+  return pos;
+}
+
 }  // namespace
 
 void EncodeEnvelope(Version version, bool tombstone, std::string_view value, std::string* out) {
@@ -58,7 +109,8 @@ void EncodeEnvelope(const Envelope& envelope, std::string* out) {
     return;
   }
   out->reserve(out->size() + kEnvelopeMinBytes + 8 + 5 + 8 + 4 + envelope.value.size());
-  out->push_back(static_cast<char>(kEnvelopeFormatV2));
+  out->push_back(
+      static_cast<char>(envelope.counter.empty() ? kEnvelopeFormatV2 : kEnvelopeFormatV3));
   uint8_t flags = 0;
   if (envelope.tombstone) flags |= kEnvelopeFlagTombstone;
   if (envelope.value_absent) flags |= kEnvelopeFlagValueAbsent;
@@ -69,6 +121,16 @@ void EncodeEnvelope(const Envelope& envelope, std::string* out) {
   AppendFixed64LE(out, expiry.timestamp);
   AppendVarint32(out, expiry.node_id);
   AppendFixed64LE(out, envelope.expires_at_ms());
+  if (!envelope.counter.empty()) {
+    AppendVarint32(out, static_cast<uint32_t>(envelope.counter.size()));
+    for (const CounterEntry& c : envelope.counter) {
+      AppendFixed64LE(out, c.actor);
+      AppendFixed64LE(out, c.base.timestamp);
+      AppendVarint32(out, c.base.node_id);
+      AppendVarint64(out, c.inc);
+      AppendVarint64(out, c.dec);
+    }
+  }
   if (envelope.has_value()) out->append(envelope.value);
 }
 
@@ -89,6 +151,15 @@ Status ValidateEnvelopeShape(const Envelope& envelope) {
   if (envelope.value_absent && envelope.version() != Version{}) {
     return Status::InvalidArgument("an absent value must have version (0, 0)");
   }
+  if (envelope.counter.size() > kMaxCounterWriters) {
+    return Status::InvalidArgument("a counter has " + std::to_string(envelope.counter.size()) +
+                                   " writers; at most " + std::to_string(kMaxCounterWriters));
+  }
+  for (size_t i = 1; i < envelope.counter.size(); ++i) {
+    if (envelope.counter[i - 1].actor >= envelope.counter[i].actor) {
+      return Status::InvalidArgument("counter entries out of writer order or repeated");
+    }
+  }
   return Status::OK();
 }
 
@@ -104,9 +175,9 @@ Status Truncated(std::string_view encoded) {
 Status DecodeEnvelope(std::string_view encoded, EnvelopeView* view) {
   if (encoded.empty()) return Status::Corruption("empty value envelope");
   const auto format = static_cast<uint8_t>(encoded[0]);
-  if (format != kEnvelopeFormatV1 && format != kEnvelopeFormatV2) {
+  if (format != kEnvelopeFormatV1 && format != kEnvelopeFormatV2 && format != kEnvelopeFormatV3) {
     return Status::NotSupported("value envelope format " + std::to_string(format) +
-                                " is unknown to this build (it reads formats 1 and 2)");
+                                " is unknown to this build (it reads formats 1 to 3)");
   }
   if (encoded.size() < kEnvelopeMinBytes) return Truncated(encoded);
   const auto flags = static_cast<uint8_t>(encoded[1]);
@@ -141,6 +212,21 @@ Status DecodeEnvelope(std::string_view encoded, EnvelopeView* view) {
     view->expires_at_ms = ReadFixed64LE(encoded.data() + pos);
     pos += 8;
   }
+  view->counter_bytes = {};
+  view->counter_active = false;
+  if (format == kEnvelopeFormatV3) {
+    uint32_t count = 0;
+    n = ReadVarint32(encoded.substr(pos), &count);
+    if (n == 0 || count == 0 || count > kMaxCounterWriters) {
+      return Status::Corruption("value envelope has a malformed counter entry count");
+    }
+    pos += n;
+    const size_t used = ReadCounterEntries(encoded.substr(pos), count, view->version(), nullptr,
+                                           &view->counter_active);
+    if (used == 0) return Status::Corruption("value envelope has malformed counter entries");
+    view->counter_bytes = encoded.substr(pos - n, n + used);
+    pos += used;
+  }
   view->value = encoded.substr(pos);
   if (view->tombstone && !view->value.empty()) {
     return Status::Corruption("tombstone envelope carries value bytes");
@@ -149,6 +235,22 @@ Status DecodeEnvelope(std::string_view encoded, EnvelopeView* view) {
     return Status::Corruption("value-absent envelope carries value bytes");
   }
   return Status::OK();
+}
+
+Envelope EnvelopeView::ToEnvelope() const {
+  Envelope e{timestamp, node_id, tombstone, std::string(value)};
+  e.value_absent = value_absent;
+  if (value_absent || expiry_version() != version() || expires_at_ms != 0) {
+    e.SetExpiry(expiry_version(), expires_at_ms);
+  }
+  if (!counter_bytes.empty()) {
+    uint32_t count = 0;
+    const size_t n = ReadVarint32(counter_bytes, &count);
+    e.counter.reserve(count);
+    // Validated by DecodeEnvelope, which made this view.
+    (void)ReadCounterEntries(counter_bytes.substr(n), count, version(), &e.counter, nullptr);
+  }
+  return e;
 }
 
 namespace {
@@ -168,6 +270,36 @@ bool ExpiryRegisterLess(const Envelope& a, const Envelope& b) {
   return a.expires_at_ms() < b.expires_at_ms();
 }
 
+// Both entry lists (ascending by actor) joined per actor, dropping entries whose base is older
+// than `over`: a newer SET or DEL reset the counter they counted in.
+std::vector<CounterEntry> MergeCounters(const std::vector<CounterEntry>& a,
+                                        const std::vector<CounterEntry>& b, Version over) {
+  std::vector<CounterEntry> out;
+  if (a.empty() && b.empty()) return out;
+  out.reserve(std::max(a.size(), b.size()));
+  auto keep = [&](const CounterEntry& c) {
+    if (!(c.base < over)) out.push_back(c);
+  };
+  size_t i = 0;
+  size_t j = 0;
+  while (i < a.size() || j < b.size()) {
+    if (j == b.size() || (i < a.size() && a[i].actor < b[j].actor)) {
+      keep(a[i++]);
+    } else if (i == a.size() || b[j].actor < a[i].actor) {
+      keep(b[j++]);
+    } else {
+      const CounterEntry& x = a[i++];
+      const CounterEntry& y = b[j++];
+      if (x.base != y.base) {
+        keep(x.base < y.base ? y : x);
+      } else {
+        keep(CounterEntry{x.actor, x.base, std::max(x.inc, y.inc), std::max(x.dec, y.dec)});
+      }
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 Envelope Merge(const Envelope& a, const Envelope& b) {
@@ -181,6 +313,7 @@ Envelope Merge(const Envelope& a, const Envelope& b) {
       expiry_winner.expires_at_ms() != 0) {
     out.SetExpiry(expiry_winner.expiry_version(), expiry_winner.expires_at_ms());
   }
+  out.counter = MergeCounters(a.counter, b.counter, out.version());
   return out;
 }
 

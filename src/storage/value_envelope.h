@@ -32,6 +32,17 @@
 //   ...     8      expires_at_ms (fixed64; Unix ms, 0 = no expiry)
 //   ...     rest   value bytes (empty for a tombstone or an absent value)
 //
+//   format 3 (a record with counter entries, design.md "Counters"): format 2's layout and flags,
+//   with the counter section between expires_at_ms and the value bytes:
+//   ...     1..5   entry count n (varint32; 1..kMaxCounterWriters)
+//   n times, in strictly ascending actor order:
+//           8      actor (fixed64: writer node id << 32 | the writer storage's incarnation)
+//           8      base HLC timestamp (fixed64): the value register version it counts over
+//           1..5   base writer node id (varint32)
+//           1..10  increments (varint64)
+//           1..10  decrements (varint64)
+//   ...     rest   value bytes
+//
 // EncodeEnvelope writes format 1 whenever it can, so old data directories need no rewrite and a
 // store without TTLs stays byte-identical. This build refuses any other format with NotSupported
 // rather than guess, and reserved flag bits with Corruption.
@@ -48,6 +59,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "shardkv/status.h"
 
@@ -55,6 +67,10 @@ namespace shardkv::storage {
 
 inline constexpr uint8_t kEnvelopeFormatV1 = 1;
 inline constexpr uint8_t kEnvelopeFormatV2 = 2;
+inline constexpr uint8_t kEnvelopeFormatV3 = 3;
+// Writers a counter may have: one per node and storage incarnation (a rebuilt node is a new
+// writer), so a small cluster stays far below it.
+inline constexpr size_t kMaxCounterWriters = 1024;
 inline constexpr uint8_t kEnvelopeFlagTombstone = 0x01;
 inline constexpr uint8_t kEnvelopeFlagValueAbsent = 0x02;
 // Smallest possible encoding: format, flags, timestamp and a 1-byte node id.
@@ -65,6 +81,18 @@ struct Version {
   uint64_t timestamp = 0;
   uint32_t node_id = 0;
   friend auto operator<=>(const Version&, const Version&) = default;
+};
+
+// One writer's share of a counter (a PN-counter entry; design.md "Counters"). Only the writer
+// `actor` ever raises its own totals, so replicas merge entries by maximum, and an entry counts
+// only while the value register still has the version `base` it was added over: a SET or DEL
+// with a newer version resets the counter (increments it had not seen are ordered before it).
+struct CounterEntry {
+  uint64_t actor = 0;  // writer node id << 32 | the writer storage's incarnation
+  Version base;        // the value register version these totals count over
+  uint64_t inc = 0;    // everything this writer added over `base`
+  uint64_t dec = 0;    // everything it subtracted
+  friend bool operator==(const CounterEntry&, const CounterEntry&) = default;
 };
 
 // A decoded envelope that owns its value.
@@ -85,6 +113,9 @@ struct Envelope {
   uint64_t expiry_timestamp = 0;
   uint32_t expiry_node_id = 0;
   uint64_t expiry_at_ms = 0;  // Unix ms, 0 = no expiry
+  // Counter entries, ascending by actor, one per actor (empty: not a counter). Merge keeps only
+  // those whose base is not older than the value register.
+  std::vector<CounterEntry> counter = {};
 
   Version version() const { return {timestamp, node_id}; }
   Version expiry_version() const {
@@ -101,13 +132,20 @@ struct Envelope {
   Version newest_version() const { return std::max(version(), expiry_version()); }
   // True when the value register holds a value (not a tombstone, not absent).
   bool has_value() const { return !tombstone && !value_absent; }
-  // The record reads as a live value at wall-clock `now_ms`.
+  // True when counter entries count over the value register (a counter, even over a tombstone
+  // or an absent value: INCR of a missing key).
+  bool counter_active() const {
+    return std::any_of(counter.begin(), counter.end(),
+                       [&](const CounterEntry& c) { return c.base == version(); });
+  }
+  // The record reads as a live value (or counter) at wall-clock `now_ms`.
   bool LiveAt(uint64_t now_ms) const {
-    return has_value() && (expires_at_ms() == 0 || expires_at_ms() > now_ms);
+    return (has_value() || counter_active()) && (expires_at_ms() == 0 || expires_at_ms() > now_ms);
   }
   // Both registers written by one plain write: the format-1 shape.
   bool IsFormat1() const {
-    return !value_absent && expiry_version() == version() && expires_at_ms() == 0;
+    return !value_absent && expiry_version() == version() && expires_at_ms() == 0 &&
+           counter.empty();
   }
 
   // A write of both registers with one version: a value (or tombstone) and its expiry.
@@ -135,7 +173,8 @@ struct Envelope {
   friend bool operator==(const Envelope& a, const Envelope& b) {
     return a.version() == b.version() && a.tombstone == b.tombstone &&
            a.value_absent == b.value_absent && a.value == b.value &&
-           a.expiry_version() == b.expiry_version() && a.expires_at_ms() == b.expires_at_ms();
+           a.expiry_version() == b.expiry_version() && a.expires_at_ms() == b.expires_at_ms() &&
+           a.counter == b.counter;
   }
 };
 
@@ -149,19 +188,21 @@ struct EnvelopeView {
   uint64_t expiry_timestamp = 0;
   uint32_t expiry_node_id = 0;
   uint64_t expires_at_ms = 0;
+  // Format 3: the encoded counter section (entries only, validated by DecodeEnvelope) and
+  // whether one of its entries counts over the value register.
+  std::string_view counter_bytes;
+  bool counter_active = false;
 
   Version version() const { return {timestamp, node_id}; }
   Version expiry_version() const { return {expiry_timestamp, expiry_node_id}; }
   Version newest_version() const { return std::max(version(), expiry_version()); }
-  // Format-1 shapes come back with an implied expiry register.
-  Envelope ToEnvelope() const {
-    Envelope e{timestamp, node_id, tombstone, std::string(value)};
-    e.value_absent = value_absent;
-    if (value_absent || expiry_version() != version() || expires_at_ms != 0) {
-      e.SetExpiry(expiry_version(), expires_at_ms);
-    }
-    return e;
+  // Live as Envelope::LiveAt.
+  bool LiveAt(uint64_t now_ms) const {
+    return ((!tombstone && !value_absent) || counter_active) &&
+           (expires_at_ms == 0 || expires_at_ms > now_ms);
   }
+  // Format-1 shapes come back with an implied expiry register.
+  Envelope ToEnvelope() const;
 };
 
 // Appends the format-1 encoding of a plain write to *out. REQUIRES: value is empty if tombstone.
@@ -172,7 +213,8 @@ void EncodeEnvelope(const Envelope& envelope, std::string* out);
 std::string EncodeEnvelope(const Envelope& envelope);
 
 // InvalidArgument when the registers contradict each other: a tombstone or absent value carrying
-// bytes, both tombstone and absent, or an absent value with a non-zero version.
+// bytes, both tombstone and absent, an absent value with a non-zero version, or counter entries
+// out of actor order, repeated, or more than kMaxCounterWriters.
 [[nodiscard]] Status ValidateEnvelopeShape(const Envelope& envelope);
 
 // Parses `encoded`. NotSupported for an unknown format byte; Corruption for truncation, reserved
@@ -180,8 +222,10 @@ std::string EncodeEnvelope(const Envelope& envelope);
 [[nodiscard]] Status DecodeEnvelope(std::string_view encoded, EnvelopeView* view);
 
 // The join of two envelopes of one key: per register, the one with the higher version; for an
-// identical version (which one write never produces with different contents) the larger content,
-// so that Merge is commutative, associative and idempotent whatever it is given.
+// identical version (which one write never produces with different contents) the larger content;
+// counter entries per actor, the newer base or else the larger totals, keeping only those whose
+// base is not older than the merged value register. So Merge is commutative, associative and
+// idempotent whatever it is given.
 Envelope Merge(const Envelope& a, const Envelope& b);
 
 // How merging `incoming` into `stored` went.

@@ -36,7 +36,8 @@ const std::vector<std::string> kNames = {"ping",
                                          "replica_scan",
                                          "raft_message",
                                          "anti_entropy",
-                                         "replica_write_batch"};
+                                         "replica_write_batch",
+                                         "incr"};
 
 size_t OpIndex(const std::string& name) {
   for (size_t op = 0; op < KvService::kOpCount; ++op) {
@@ -71,7 +72,7 @@ TEST_CASE("op table: the guards of each kind of op", "[node][optable]") {
     INFO(op);
     CHECK(KvService::OpGuards(OpIndex(op)) == client);
   }
-  for (const char* op : {"put", "delete", "multi_put", "expire"}) {
+  for (const char* op : {"put", "delete", "multi_put", "expire", "incr"}) {
     INFO(op);
     CHECK(KvService::OpGuards(OpIndex(op)) == (client | node::kGuardStorage));
   }

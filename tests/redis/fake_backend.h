@@ -118,6 +118,9 @@ class HandlerOps : public net::ClientOperations {
   void Scan(net::OpOptions o, net::ScanRequest r, net::OpDone<net::ScanResponse> done) override {
     Call(o, std::move(r), std::move(done));
   }
+  void Incr(net::OpOptions o, net::IncrRequest r, net::OpDone<net::IncrResponse> done) override {
+    Call(o, std::move(r), std::move(done));
+  }
 
  private:
   template <typename Req, typename Resp>

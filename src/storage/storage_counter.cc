@@ -1,0 +1,105 @@
+// Storage's counter writer state (design.md "Counters"): this node's own totals of each counter
+// it coordinated an increment of, in `meta` under "storage/counter/" ‖ data key.
+//
+// Why a store of its own rather than the data record: a coordinator need not be a replica of the
+// key, and a replica's data record can be dropped (the range moves away) and come back older. A
+// writer's totals may only grow, or replicas merging by maximum would lose increments, so they
+// live where nothing but this code writes them. A rebuilt node loses them with its database, and
+// its new incarnation makes it a new writer.
+#include <random>
+
+#include "storage/storage.h"
+#include "storage/storage_rep.h"
+
+namespace shardkv::storage {
+namespace {
+
+constexpr std::string_view kIncarnationKey = "storage/incarnation";
+constexpr std::string_view kCounterPrefix = "storage/counter/";
+
+void PutFixed64(std::string* out, uint64_t v) {
+  for (int i = 0; i < 8; ++i) out->push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+}
+uint64_t GetFixed64(std::string_view in, size_t pos) {
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(in[pos + i]);
+  return v;
+}
+
+// base ts (8) ‖ base node (4, in 8) ‖ inc (8) ‖ dec (8): fixed widths, little-endian.
+std::string EncodeTotals(const CounterEntry& c) {
+  std::string out;
+  PutFixed64(&out, c.base.timestamp);
+  PutFixed64(&out, c.base.node_id);
+  PutFixed64(&out, c.inc);
+  PutFixed64(&out, c.dec);
+  return out;
+}
+
+}  // namespace
+
+Status Storage::Rep::LoadCounterIncarnation() {
+  Rep* rep = this;
+  std::string text;
+  rocksdb::Status rs =
+      rep->db->Get(rocksdb::ReadOptions(), rep->meta_cf, ToSlice(kIncarnationKey), &text);
+  if (rs.ok()) {
+    if (text.size() != 8) return Status::Corruption("unreadable counter incarnation in meta");
+    rep->counter_incarnation = static_cast<uint32_t>(GetFixed64(text, 0));
+    return Status::OK();
+  }
+  if (!rs.IsNotFound()) return rep->Read(rs, "reading the counter incarnation");
+  // Drawn once per database: a node rebuilt from nothing must not count as the writer it was.
+  std::random_device rd;
+  uint32_t incarnation = 0;
+  while (incarnation == 0) incarnation = rd();
+  std::string out;
+  PutFixed64(&out, incarnation);
+  SHARDKV_RETURN_IF_ERROR(
+      rep->Write(rep->db->Put(rep->meta_write_options, rep->meta_cf, ToSlice(kIncarnationKey), out),
+                 "writing the counter incarnation"));
+  rep->counter_incarnation = incarnation;
+  return Status::OK();
+}
+
+uint64_t Storage::CounterActor() const {
+  return (static_cast<uint64_t>(rep_->options.node_id) << 32) | rep_->counter_incarnation;
+}
+
+StatusOr<CounterEntry> Storage::AddToCounter(KeyRef key, Version base, int64_t delta) {
+  if (rep_->db == nullptr) return Status::FailedPrecondition("storage is closed");
+  SHARDKV_RETURN_IF_ERROR(ValidateWrite(key.key, false, {}));
+  const std::string data_key = EncodeDataKey(key.token, key.key);
+  std::string meta_key(kCounterPrefix);
+  meta_key += data_key;
+  std::lock_guard<std::mutex> lock(rep_->stripes[rep_->StripeOf(data_key)]);
+  CounterEntry entry{CounterActor(), base, 0, 0};
+  std::string stored;
+  rocksdb::Status rs = rep_->db->Get(rocksdb::ReadOptions(), rep_->meta_cf, meta_key, &stored);
+  if (rs.ok()) {
+    if (stored.size() != 32) return Status::Corruption("unreadable counter totals in meta");
+    const Version stored_base{GetFixed64(stored, 0), static_cast<uint32_t>(GetFixed64(stored, 8))};
+    // An older base was reset by a SET or DEL since: start again from zero. A newer one means
+    // the read that chose `base` was behind this writer's own last increment: keep counting there.
+    if (!(stored_base < base)) {
+      entry.base = stored_base;
+      entry.inc = GetFixed64(stored, 16);
+      entry.dec = GetFixed64(stored, 24);
+    }
+  } else if (!rs.IsNotFound()) {
+    return rep_->Read(rs, "reading counter totals");
+  }
+  const uint64_t magnitude =
+      delta < 0 ? uint64_t{0} - static_cast<uint64_t>(delta) : static_cast<uint64_t>(delta);
+  uint64_t& total = delta < 0 ? entry.dec : entry.inc;
+  if (total > UINT64_MAX - magnitude) {
+    return Status::InvalidArgument("this node's counter totals would overflow");
+  }
+  total += magnitude;
+  SHARDKV_RETURN_IF_ERROR(rep_->Write(
+      rep_->db->Put(rep_->data_write_options, rep_->meta_cf, meta_key, EncodeTotals(entry)),
+      "writing counter totals"));
+  return entry;
+}
+
+}  // namespace shardkv::storage
