@@ -190,6 +190,15 @@ size_t RepairService::RangesDriven() const {
   return map ? Scope(*map, d_.self_id, CatchingUp(), 0, UINT64_MAX).size() : 0;
 }
 
+size_t RepairService::RangesDrivenBefore(uint64_t token) const {
+  auto map = d_.maps->Current();
+  if (!map || token == 0) return 0;
+  // Clipped to [0, token - 1]: a range that runs past it is not whole, and is not done yet.
+  const std::vector<Item> items = Scope(*map, d_.self_id, CatchingUp(), 0, token - 1);
+  return static_cast<size_t>(
+      std::count_if(items.begin(), items.end(), [](const Item& i) { return i.whole; }));
+}
+
 bool RepairService::CatchingUp() const { return d_.refusal && !d_.refusal().ok(); }
 
 void RepairService::MaybeCaughtUp(const ClusterMap& map) {

@@ -119,6 +119,10 @@ class RepairService {
   // How many ranges this node drives under its current map (0 without one): the scheduler
   // spreads a pass over its period by this.
   size_t RangesDriven() const;
+  // How many of those lie wholly before token `token`: a pass resumed there has visited them.
+  size_t RangesDrivenBefore(uint64_t token) const;
+  // Whether this node needs repair now, so that its steps are its catch-up (every range it holds).
+  bool CatchingUp() const;
 
   // Counters repair_ranges_*, repair_keys_*, repair_tree_bytes (shardkv/stats.h): every range
   // this node compared, by command or in the background, and every record repair wrote to it.
@@ -138,8 +142,6 @@ class RepairService {
   };
 
   net::RepairReport Run(const net::RepairCommand& command, bool background, uint64_t* own_keys);
-  // Catching up: whether this node needs repair now.
-  bool CatchingUp() const;
   // Clears the mark if every range of `map` this node holds is caught up.
   void MaybeCaughtUp(const ClusterMap& map);
 
