@@ -10,10 +10,13 @@
 // Prints CPU and wall time per pass and per key.
 #include <unistd.h>
 
+#include <charconv>
 #include <ctime>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "shardkv/hash.h"
@@ -52,21 +55,33 @@ int main(int argc, char** argv) {
   uint32_t ranges = 100;
   int repeat = 3;
   std::string db;
-  for (int i = 1; i + 1 < argc; i += 2) {
+  // A positive decimal number, or nullopt.
+  const auto number = [](std::string_view text) -> std::optional<uint64_t> {
+    uint64_t v = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (ec != std::errc() || end != text.data() + text.size() || v == 0) return std::nullopt;
+    return v;
+  };
+  for (int i = 1; i < argc; i += 2) {
     const std::string flag = argv[i];
+    if (i + 1 >= argc) return Fail(flag + " needs a value");
     const std::string value = argv[i + 1];
-    if (flag == "--keys") {
-      keys = std::stoull(value);
-    } else if (flag == "--value-bytes") {
-      value_bytes = std::stoul(value);
-    } else if (flag == "--ranges") {
-      ranges = static_cast<uint32_t>(std::stoul(value));
-    } else if (flag == "--repeat") {
-      repeat = std::stoi(value);
-    } else if (flag == "--db") {
+    if (flag == "--db") {
       db = value;
+      continue;
+    }
+    const std::optional<uint64_t> n = number(value);
+    if (!n) return Fail(flag + " needs a positive number, not '" + value + "'");
+    if (flag == "--keys") {
+      keys = *n;
+    } else if (flag == "--value-bytes") {
+      value_bytes = static_cast<size_t>(*n);
+    } else if (flag == "--ranges" && *n <= UINT32_MAX) {
+      ranges = static_cast<uint32_t>(*n);
+    } else if (flag == "--repeat" && *n <= 1000) {
+      repeat = static_cast<int>(*n);
     } else {
-      return Fail("unknown flag " + flag);
+      return Fail("unknown flag or value out of range: " + flag + " " + value);
     }
   }
   const bool own_db = db.empty();
