@@ -169,6 +169,7 @@ Status Node::Impl::Start() {
       return repair->PollPeers(std::chrono::milliseconds(1000));
     };
     rso.client_requests = [stats = &stats_] { return stats->client_requests(); };
+    rso.storage = storage_.get();
     repair_scheduler_ =
         std::make_unique<rebalance::RepairScheduler>(std::move(rso), repair_service_.get());
   }

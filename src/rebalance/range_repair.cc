@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <future>
+#include <memory>
 #include <optional>
 #include <utility>
 
@@ -55,17 +57,6 @@ StatusOr<net::ResponseBody> RangeRepair::Call(const ClusterMap& map, const Peer&
   return std::move(reply->body);
 }
 
-StatusOr<std::vector<net::TreeNode>> RangeRepair::Tree(const ClusterMap& map, const Peer& peer,
-                                                       net::TreeQuery query, uint64_t* bytes) {
-  if (peer.address.empty()) return d_.trees->Tree(query);
-  auto body = Call(map, peer, net::AntiEntropyRequest{std::move(query)}, bytes);
-  if (!body.ok()) return body.status();
-  const auto* ae = std::get_if<net::AntiEntropyResponse>(&*body);
-  const auto* tree = ae != nullptr ? std::get_if<net::TreeReply>(&ae->reply) : nullptr;
-  if (tree == nullptr) return Status::Corruption("unexpected reply to a tree query");
-  return tree->nodes;
-}
-
 StatusOr<std::vector<storage::RangeEntry>> RangeRepair::Entries(
     const ClusterMap& map, const Peer& peer, uint64_t stream_id,
     const std::vector<TokenRange>& leaves) {
@@ -113,20 +104,65 @@ Status RangeRepair::Push(const ClusterMap& map, const Peer& peer,
   return Status::OK();
 }
 
-void RangeRepair::Announce(const ClusterMap& map, const TokenRange& range,
-                           const std::vector<uint32_t>& replicas, uint64_t horizon_ms) {
-  for (uint32_t id : replicas) {
-    if (id == d_.self_id) continue;
-    const ClusterNode* node = map.FindNode(id);
-    if (node == nullptr) continue;
-    net::TreeQuery q{
-        NewSession(d_.self_id, range), range.first, range.last, {}, true, horizon_ms, replicas};
-    static_cast<void>(Tree(map, Peer{id, node->address, true}, std::move(q), nullptr));
+std::vector<std::optional<StatusOr<std::vector<net::TreeNode>>>> RangeRepair::TreeAll(
+    const ClusterMap& map, const std::vector<Peer>& peers, const net::TreeQuery& query,
+    uint64_t* bytes) {
+  using Reply = StatusOr<net::Response>;
+  std::vector<std::optional<StatusOr<std::vector<net::TreeNode>>>> out(peers.size());
+  std::vector<std::optional<std::future<Reply>>> pending(peers.size());
+  for (size_t p = 0; p < peers.size(); ++p) {
+    if (!peers[p].live || peers[p].address.empty()) continue;
+    net::Request req;
+    req.epoch = map.epoch();
+    req.cluster_id = map.cluster_id();
+    req.body = net::AntiEntropyRequest{query};
+    if (bytes != nullptr) {
+      std::string frame;
+      if (net::EncodeRequest(req, &frame).ok()) *bytes += frame.size();
+    }
+    auto promise = std::make_shared<std::promise<Reply>>();
+    pending[p] = promise->get_future();
+    d_.peers->Call(peers[p].address, std::move(req), d_.timeout,
+                   [promise](Reply reply) { promise->set_value(std::move(reply)); });
   }
+  for (size_t p = 0; p < peers.size(); ++p) {
+    if (peers[p].live && peers[p].address.empty()) out[p] = d_.trees->Tree(query);
+  }
+  for (size_t p = 0; p < peers.size(); ++p) {
+    if (!pending[p]) continue;
+    Reply reply = Status::Aborted("node " + std::to_string(peers[p].id) +
+                                  ": I/O stopped before the tree query completed");
+    try {
+      reply = pending[p]->get();  // the pool answers every call, by its timeout at the latest
+    } catch (const std::future_error&) {
+      // The callback was destroyed without running: the pool's event loop was stopped.
+    }
+    if (!reply.ok()) {
+      out[p] = reply.status();
+      continue;
+    }
+    if (!reply->ok()) {
+      out[p] = reply->status();
+      continue;
+    }
+    if (bytes != nullptr) {
+      std::string frame;
+      if (net::EncodeResponse(*reply, &frame).ok()) *bytes += frame.size();
+    }
+    const auto* ae = std::get_if<net::AntiEntropyResponse>(&reply->body);
+    const auto* tree = ae != nullptr ? std::get_if<net::TreeReply>(&ae->reply) : nullptr;
+    if (tree == nullptr) {
+      out[p] = Status::Corruption("unexpected reply to a tree query");
+      continue;
+    }
+    out[p] = std::move(tree->nodes);
+  }
+  return out;
 }
 
 RangeRepairResult RangeRepair::Run(const ClusterMap& map, const TokenRange& range,
-                                   const std::vector<uint32_t>& replicas) {
+                                   const std::vector<uint32_t>& replicas,
+                                   std::optional<uint64_t> horizon_ms) {
   RangeRepairResult result;
   std::vector<Peer> peers;
   for (uint32_t id : replicas) {
@@ -158,9 +194,10 @@ RangeRepairResult RangeRepair::Run(const ClusterMap& map, const TokenRange& rang
       for (size_t i = at; i < end; ++i)
         query.spans.push_back({frontier[i].first, frontier[i].last});
       std::vector<std::optional<std::vector<net::TreeNode>>> answers(peers.size());
+      auto replies = TreeAll(map, peers, query, &result.tree_bytes);
       for (size_t p = 0; p < peers.size(); ++p) {
-        if (!peers[p].live) continue;
-        auto nodes = Tree(map, peers[p], query, &result.tree_bytes);
+        if (!replies[p]) continue;
+        auto& nodes = *replies[p];
         if (!nodes.ok() || nodes->size() != query.spans.size()) {
           Fail(&peers[p],
                nodes.ok() ? Status::Corruption("tree reply of the wrong size") : nodes.status(),
@@ -197,11 +234,6 @@ RangeRepairResult RangeRepair::Run(const ClusterMap& map, const TokenRange& rang
       }
     }
     frontier = std::move(next);
-  }
-  // The trees are no longer needed; best effort (idle ones expire anyway).
-  for (const Peer& p : peers) {
-    if (p.live)
-      static_cast<void>(Tree(map, p, {session, range.first, range.last, {}, true, 0, {}}, nullptr));
   }
   result.leaves_differed = leaves.size();
   result.differed = !leaves.empty();
@@ -254,6 +286,14 @@ RangeRepairResult RangeRepair::Run(const ClusterMap& map, const TokenRange& rang
   if (result.status.ok() && live_count() < static_cast<long>(peers.size())) {
     result.status = Status::Unavailable("a replica failed");
   }
+  // The trees are no longer needed (idle ones expire anyway), and the release tells the others a
+  // complete repair's horizon. Best effort.
+  net::TreeQuery release{session, range.first, range.last, {}, true, 0, {}};
+  if (horizon_ms && result.status.ok()) {
+    release.repaired_ms = *horizon_ms;
+    release.replicas = replicas;
+  }
+  static_cast<void>(TreeAll(map, peers, release, nullptr));
   return result;
 }
 

@@ -12,6 +12,11 @@
 //    records where it lacks the merge (TreeSource::Apply there, ApplyBatch here): both ways, and
 //    a deleted key never comes back, as the tombstone is newer than the value it deleted.
 //
+// Every round asks the replicas at once (this node's own tree built meanwhile), and the session
+// is released (with the GC horizon, when the range completed) to all of them at once at the end,
+// after the leaves: a comparing node waits for the slowest replica per round, not for each in
+// turn (bench/README.md "Anti-entropy").
+//
 // A replica that fails is left out for the rest of the range, which then counts as failed; the
 // others are still repaired between themselves. Run does not log the failure: the caller does,
 // since background repair meets a down replica at every range and must not flood the log.
@@ -22,6 +27,7 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -65,14 +71,13 @@ class RangeRepair {
   explicit RangeRepair(RangeRepairDeps deps) : d_(std::move(deps)) {}
 
   // REQUIRES: `replicas` holds self_id; every one of them holds `range` under `map`.
+  // With `horizon_ms`, a range repaired with every one of `replicas` (the result OK) tells the
+  // others so with the release of its tree session: GC horizon `horizon_ms` (gc_horizon.h). Best
+  // effort: a replica not told keeps its older horizon, and only waits longer to collect
+  // tombstones. The caller records its own.
   RangeRepairResult Run(const ClusterMap& map, const TokenRange& range,
-                        const std::vector<uint32_t>& replicas);
-
-  // Tells every other one of `replicas` that `range` was repaired against them all, with GC
-  // horizon `horizon_ms` (gc_horizon.h), as the release of a tree session. Best effort: a
-  // replica not told keeps its older horizon, and only waits longer to collect tombstones.
-  void Announce(const ClusterMap& map, const TokenRange& range,
-                const std::vector<uint32_t>& replicas, uint64_t horizon_ms);
+                        const std::vector<uint32_t>& replicas,
+                        std::optional<uint64_t> horizon_ms = std::nullopt);
 
  private:
   struct Peer {
@@ -83,8 +88,13 @@ class RangeRepair {
 
   StatusOr<net::ResponseBody> Call(const ClusterMap& map, const Peer& peer, net::RequestBody body,
                                    uint64_t* frame_bytes);
-  StatusOr<std::vector<net::TreeNode>> Tree(const ClusterMap& map, const Peer& peer,
-                                            net::TreeQuery query, uint64_t* bytes);
+  // `query` to every live one of `peers` at once, this node's own answered meanwhile on this
+  // thread: every replica builds its tree at a session's first query (a scan of the range), so
+  // they scan at the same time rather than one after another, and a release waits for the
+  // slowest replica only. Answer i is peers[i]'s (nullopt for one not live).
+  std::vector<std::optional<StatusOr<std::vector<net::TreeNode>>>> TreeAll(
+      const ClusterMap& map, const std::vector<Peer>& peers, const net::TreeQuery& query,
+      uint64_t* bytes);
   StatusOr<std::vector<storage::RangeEntry>> Entries(const ClusterMap& map, const Peer& peer,
                                                      uint64_t stream_id,
                                                      const std::vector<TokenRange>& leaves);

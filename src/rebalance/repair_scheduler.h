@@ -8,6 +8,18 @@
 // - Pacing: a pass spreads its n ranges evenly over the period (range i is due at
 //   start + (i + 1/2) * period / n), so the load is flat rather than a burst per period; the next
 //   pass starts one period after this one started.
+// - Restarts: the pass's position (its wall-clock start, the token it continues from, whether it
+//   is still clean, the last full pass's time) is kept in `meta` (kPositionKey, unsynced) after
+//   every step, and a restarted node resumes that pass rather than beginning at range 0: a node
+//   restarted more often than its period would otherwise compare only its first ranges. On
+//   resuming, i is recounted as the driven ranges before that token under the map of the day, so
+//   a map changed meanwhile re-paces the rest over what is left of the period; a pass older than
+//   its period (the node was down longer) compares what is left at once, at the rate. A pass
+//   completed before the stop starts its successor one period after its own start, as without
+//   the restart. A lost or unreadable record only costs the old behaviour: a fresh pass.
+//   A catch-up (below) is not resumed: what it compared is known in memory only, so once this
+//   node needs repair its pass begins again at range 0, and compares every range it holds
+//   within one period.
 // - Throttle: after a range of k keys (this node's count; every replica scans as many to build
 //   its tree), the next one waits at least (k + kRangeCostKeys) / rate seconds: a range costs its
 //   tree rounds with every replica however few keys it holds, so many small ranges (vnodes) with
@@ -47,11 +59,14 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 
 #include "common/mutex.h"
 #include "rebalance/repair_service.h"
+#include "storage/storage.h"
 
 namespace shardkv::rebalance {
 
@@ -67,6 +82,23 @@ struct RepairSchedulerOptions {
   std::function<size_t()> refresh_marks;
   // Client requests this node has answered so far (a counter). Null: never busy.
   std::function<uint64_t()> client_requests;
+  // Where the pass position is kept across restarts (`meta`); null, or no wall_ms: not kept.
+  storage::Storage* storage = nullptr;
+};
+
+// The position of a background pass, as kept in `meta` (RepairScheduler::kPositionKey) as
+// "<start_ms> <next token | done> <clean 0|1> <last_full_ms>".
+struct RepairPassPosition {
+  uint64_t start_ms = 0;      // wall clock (Unix ms) when the pass started
+  uint64_t next = 0;          // the token it continues from (unused once complete)
+  bool complete = false;      // every range visited: the next pass is due at start + period
+  bool clean = true;          // every range so far compared, none failed or skipped
+  uint64_t last_full_ms = 0;  // repair_last_full_ms when it was saved
+
+  std::string Encode() const;
+  // InvalidArgument if `text` is not an encoded position.
+  static StatusOr<RepairPassPosition> Decode(std::string_view text);
+  friend bool operator==(const RepairPassPosition&, const RepairPassPosition&) = default;
 };
 
 // The time a step's work allows before the next step: `cost_keys` at `rate` keys a second, or
@@ -80,6 +112,7 @@ class RepairScheduler {
   static constexpr uint64_t kRangeCostKeys = 250;
   static constexpr double kBusyRequestsPerSecond = 100;
   static constexpr uint64_t kBusyRateDivisor = 5;
+  static constexpr std::string_view kPositionKey = "repair/background_pass";
 
   // REQUIRES: `service` outlives the scheduler (Stop() first).
   RepairScheduler(RepairSchedulerOptions options, RepairService* service);
@@ -92,9 +125,24 @@ class RepairScheduler {
   void AddCounters(std::map<std::string, int64_t>* counters) const;
 
  private:
+  // A pass under way (owned by the scheduler's thread).
+  struct PassState {
+    std::chrono::steady_clock::time_point start;
+    RepairPassPosition position;  // position.start_ms: start on the wall clock
+    size_t done = 0;              // ranges visited so far (recounted when resumed)
+    bool catch_up = false;        // began as this node's catch-up, in this process
+  };
+  enum class PassEnd { kComplete, kStopped, kRefused };
+
   void Loop();
-  // One pass; false if it ended early (stopping, or this node takes no part now).
-  bool Pass(std::chrono::steady_clock::time_point start);
+  // Runs `pass` on from its position, updating it as it goes.
+  PassEnd Pass(PassState* pass);
+  // The position kept in `meta`, if any (a record that does not decode is logged and ignored).
+  std::optional<RepairPassPosition> LoadPosition();
+  void SavePosition(const RepairPassPosition& position);
+  // The steady-clock time of wall-clock `ms` (no later than now: a clock set back since does
+  // not push a pass into the future).
+  std::chrono::steady_clock::time_point SteadyOf(uint64_t ms) const;
   // Waits until `when`; false if Stop() was called.
   bool SleepUntil(std::chrono::steady_clock::time_point when);
   // Logs failed ranges at most once per kWarnInterval.

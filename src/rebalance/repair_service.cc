@@ -80,8 +80,9 @@ void RepairService::Start() {
   common::MutexLock lock(&mu_);
   if (started_) return;
   started_ = true;
-  threads_.emplace_back([this] { Worker(true); });
-  for (int i = 0; i < 2; ++i) threads_.emplace_back([this] { Worker(false); });
+  threads_.emplace_back([this] { Worker(Queue::kCommands); });
+  for (int i = 0; i < 2; ++i) threads_.emplace_back([this] { Worker(Queue::kServes); });
+  threads_.emplace_back([this] { Worker(Queue::kReleases); });
 }
 
 void RepairService::Stop() {
@@ -97,7 +98,19 @@ void RepairService::Stop() {
   own_source_.Close();
 }
 
-void RepairService::Worker(bool commands) {
+std::deque<std::function<void()>>& RepairService::QueueOf(Queue queue) {
+  switch (queue) {
+    case Queue::kCommands:
+      return commands_;
+    case Queue::kServes:
+      return serves_;
+    case Queue::kReleases:
+      break;
+  }
+  return releases_;
+}
+
+void RepairService::Worker(Queue which) {
   // Repair is background work, as streams are: it slows down before client requests do.
   if (d_.nice > 0) {
     static_cast<void>(setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), d_.nice));
@@ -106,7 +119,7 @@ void RepairService::Worker(bool commands) {
     std::function<void()> job;
     {
       common::MutexLock lock(&mu_);
-      auto& queue = commands ? commands_ : serves_;
+      auto& queue = QueueOf(which);
       while (!stopping_ && queue.empty()) lock.Wait(wake_);
       if (stopping_) return;
       job = std::move(queue.front());
@@ -116,28 +129,27 @@ void RepairService::Worker(bool commands) {
   }
 }
 
-void RepairService::Enqueue(bool command, std::function<net::ResponseBody()> job, Done done) {
+void RepairService::Enqueue(Queue queue, std::function<net::ResponseBody()> job, Done done) {
   common::MutexLock lock(&mu_);
   if (stopping_ || !started_) {
     lock.Unlock();
     return done(Error(Status::Unavailable("node " + std::to_string(d_.self_id) +
                                           " runs no repair service (stopping)")));
   }
-  if (command && !commands_.empty()) {
+  if (queue == Queue::kCommands && !commands_.empty()) {
     lock.Unlock();
     return done(Error(Status::Aborted("node " + std::to_string(d_.self_id) +
                                       " has a repair command queued already")));
   }
-  (command ? commands_ : serves_).push_back([job = std::move(job), done = std::move(done)] {
-    done(job());
-  });
+  QueueOf(queue).push_back([job = std::move(job), done = std::move(done)] { done(job()); });
   wake_.notify_all();
 }
 
 void RepairService::Handle(net::AntiEntropyRequest request, Done done) {
   if (auto* q = std::get_if<net::TreeQuery>(&request.op)) {
+    const Queue queue = q->release ? Queue::kReleases : Queue::kServes;
     return Enqueue(
-        false,
+        queue,
         [this, q = std::move(*q)]() -> net::ResponseBody {
           auto nodes = trees_.Tree(q);
           if (!nodes.ok()) return Error(nodes.status());
@@ -147,7 +159,7 @@ void RepairService::Handle(net::AntiEntropyRequest request, Done done) {
   }
   if (auto* a = std::get_if<net::ApplyEntries>(&request.op)) {
     return Enqueue(
-        false,
+        Queue::kServes,
         [this, a = std::move(*a)]() -> net::ResponseBody {
           auto counts = trees_.Apply(a);
           if (!counts.ok()) return Error(counts.status());
@@ -158,7 +170,7 @@ void RepairService::Handle(net::AntiEntropyRequest request, Done done) {
   }
   auto c = std::get<net::RepairCommand>(request.op);
   Enqueue(
-      true,
+      Queue::kCommands,
       [this, c]() -> net::ResponseBody {
         // A node that needs repair runs it as its catch-up (Run), so it is not refused here.
         if (d_.refresh_marks && c.from == c.first) d_.refresh_marks();
@@ -188,6 +200,15 @@ BackgroundStep RepairService::RunBackgroundStep(uint64_t from, std::chrono::mill
 size_t RepairService::RangesDriven() const {
   auto map = d_.maps->Current();
   return map ? Scope(*map, d_.self_id, CatchingUp(), 0, UINT64_MAX).size() : 0;
+}
+
+size_t RepairService::RangesDrivenBefore(uint64_t token) const {
+  auto map = d_.maps->Current();
+  if (!map || token == 0) return 0;
+  // Clipped to [0, token - 1]: a range that runs past it is not whole, and is not done yet.
+  const std::vector<Item> items = Scope(*map, d_.self_id, CatchingUp(), 0, token - 1);
+  return static_cast<size_t>(
+      std::count_if(items.begin(), items.end(), [](const Item& i) { return i.whole; }));
 }
 
 bool RepairService::CatchingUp() const { return d_.refusal && !d_.refusal().ok(); }
@@ -306,20 +327,23 @@ net::RepairReport RepairService::Run(const net::RepairCommand& c, bool backgroun
     RangeRepairResult r;
     // Before the first tree is built: every record older than this is in some replica's tree.
     const uint64_t started = d_.wall_ms ? d_.wall_ms() : 0;
-    if (replicas.size() >= 2) r = ranges_.Run(*map, item.range, replicas);
+    // A whole range repaired with every replica of its set advances its GC horizon everywhere:
+    // every replica now holds the newest version of every record some replica held at the
+    // start, so one stamped that long before it (by a clock up to the offset ahead) may go.
+    const bool advances = refused.ok() && replicas.size() >= 2 && item.whole &&
+                          d_.horizons != nullptr && started > d_.max_clock_offset_ms;
+    const uint64_t horizon = advances ? started - d_.max_clock_offset_ms : 0;
+    if (replicas.size() >= 2) {
+      r = ranges_.Run(*map, item.range, replicas,
+                      advances ? std::optional<uint64_t>(horizon) : std::nullopt);
+    }
     if (r.status.ok()) r.status = refused;
     if (catch_up && r.status.ok() && item.whole && replicas.size() == item.replicas.size()) {
       common::MutexLock lock(&catch_up_mu_);
       caught_up_[item.range.first] = CaughtUp{item.range.last, item.replicas, started};
     }
-    if (r.status.ok() && replicas.size() >= 2 && item.whole && d_.horizons != nullptr &&
-        started > d_.max_clock_offset_ms) {
-      // Every replica now holds the newest version of every record some replica held at the
-      // start: one stamped that long before it (by a clock up to the offset ahead) may go.
-      const uint64_t horizon = started - d_.max_clock_offset_ms;
-      d_.horizons->Record(item.range, item.replicas, horizon);
-      ranges_.Announce(*map, item.range, item.replicas, horizon);
-    }
+    // The other replicas were told with the release of the range's tree session (RangeRepair).
+    if (advances && r.status.ok()) d_.horizons->Record(item.range, item.replicas, horizon);
     if (r.differed) ++report.ranges_differed;
     report.leaves_differed += r.leaves_differed;
     report.keys_fetched += r.keys_fetched;

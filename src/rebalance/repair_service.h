@@ -34,7 +34,8 @@
 //
 // Work runs on the service's own threads at a lower CPU priority, never on I/O threads: a
 // command on one (one command at a time per node), tree queries and pushes on two others, so a
-// comparing node never waits for a peer that waits for it.
+// comparing node never waits for a peer that waits for it, and tree releases on a fourth, so a
+// comparing node's release does not wait behind other nodes' tree builds.
 //
 // Thread-safety: all methods are thread-safe.
 #pragma once
@@ -119,6 +120,10 @@ class RepairService {
   // How many ranges this node drives under its current map (0 without one): the scheduler
   // spreads a pass over its period by this.
   size_t RangesDriven() const;
+  // How many of those lie wholly before token `token`: a pass resumed there has visited them.
+  size_t RangesDrivenBefore(uint64_t token) const;
+  // Whether this node needs repair now, so that its steps are its catch-up (every range it holds).
+  bool CatchingUp() const;
 
   // Counters repair_ranges_*, repair_keys_*, repair_tree_bytes (shardkv/stats.h): every range
   // this node compared, by command or in the background, and every record repair wrote to it.
@@ -138,13 +143,14 @@ class RepairService {
   };
 
   net::RepairReport Run(const net::RepairCommand& command, bool background, uint64_t* own_keys);
-  // Catching up: whether this node needs repair now.
-  bool CatchingUp() const;
   // Clears the mark if every range of `map` this node holds is caught up.
   void MaybeCaughtUp(const ClusterMap& map);
 
-  void Worker(bool commands);
-  void Enqueue(bool command, std::function<net::ResponseBody()> job, Done done);
+  // The service's queues, each with its own thread(s).
+  enum class Queue { kCommands, kServes, kReleases };
+  void Worker(Queue queue);
+  void Enqueue(Queue queue, std::function<net::ResponseBody()> job, Done done);
+  std::deque<std::function<void()>>& QueueOf(Queue queue) REQUIRES(mu_);
 
   const RepairServiceDeps d_;
   TreeSource trees_;
@@ -162,6 +168,9 @@ class RepairService {
   bool started_ GUARDED_BY(mu_) = false;
   std::deque<std::function<void()>> commands_ GUARDED_BY(mu_);
   std::deque<std::function<void()>> serves_ GUARDED_BY(mu_);
+  // Tree session releases (and the GC horizons they carry): cheap, and a comparing node waits
+  // for them, so they do not queue behind the tree builds of serves_.
+  std::deque<std::function<void()>> releases_ GUARDED_BY(mu_);
   std::vector<std::thread> threads_;
 };
 

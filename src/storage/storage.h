@@ -158,6 +158,9 @@ struct ScanOptions {
   size_t max_entries = 1024;
   size_t max_bytes = size_t{4} << 20;
   bool include_tombstones = true;
+  // False: entries come back with an empty value (their versions, flags and expiry intact), for
+  // readers that need no value bytes (anti-entropy hash trees).
+  bool values = true;
 };
 
 struct ScanBatch {

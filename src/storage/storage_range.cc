@@ -68,6 +68,7 @@ StatusOr<ScanBatch> Storage::Scan(const TokenRange& range, const ScanOptions& op
     // judges expiry with its own clock, as a coordinator does for reads).
     if ((view.tombstone || view.value_absent) && !options.include_tombstones) continue;
     entry.key.assign(user_key);
+    if (!options.values) view.value = {};
     entry.envelope = view.ToEnvelope();
     bytes += stored_key.size() + it->value().size();
     batch.entries.push_back(std::move(entry));

@@ -123,4 +123,54 @@ TEST_CASE("hash tree: a tree built by a scan sees damage that bypassed the write
   REQUIRE(s.Close().ok());
 }
 
+TEST_CASE("hash tree: a scan without value bytes keeps everything the entry hash reads") {
+  testing::TempDir dir;
+  auto storage = Storage::Open(dir.Sub("db"), StorageOptions{});
+  REQUIRE(storage.ok());
+  Storage& s = **storage;
+  auto entries = RandomEntries(200, 9);
+  // Some with an expiry, and one expiry-only record (no value register).
+  for (size_t i = 1; i < entries.size(); i += 5) {
+    Envelope& e = entries[i].envelope;
+    if (!e.tombstone) e.SetExpiry(e.version(), common::HlcClock::WallClockMs() + 3600000);
+  }
+  entries[2].envelope = Envelope{0, 0, false, ""};
+  entries[2].envelope.value_absent = true;
+  entries[2].envelope.SetExpiry(Version{entries[3].envelope.timestamp, 2}, 0);
+  REQUIRE(s.ApplyBatch(entries).ok());
+  ScanOptions options;
+  options.max_entries = 1000;
+  options.values = false;
+  auto bare = s.Scan({0, UINT64_MAX}, options);
+  REQUIRE(bare.ok());
+  options.values = true;
+  auto full = s.Scan({0, UINT64_MAX}, options);
+  REQUIRE(full.ok());
+  REQUIRE(bare->entries.size() == entries.size());
+  REQUIRE(full->entries.size() == entries.size());
+  size_t with_value = 0;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const RangeEntry& b = bare->entries[i];
+    const RangeEntry& f = full->entries[i];
+    INFO(f.key);
+    CHECK(b.token == f.token);
+    CHECK(b.key == f.key);
+    CHECK(b.envelope.value.empty());
+    with_value += f.envelope.value.empty() ? 0 : 1;
+    CHECK(b.envelope.version() == f.envelope.version());
+    CHECK(b.envelope.tombstone == f.envelope.tombstone);
+    CHECK(b.envelope.value_absent == f.envelope.value_absent);
+    CHECK(b.envelope.expiry_version() == f.envelope.expiry_version());
+    CHECK(b.envelope.expires_at_ms() == f.envelope.expires_at_ms());
+    CHECK(RangeHashTree::EntryHash(b.token, b.key, b.envelope) ==
+          RangeHashTree::EntryHash(f.token, f.key, f.envelope));
+  }
+  CHECK(with_value > 100);
+  // The tree (built without value bytes) equals one of the full entries.
+  auto built = RangeHashTree::Build(&s, {0, UINT64_MAX});
+  REQUIRE(built.ok());
+  CHECK(built->Root() == RangeHashTree::FromEntries({0, UINT64_MAX}, full->entries).Root());
+  REQUIRE(s.Close().ok());
+}
+
 }  // namespace shardkv::storage
