@@ -5,7 +5,8 @@
 #     emulated CLUSTER SLOTS spreads the clients over the three nodes) and plain against node 1
 #     (which coordinates every key), against a 3-master Redis Cluster (redis-server
 #     --cluster-enabled yes, formed with `redis-cli --cluster create`, no replicas);
-#   - `redis-benchmark -t set`, `-t get`, `-t mset` (one run each) with --clients connections,
+#   - `redis-benchmark -t set`, `-t get`, `-t mset`, `-t incr` (one run each; --tests picks)
+#     with --clients connections,
 #     100-byte values, random keys over --keyspace, pipeline 1 and 16, every target interleaved
 #     within each of --repeat rounds;
 #   - measures each server's CPU per op (user + system ticks from /proc/PID/stat around each
@@ -16,11 +17,12 @@
 # Every process started here is stopped on exit (lib.sh), whatever happened.
 #
 # Usage: bench/scripts/redis_benchmark.sh [--build DIR | --bin DIR] [--requests N] [--clients N]
-#                                         [--keyspace N] [--repeat N] [--out DIR]
+#                                         [--keyspace N] [--repeat N] [--tests LIST] [--out DIR]
 #   --build DIR  a build tree (tools/shardkv/shardkv, tools/shardkv-node/shardkv-node), default
 #                build-release
 #   --bin DIR    a directory holding the two binaries `shardkv` and `shardkv-node` instead
 #   --requests N requests per test and run (default 100000; MSET counts one per 10 keys)
+#   --tests LIST redis-benchmark tests, space separated, of set get mset incr (default all four)
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -30,6 +32,7 @@ REQUESTS=100000
 CLIENTS=50
 KEYSPACE=100000
 REPEAT=3
+TESTS="set get mset incr"
 OUT=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -39,10 +42,14 @@ while [[ $# -gt 0 ]]; do
     --clients) CLIENTS=$2; shift 2 ;;
     --keyspace) KEYSPACE=$2; shift 2 ;;
     --repeat) REPEAT=$2; shift 2 ;;
+    --tests) TESTS=$2; shift 2 ;;
     --out) OUT=$2; shift 2 ;;
     -h|--help) bench_usage; exit 0 ;;
     *) echo "redis_benchmark.sh: unknown argument: $1 (see --help)" >&2; exit 2 ;;
   esac
+done
+for t in $TESTS; do
+  [[ $t =~ ^(set|get|mset|incr)$ ]] || { echo "redis_benchmark.sh: unknown test: $t" >&2; exit 2; }
 done
 for n in "$REQUESTS" "$CLIENTS" "$KEYSPACE" "$REPEAT"; do
   [[ $n =~ ^[1-9][0-9]*$ ]] || { echo "redis_benchmark.sh: not a positive count: $n" >&2; exit 2; }
@@ -120,7 +127,7 @@ cpu_ticks() {
 bench() {  # name pipeline rep "server pids" redis-benchmark-args...
   local name=$1 pipeline=$2 rep=$3 pids=$4 test before
   shift 4
-  for test in set get mset; do
+  for test in $TESTS; do
     local base="$OUT/$name-P$pipeline-rep$rep-$test"
     echo "# $name P=$pipeline rep=$rep: redis-benchmark $* -c $CLIENTS -n $REQUESTS" \
       "-P $pipeline -r $KEYSPACE -d 100 -t $test --csv" >&2
@@ -144,11 +151,11 @@ for rep in $(seq "$REPEAT"); do
   done
 done
 
-python3 - "$OUT" "$REPEAT" "$REQUESTS" "$(getconf CLK_TCK)" <<'PY'
+python3 - "$OUT" "$REPEAT" "$REQUESTS" "$(getconf CLK_TCK)" "$TESTS" <<'PY'
 import csv, glob, os, statistics, sys
 out, repeat, requests, hz = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 rps, errors, cpu = {}, {}, {}
-names = {"set": "SET", "get": "GET", "mset": "MSET (10 keys)"}
+names = {"set": "SET", "get": "GET", "mset": "MSET (10 keys)", "incr": "INCR"}
 for path in sorted(glob.glob(f"{out}/*-P*-rep*-*.csv")):
     name = os.path.basename(path)[:-4]
     target, rest = name.rsplit("-P", 1)
@@ -164,7 +171,7 @@ for path in sorted(glob.glob(f"{out}/*-P*-rep*-*.csv")):
     for rec in csv.DictReader(lines[start:]):
         rps.setdefault((target, pipeline, rec["test"]), []).append(float(rec["rps"]))
 med = lambda xs: statistics.median(xs) if xs else float("nan")
-tests = ("SET", "GET", "MSET (10 keys)")
+tests = tuple(names[t] for t in sys.argv[5].split())
 print(f"Medians of {repeat} runs (ops/s; an MSET of 10 keys counts one).")
 print()
 print("| redis-benchmark test | P | shardkv node | redis-server | node/redis | shardkv cluster "

@@ -31,7 +31,7 @@ int64_t TtlOf(const LocalCluster& c, const std::string& key) {
 
 }  // namespace
 
-TEST_CASE("ttl: put --ttl, ttl, expire, persist across a restart and a scale-out",
+TEST_CASE("ttl: put --ttl, ttl, expire, persist across a restart and a scale-out, and counters",
           "[multiprocess][ttl]") {
   LocalCluster c;
   REQUIRE(c.Run({"cluster", "up", "--nodes", "3", "--base-port", "0", "--wait", "60"}).exit_code ==
@@ -74,6 +74,21 @@ TEST_CASE("ttl: put --ttl, ttl, expire, persist across a restart and a scale-out
   CHECK(TtlOf(c, "plain") == -1);
   CHECK(c.Run({"get", "plain"}).out == "p");
   CHECK(c.Run({"expire", "missing", "10"}).exit_code == 1);
+
+  // Counters through the CLI (design.md "Counters"): values, a refusal, JSON, bad input.
+  CHECK(c.Run({"incr", "visits"}).out == "1\n");
+  CHECK(c.Run({"incr", "visits", "41"}).out == "42\n");
+  CHECK(c.Run({"decr", "visits", "2"}).out == "40\n");
+  CHECK(c.Run({"get", "visits", "--consistency", "all"}).out == "40");
+  const ProcessResult counter_json = c.Run({"incr", "visits", "--json"});
+  CHECK(counter_json.exit_code == 0);
+  CHECK(counter_json.out.find("\"value\":41") != std::string::npos);
+  const ProcessResult not_integer = c.Run({"incr", "plain"});
+  CHECK(not_integer.exit_code == 1);
+  CHECK(not_integer.err.find("not an integer") != std::string::npos);
+  CHECK(c.Run({"incr", "visits", "x"}).exit_code == 2);
+  CHECK(c.Run({"decr", "visits", "-9223372036854775808"}).exit_code == 2);
+  CHECK(c.Run({"incr", "--help"}).exit_code == 0);
 
   // The short key reads until it expires, then is missing at ALL.
   CHECK(Poll(

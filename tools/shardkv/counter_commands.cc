@@ -27,7 +27,18 @@ int DoIncr(const GlobalOptions& g, const std::string& key, int64_t delta) {
   auto client = g.Connect();
   if (!client.ok()) return FailMutation(g, key, client.status(), false);
   auto value = (*client)->Incr(key, delta);
-  if (!value.ok()) return FailMutation(g, key, value.status(), true);
+  if (!value.ok()) {
+    // The node's refusal (the value is not an integer, the result would overflow) is no usage
+    // error: the command line was fine, the stored value is why (exit 1, nothing written).
+    if (value.status().code() == Status::Code::kInvalidArgument) {
+      if (g.json) {
+        std::cout << MutationErrorJson(key, MutationOutcome::kNotApplied, value.status())
+                  << std::endl;
+      }
+      return ReportError(value.status(), kExitFailed);
+    }
+    return FailMutation(g, key, value.status(), true);
+  }
   if (g.json) {
     JsonWriter w;
     w.Begin();
