@@ -96,8 +96,13 @@ TEST_CASE("redis: redis-cli and redis-benchmark against a 3-node cluster, throug
   CHECK(Cli(p1, {"TYPE", "user:1"}) == "string\n");
   CHECK(Cli(p1, {"SET", "user:1", "bob", "GET"}) == "alice\n");
   CHECK(Cli(p1, {"SELECT", "1"}) == "ERR DB index is out of range\n\n");
-  CHECK(Cli(p1, {"INCR", "n"}).find("read-modify-write is not atomic") != std::string::npos);
-  CHECK(Cli(p1, {"TTL", "n"}) == "-2\n");
+  // Counters through different nodes add up (design.md "Counters"); APPEND stays refused.
+  CHECK(Cli(p1, {"INCR", "n"}) == "1\n");
+  CHECK(Cli(p2, {"INCRBY", "n", "4"}) == "5\n");
+  CHECK(Cli(p3, {"DECR", "n"}) == "4\n");
+  CHECK(Cli(p1, {"GET", "n"}) == "4\n");
+  CHECK(Cli(p1, {"TTL", "n"}) == "-1\n");
+  CHECK(Cli(p1, {"APPEND", "n", "x"}).find("read-modify-write is not atomic") != std::string::npos);
   CHECK(Cli(p2, {"SET", "t", "v", "EX", "1000"}) == "OK\n");
   const std::string ttl = Cli(p3, {"TTL", "t"});
   CHECK((ttl == "1000\n" || ttl == "999\n" || ttl == "998\n"));

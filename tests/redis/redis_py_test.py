@@ -151,8 +151,14 @@ def test_plain_client(ports):
     check(r1.set(b"py:empty", b"") is True and r2.get(b"py:empty") == b"", "an empty value")
 
     # Error replies are ResponseError with the server's text; the connection stays usable.
-    check_raises(redis.ResponseError, "read-modify-write is not atomic", lambda: r1.incr("py:n"),
-                 "INCR is refused with the reason")
+    # Counters: increments through every node add up (design.md "Counters").
+    check(r1.incr("py:n") == 1 and r2.incr("py:n", 5) == 6 and r3.decr("py:n") == 5,
+          "INCR, INCRBY and DECR through three nodes add up")
+    check(r2.get("py:n") == b"5", "GET of a counter is its decimal value")
+    check_raises(redis.ResponseError, "not an integer", lambda: r1.incr("py:user:1"),
+                 "INCR of a string that is no integer is refused as by Redis")
+    check_raises(redis.ResponseError, "read-modify-write is not atomic",
+                 lambda: r1.incrbyfloat("py:f", 1.5), "INCRBYFLOAT is refused with the reason")
     check_raises(redis.ResponseError, "read-modify-write", lambda: r1.append("py:user:1", "x"),
                  "APPEND is refused with the reason")
     check_raises(redis.ResponseError, "unknown command", lambda: r1.execute_command("NOPE"),
@@ -170,7 +176,7 @@ def test_plain_client(ports):
     for i in range(100):
         p.set(f"py:p:{i}", i)
     p.mget([f"py:p:{i}" for i in range(100)])
-    p.incr("py:p:0")
+    p.append("py:p:0", "x")
     p.get("py:p:99")
     out = p.execute(raise_on_error=False)
     check(out[:100] == [True] * 100, "a pipeline of 100 SETs")
