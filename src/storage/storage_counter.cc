@@ -1,5 +1,5 @@
 // Storage's counter writer state (design.md "Counters"): this node's own totals of each counter
-// it coordinated an increment of, in `meta` under "storage/counter/" ‖ data key.
+// it coordinated an increment of, in `meta` under "storage/counter/" ‖ user key.
 //
 // Why a store of its own rather than the data record: a coordinator need not be a replica of the
 // key, and a replica's data record can be dropped (the range moves away) and come back older. A
@@ -70,8 +70,10 @@ StatusOr<CounterEntry> Storage::AddToCounter(KeyRef key, Version base, int64_t d
   if (rep_->db == nullptr) return Status::FailedPrecondition("storage is closed");
   SHARDKV_RETURN_IF_ERROR(ValidateWrite(key.key, false, {}));
   const std::string data_key = EncodeDataKey(key.token, key.key);
+  // Keyed by the user key alone, not the token: a key's token depends on the map's placement
+  // parameters (jump mode's shard), and the totals must stay with the key whatever the map.
   std::string meta_key(kCounterPrefix);
-  meta_key += data_key;
+  meta_key += key.key;
   std::lock_guard<std::mutex> lock(rep_->stripes[rep_->StripeOf(data_key)]);
   CounterEntry entry{CounterActor(), base, 0, 0};
   std::string stored;

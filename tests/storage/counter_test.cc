@@ -236,6 +236,10 @@ TEST_CASE("counter: a writer's totals only grow, restart over a newer base, surv
     auto e = (*s)->AddToCounter({7, "k"}, {30, 1}, 1);
     REQUIRE(e.ok());
     CHECK(*e == CounterEntry{actor, {30, 1}, 3, 0});
+    // The totals follow the key, not its token (which a map's placement parameters decide).
+    e = (*s)->AddToCounter({99, "k"}, {30, 1}, 1);
+    REQUIRE(e.ok());
+    CHECK(*e == CounterEntry{actor, {30, 1}, 4, 0});
   }
   // A database made from nothing (a rebuilt node) is a new writer.
   auto fresh = Storage::Open(dir.Sub("db2"), options);
