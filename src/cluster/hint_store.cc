@@ -36,8 +36,10 @@ Status DecodeHintValue(std::string_view value, std::string* key, storage::Envelo
 }
 
 // When a hinted write was made: its newest register's physical time (an expiry-only hint has no
-// value version).
-uint64_t WrittenMs(const storage::Envelope& env) {
+// value version). A counter entry alone has no register version at all: `now_ms`, never too old
+// to replay, since entries merge by maximum and carry no value a purged tombstone could let back.
+uint64_t WrittenMs(const storage::Envelope& env, uint64_t now_ms) {
+  if (env.newest_version() == storage::Version{} && !env.counter.empty()) return now_ms;
   return common::HlcClock::PhysicalMs(env.newest_version().timestamp);
 }
 
@@ -73,7 +75,8 @@ Status HintStore::Load() {
       // Unreadable values count as old: MarkOverdue's scan judges them exactly.
       std::string key;
       storage::Envelope env;
-      const uint64_t written = DecodeHintValue(v, &key, &env).ok() ? WrittenMs(env) : uint64_t{0};
+      const uint64_t written =
+          DecodeHintValue(v, &key, &env).ok() ? WrittenMs(env, now_ms_()) : uint64_t{0};
       auto [it, fresh] = oldest_.emplace(target, written);
       if (!fresh) it->second = std::min(it->second, written);
     }
@@ -122,8 +125,9 @@ Status HintStore::Add(uint32_t target, uint64_t token, std::string_view key,
     return s;
   }
   ++per_target_[target];
-  auto [it, fresh] = oldest_.emplace(target, WrittenMs(envelope));
-  if (!fresh) it->second = std::min(it->second, WrittenMs(envelope));
+  const uint64_t written = WrittenMs(envelope, now_ms_());
+  auto [it, fresh] = oldest_.emplace(target, written);
+  if (!fresh) it->second = std::min(it->second, written);
   return Status::OK();
 }
 
@@ -141,7 +145,7 @@ StatusOr<size_t> HintStore::Replay(uint32_t target, size_t max, const Sender& se
     uint64_t token = 0, seq = 0;
     if (!storage::DecodeHintKey(k, &t, &token, &seq)) decoded = Status::Corruption("bad hint key");
     bool drop = !decoded.ok();
-    const uint64_t written_ms = WrittenMs(env);
+    const uint64_t written_ms = WrittenMs(env, now_ms);
     if (!drop && now_ms > written_ms && now_ms - written_ms > grace_ms_) {
       // Too old to replay safely: tombstones it should be compared against may be gone.
       drop = true;
@@ -226,7 +230,7 @@ size_t HintStore::MarkOverdue() {
         std::string key;
         storage::Envelope env;
         if (!DecodeHintValue(v, &key, &env).ok()) continue;  // Replay drops it
-        const uint64_t written = WrittenMs(env);
+        const uint64_t written = WrittenMs(env, now_ms);
         exact = std::min(exact.value_or(written), written);
         if (now_ms > written && now_ms - written > grace_ms_) {
           newest_overdue = std::max(newest_overdue, written);

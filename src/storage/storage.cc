@@ -88,6 +88,7 @@ Status Storage::Rep::CloseDb() {
   if (health) health->StopRecovery();
   // The clock's ceiling hook writes to `db`; drop it first so nothing can call into a closed DB.
   clock.reset();
+  if (meta_cf != nullptr) MarkCleanClose();
   for (auto** handle : {&data_cf, &meta_cf, &hints_cf, &default_cf}) {
     if (*handle != nullptr) {
       (void)db->DestroyColumnFamilyHandle(*handle);

@@ -15,6 +15,10 @@ namespace shardkv::storage {
 namespace {
 
 constexpr std::string_view kIncarnationKey = "storage/incarnation";
+// Written (synced) by a clean close and removed by the next open: its absence at open means the
+// last run stopped uncleanly (kill -9, power loss), when the totals' unsynced last writes may be
+// lost, so this node counts on as a new writer rather than from totals that went back.
+constexpr std::string_view kCleanCloseKey = "storage/clean_close";
 constexpr std::string_view kCounterPrefix = "storage/counter/";
 
 void PutFixed64(std::string* out, uint64_t v) {
@@ -26,9 +30,11 @@ uint64_t GetFixed64(std::string_view in, size_t pos) {
   return v;
 }
 
-// base ts (8) ‖ base node (4, in 8) ‖ inc (8) ‖ dec (8): fixed widths, little-endian.
+// actor (8) ‖ base ts (8) ‖ base node (4, in 8) ‖ inc (8) ‖ dec (8): fixed widths, little-endian.
+constexpr size_t kTotalsBytes = 40;
 std::string EncodeTotals(const CounterEntry& c) {
   std::string out;
+  PutFixed64(&out, c.actor);
   PutFixed64(&out, c.base.timestamp);
   PutFixed64(&out, c.base.node_id);
   PutFixed64(&out, c.inc);
@@ -41,15 +47,22 @@ std::string EncodeTotals(const CounterEntry& c) {
 Status Storage::Rep::LoadCounterIncarnation() {
   Rep* rep = this;
   std::string text;
+  std::string clean;
   rocksdb::Status rs =
-      rep->db->Get(rocksdb::ReadOptions(), rep->meta_cf, ToSlice(kIncarnationKey), &text);
-  if (rs.ok()) {
+      rep->db->Get(rocksdb::ReadOptions(), rep->meta_cf, ToSlice(kCleanCloseKey), &clean);
+  if (!rs.ok() && !rs.IsNotFound()) return rep->Read(rs, "reading the clean-close mark");
+  const bool clean_close = rs.ok();
+  rs = rep->db->Get(rocksdb::ReadOptions(), rep->meta_cf, ToSlice(kIncarnationKey), &text);
+  if (rs.ok() && clean_close) {
     if (text.size() != 8) return Status::Corruption("unreadable counter incarnation in meta");
     rep->counter_incarnation = static_cast<uint32_t>(GetFixed64(text, 0));
-    return Status::OK();
+    return rep->Write(
+        rep->db->Delete(rep->meta_write_options, rep->meta_cf, ToSlice(kCleanCloseKey)),
+        "clearing the clean-close mark");
   }
-  if (!rs.IsNotFound()) return rep->Read(rs, "reading the counter incarnation");
-  // Drawn once per database: a node rebuilt from nothing must not count as the writer it was.
+  if (!rs.ok() && !rs.IsNotFound()) return rep->Read(rs, "reading the counter incarnation");
+  // Drawn for a new database (a node rebuilt from nothing must not count as the writer it was)
+  // and after an unclean stop (the totals' last, unsynced writes may be lost).
   std::random_device rd;
   uint32_t incarnation = 0;
   while (incarnation == 0) incarnation = rd();
@@ -62,6 +75,11 @@ Status Storage::Rep::LoadCounterIncarnation() {
   return Status::OK();
 }
 
+void Storage::Rep::MarkCleanClose() {
+  // Best effort: if it fails, the next open draws a new incarnation, which is always safe.
+  (void)db->Put(meta_write_options, meta_cf, ToSlice(kCleanCloseKey), "1");
+}
+
 uint64_t Storage::CounterActor() const {
   return (static_cast<uint64_t>(rep_->options.node_id) << 32) | rep_->counter_incarnation;
 }
@@ -69,24 +87,25 @@ uint64_t Storage::CounterActor() const {
 StatusOr<CounterEntry> Storage::AddToCounter(KeyRef key, Version base, int64_t delta) {
   if (rep_->db == nullptr) return Status::FailedPrecondition("storage is closed");
   SHARDKV_RETURN_IF_ERROR(ValidateWrite(key.key, false, {}));
-  const std::string data_key = EncodeDataKey(key.token, key.key);
-  // Keyed by the user key alone, not the token: a key's token depends on the map's placement
-  // parameters (jump mode's shard), and the totals must stay with the key whatever the map.
+  // Keyed (and locked) by the user key alone, not the token: a key's token depends on the map's
+  // placement parameters (jump mode's shard), and the totals must stay with the key whatever
+  // the map.
   std::string meta_key(kCounterPrefix);
   meta_key += key.key;
-  std::lock_guard<std::mutex> lock(rep_->stripes[rep_->StripeOf(data_key)]);
+  std::lock_guard<std::mutex> lock(rep_->stripes[rep_->StripeOf(meta_key)]);
   CounterEntry entry{CounterActor(), base, 0, 0};
   std::string stored;
   rocksdb::Status rs = rep_->db->Get(rocksdb::ReadOptions(), rep_->meta_cf, meta_key, &stored);
   if (rs.ok()) {
-    if (stored.size() != 32) return Status::Corruption("unreadable counter totals in meta");
-    const Version stored_base{GetFixed64(stored, 0), static_cast<uint32_t>(GetFixed64(stored, 8))};
+    if (stored.size() != kTotalsBytes) return Status::Corruption("unreadable counter totals");
+    const Version stored_base{GetFixed64(stored, 8), static_cast<uint32_t>(GetFixed64(stored, 16))};
+    // Totals of an earlier incarnation stay in the replicas as that writer's: start from zero.
     // An older base was reset by a SET or DEL since: start again from zero. A newer one means
     // the read that chose `base` was behind this writer's own last increment: keep counting there.
-    if (!(stored_base < base)) {
+    if (GetFixed64(stored, 0) == entry.actor && !(stored_base < base)) {
       entry.base = stored_base;
-      entry.inc = GetFixed64(stored, 16);
-      entry.dec = GetFixed64(stored, 24);
+      entry.inc = GetFixed64(stored, 24);
+      entry.dec = GetFixed64(stored, 32);
     }
   } else if (!rs.IsNotFound()) {
     return rep_->Read(rs, "reading counter totals");

@@ -118,8 +118,11 @@ struct Storage::Rep {
 
   // Drawn when the database was created (storage_counter.cc); part of this node's counter writer.
   uint32_t counter_incarnation = 0;
-  // Reads counter_incarnation from meta, drawing and persisting one for a new database.
+  // Reads counter_incarnation from meta, drawing and persisting a new one for a new database or
+  // after an unclean stop (no clean-close mark), which it then clears.
   Status LoadCounterIncarnation();
+  // Writes the clean-close mark (storage_counter.cc), before the column families are released.
+  void MarkCleanClose();
 };
 
 }  // namespace shardkv::storage

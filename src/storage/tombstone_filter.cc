@@ -93,15 +93,17 @@ TombstoneGc::Verdict TombstoneGc::Decide(std::string_view stored_key, std::strin
   EnvelopeView env;
   if (!DecodeEnvelope(stored_value, &env).ok()) return Verdict::kKeep;
   auto past_grace = [&](uint64_t ms) { return now_ms > ms && now_ms - ms > grace_ms_; };
-  if ((env.tombstone || env.value_absent) && !env.counter_active) {
+  // A record with counter entries is kept (unless it expired, below) even where none counts over
+  // its register yet: an entry can arrive before the SET whose version it counts over.
+  if ((env.tombstone || env.value_absent) && env.counter_bytes.empty()) {
     // A tombstone or an expiry-only record: collectable once its newest register is old.
     if (!past_grace(common::HlcClock::PhysicalMs(env.newest_version().timestamp))) {
       return Verdict::kKeep;
     }
   } else if (env.expires_at_ms == 0 || !past_grace(env.expires_at_ms)) {
-    // A live value or counter (a counter over a tombstone included), or one whose expiry has not
-    // been past for a whole grace period: an EXPIRE or PERSIST racing it may still be in flight to
-    // this replica.
+    // A live value or counter (a counter over a tombstone, entries not yet active), or one whose
+    // expiry has not been past for a whole grace period: an EXPIRE or PERSIST racing it may still
+    // be in flight to this replica.
     return Verdict::kKeep;
   }
   uint64_t token = 0;

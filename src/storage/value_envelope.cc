@@ -155,9 +155,13 @@ Status ValidateEnvelopeShape(const Envelope& envelope) {
     return Status::InvalidArgument("a counter has " + std::to_string(envelope.counter.size()) +
                                    " writers; at most " + std::to_string(kMaxCounterWriters));
   }
-  for (size_t i = 1; i < envelope.counter.size(); ++i) {
-    if (envelope.counter[i - 1].actor >= envelope.counter[i].actor) {
+  for (size_t i = 0; i < envelope.counter.size(); ++i) {
+    if (i > 0 && envelope.counter[i - 1].actor >= envelope.counter[i].actor) {
       return Status::InvalidArgument("counter entries out of writer order or repeated");
+    }
+    // Merge drops such an entry; stored as given, the record would never equal its own merge.
+    if (envelope.counter[i].base < envelope.version()) {
+      return Status::InvalidArgument("a counter entry counts over a value older than the record's");
     }
   }
   return Status::OK();

@@ -214,7 +214,7 @@ std::string EncodeEnvelope(const Envelope& envelope);
 
 // InvalidArgument when the registers contradict each other: a tombstone or absent value carrying
 // bytes, both tombstone and absent, an absent value with a non-zero version, or counter entries
-// out of actor order, repeated, or more than kMaxCounterWriters.
+// out of actor order, repeated, more than kMaxCounterWriters, or over an older value register.
 [[nodiscard]] Status ValidateEnvelopeShape(const Envelope& envelope);
 
 // Parses `encoded`. NotSupported for an unknown format byte; Corruption for truncation, reserved

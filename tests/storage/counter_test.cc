@@ -1,6 +1,7 @@
 // Counters in the value envelope (format 3, the per-writer merge) and the writer's own totals
 // (Storage::AddToCounter): design.md "Counters".
 #include <catch2/catch.hpp>
+#include <filesystem>
 #include <random>
 #include <string>
 #include <vector>
@@ -62,6 +63,9 @@ TEST_CASE("counter: format 3 golden bytes, round trip and malformed sections", "
   Envelope repeated = over;
   repeated.counter[1].actor = kActorA;
   CHECK(ValidateEnvelopeShape(repeated).code() == Status::Code::kInvalidArgument);
+  Envelope stale = over;
+  stale.counter[0].base = {99, 2};  // older than the value register it is stored with
+  CHECK(ValidateEnvelopeShape(stale).code() == Status::Code::kInvalidArgument);
   // Hand-made bytes for the same faults (the encoder never writes them).
   std::string zero = want;
   zero[28] = '\0';
@@ -245,6 +249,38 @@ TEST_CASE("counter: a writer's totals only grow, restart over a newer base, surv
   auto fresh = Storage::Open(dir.Sub("db2"), options);
   REQUIRE(fresh.ok());
   CHECK((*fresh)->CounterActor() != actor);
+}
+
+TEST_CASE("counter: after an unclean stop a node counts on as a new writer, from zero",
+          "[counter]") {
+  shardkv::testing::TempDir dir;
+  StorageOptions options;
+  options.node_id = 2;
+  auto s = Storage::Open(dir.Sub("db"), options);
+  REQUIRE(s.ok());
+  const uint64_t actor = (*s)->CounterActor();
+  auto e = (*s)->AddToCounter({1, "k"}, {}, 7);
+  REQUIRE(e.ok());
+  // A copy of the open database is what a crash leaves: no clean-close mark. Its last unsynced
+  // totals could have been lost, so it must not count on from them as the same writer.
+  std::filesystem::copy(dir.Sub("db"), dir.Sub("crashed"),
+                        std::filesystem::copy_options::recursive);
+  auto crashed = Storage::Open(dir.Sub("crashed"), options);
+  REQUIRE(crashed.ok());
+  const uint64_t after = (*crashed)->CounterActor();
+  CHECK(after != actor);
+  CHECK((after >> 32) == 2);
+  e = (*crashed)->AddToCounter({1, "k"}, {}, 1);
+  REQUIRE(e.ok());
+  CHECK(*e == CounterEntry{after, {}, 1, 0});
+  // A clean close and reopen keeps the writer.
+  REQUIRE((*crashed)->Close().ok());
+  crashed = Storage::Open(dir.Sub("crashed"), options);
+  REQUIRE(crashed.ok());
+  CHECK((*crashed)->CounterActor() == after);
+  e = (*crashed)->AddToCounter({1, "k"}, {}, 1);
+  REQUIRE(e.ok());
+  CHECK(*e == CounterEntry{after, {}, 2, 0});
 }
 
 }  // namespace
