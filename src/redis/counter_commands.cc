@@ -6,28 +6,19 @@
 
 #include "redis/ascii_case.h"
 #include "redis/key_commands.h"
-#include "resp/resp_writer.h"
 
 namespace shardkv::redis {
-namespace {
-
-std::string Err(std::string_view message) {
-  std::string out;
-  resp::RespWriter(&out, resp::Protocol::kResp2).Error(message);
-  return out;
-}
-
-}  // namespace
-
 void CounterCommands::Handle(const RedisSession& session, Args args, ReplyDone done) {
   const std::string name = Lower(args[0]);
   int64_t delta = 1;
   if (name == "incrby" || name == "decrby") {
     // Redis's own parse of the amount (string2ll) and its messages.
     int64_t amount = 0;
-    if (!ParseInt(args[2], &amount)) return done(Err("value is not an integer or out of range"));
+    if (!ParseInt(args[2], &amount)) {
+      return done(ErrorReply(Status::InvalidArgument("value is not an integer or out of range")));
+    }
     if (name == "decrby" && amount == std::numeric_limits<int64_t>::min()) {
-      return done(Err("decrement would overflow"));
+      return done(ErrorReply(Status::InvalidArgument("decrement would overflow")));
     }
     delta = name == "decrby" ? -amount : amount;
   } else if (name == "decr") {
