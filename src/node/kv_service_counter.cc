@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "node/kv_service.h"
 #include "storage/counter_value.h"
@@ -28,12 +29,14 @@ storage::Envelope Nothing() {
   return e;
 }
 
-// The reset of an expired record: "0" at a version every coordinator that read this same
-// expired record computes alike (above both registers and the expiry instant, node 0), so their
-// increments count over one base instead of each resetting the others'.
-storage::Version ExpiredReset(const storage::Envelope& e) {
-  const uint64_t at = e.expires_at_ms() << 16;  // the expiry instant as an HLC timestamp
-  return {std::max({e.timestamp, e.expiry_version().timestamp, at}) + 1, 0};
+// The base an increment counts over: the value register's version while it holds a value; a
+// count from nothing begun now (after the dead register) when it holds a tombstone or nothing.
+// Why not version (0, 0) for nothing: a tombstone collected on the replicas this read asked may
+// still be held by another, and merged back it would reset an increment counted over (0, 0);
+// it is older than this start, so it does not reset a count from nothing.
+storage::Version BaseOf(const storage::Envelope& e, uint64_t now_ms) {
+  if (e.has_value()) return e.version();
+  return storage::CountFromNothing(std::max(now_ms << 16, e.timestamp + 1));
 }
 
 }  // namespace
@@ -53,11 +56,18 @@ void KvService::Serve(const Call& call, net::IncrRequest& r, net::OpDone<net::In
        done = std::move(done)](StatusOr<storage::Envelope> env) mutable {
         if (!env.ok() && !env.status().IsNotFound()) return done(env.status());
         storage::Envelope current = env.ok() ? std::move(*env) : Nothing();
-        std::optional<storage::Version> reset;
+        std::optional<storage::Version> death;
         const uint64_t now = storage->WallClockMs();
-        if (current.expires_at_ms() != 0 && current.expires_at_ms() <= now) {
-          reset = ExpiredReset(current);
-          current = storage::Envelope::Plain(*reset, false, "0");
+        if (current.ExpiredAt(now)) {
+          // An expired record is a tombstone at its ExpiryDeath (every coordinator reading it
+          // computes the same one), with only the counts from nothing that outlived it.
+          death = current.ExpiryDeath();
+          std::vector<storage::CounterEntry> kept;
+          for (const storage::CounterEntry& e : current.counter) {
+            if (current.CountsAt(e, now)) kept.push_back(e);
+          }
+          current = storage::Envelope::Plain(*death, true, "");
+          current.counter = std::move(kept);
         }
         const std::optional<int64_t> before = storage::CounterValue(current);
         if (!before) {
@@ -67,16 +77,17 @@ void KvService::Serve(const Call& call, net::IncrRequest& r, net::OpDone<net::In
             (delta < 0 && *before < std::numeric_limits<int64_t>::min() - delta)) {
           return done(Status::InvalidArgument("increment or decrement would overflow"));
         }
-        auto entry = storage->AddToCounter({token, key}, current.version(), delta);
+        auto entry = storage->AddToCounter({token, key}, BaseOf(current, now), current, delta);
         if (!entry.ok()) return done(entry.status());
         // This node's totals count over a newer base than the read returned only if the read
         // missed a reset its own earlier increment saw (possible at consistency one). The entry
         // is still written, so the increment is not lost, but no value can be vouched for.
-        const bool behind = entry->base != current.version();
-        if (behind) reset.reset();
+        const bool behind = !current.Counts(*entry);
+        // A tombstone the entry may not outlive is left to the coordinators that read along.
+        if (behind) death.reset();
         cluster::WriteSpec spec;
         spec.kind = cluster::WriteSpec::Kind::kMerge;
-        spec.record = storage::CounterWrite(*entry, reset);
+        spec.record = storage::CounterWrite(*entry, death);
         const std::optional<int64_t> after =
             storage::CounterValue(storage::Merge(current, spec.record));
         coordinator->Write(

@@ -355,10 +355,11 @@ void KvService::Serve(const Call& call, net::GetRequest& r, Done done) {
         if (env.ok()) {
           out.ts = env->timestamp;
           // This node's wall clock decides expiry for client reads.
-          out.found = env->LiveAt(storage->WallClockMs());
+          const uint64_t now = storage->WallClockMs();
+          out.found = env->LiveAt(now);
           if (out.found) {
-            out.expires_at_ms = env->expires_at_ms();
-            out.value = storage::ReadValue(std::move(*env));
+            out.expires_at_ms = env->ExpiresAtMsAt(now);
+            out.value = storage::ReadValue(std::move(*env), now);
           }
         } else if (!env.status().IsNotFound()) {
           return done(env.status());
@@ -415,8 +416,9 @@ void KvService::Serve(const Call& call, net::MultiGetRequest& r, Done done) {
                            net::ItemResult item;
                            if (env.ok()) {
                              item.ts = env->timestamp;
-                             item.found = env->LiveAt(storage->WallClockMs());
-                             if (item.found) item.value = storage::ReadValue(std::move(*env));
+                             const uint64_t now = storage->WallClockMs();
+                             item.found = env->LiveAt(now);
+                             if (item.found) item.value = storage::ReadValue(std::move(*env), now);
                            } else if (!env.status().IsNotFound()) {
                              item.status = env.status();
                            }

@@ -63,10 +63,26 @@ void KvService::Serve(const Call& call, net::ExpireRequest& r, net::OpDone<net::
                         spec.kind = cluster::WriteSpec::Kind::kExpire;
                         spec.expires_at_ms = expires_at;
                       }
-                      coordinator->Write(map, token, std::move(key), std::move(spec), c,
-                                         [done = std::move(done)](StatusOr<uint64_t> ts) {
-                                           if (!ts.ok()) return done(ts.status());
-                                           done(net::PutResponse{*ts});
+                      auto reply = [done = std::move(done)](StatusOr<uint64_t> ts) mutable {
+                        if (!ts.ok()) return done(ts.status());
+                        done(net::PutResponse{*ts});
+                      };
+                      if (!env->ExpiredAt(now) || spec.kind == cluster::WriteSpec::Kind::kDelete) {
+                        return coordinator->Write(map, token, std::move(key), std::move(spec), c,
+                                                  std::move(reply));
+                      }
+                      // A counter that outlived its record's expiry (counts from nothing begun
+                      // after it): the expired value is first made the tombstone it amounts to,
+                      // so the new expiry register cannot bring it back to life.
+                      cluster::WriteSpec death;
+                      death.kind = cluster::WriteSpec::Kind::kMerge;
+                      death.record = storage::Envelope::Plain(env->ExpiryDeath(), true, "");
+                      coordinator->Write(map, token, key, std::move(death), c,
+                                         [map, token, key, c, coordinator, spec = std::move(spec),
+                                          reply = std::move(reply)](StatusOr<uint64_t> ts) mutable {
+                                           if (!ts.ok()) return reply(std::move(ts));
+                                           coordinator->Write(map, token, std::move(key),
+                                                              std::move(spec), c, std::move(reply));
                                          });
                     });
 }

@@ -40,7 +40,7 @@ std::optional<int64_t> CounterValue(const Envelope& e) {
   // counts, so sum in 128 bits and check the result once.
   __int128 sum = *base;
   for (const CounterEntry& c : e.counter) {
-    if (c.base != e.version()) continue;
+    if (!e.Counts(c)) continue;
     sum += static_cast<__int128>(c.inc);
     sum -= static_cast<__int128>(c.dec);
   }
@@ -50,17 +50,31 @@ std::optional<int64_t> CounterValue(const Envelope& e) {
   return static_cast<int64_t>(sum);
 }
 
-std::string ReadValue(Envelope&& e) {
+std::string ReadValue(Envelope&& e, uint64_t now_ms) {
+  if (e.ExpiredAt(now_ms)) {
+    // Live past its expiry only through counts from nothing begun after it: the expired register
+    // reads as nothing under them.
+    __int128 sum = 0;
+    for (const CounterEntry& c : e.counter) {
+      if (!e.CountsAt(c, now_ms)) continue;
+      sum += static_cast<__int128>(c.inc);
+      sum -= static_cast<__int128>(c.dec);
+    }
+    if (sum <= std::numeric_limits<int64_t>::max() && sum >= std::numeric_limits<int64_t>::min()) {
+      return std::to_string(static_cast<int64_t>(sum));
+    }
+    return "0";
+  }
   if (e.counter_active()) {
     if (std::optional<int64_t> v = CounterValue(e)) return std::to_string(*v);
   }
   return std::move(e.value);
 }
 
-Envelope CounterWrite(const CounterEntry& entry, std::optional<Version> reset) {
+Envelope CounterWrite(const CounterEntry& entry, std::optional<Version> death) {
   Envelope e;
-  if (reset) {
-    e = Envelope::Plain(*reset, false, "0");
+  if (death) {
+    e = Envelope::Plain(*death, true, "");
   } else {
     e.value_absent = true;
     e.SetExpiry(Version{}, 0);

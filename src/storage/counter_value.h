@@ -26,14 +26,16 @@ std::optional<int64_t> CounterBase(const Envelope& e);
 // an integer or the sum leaves int64.
 std::optional<int64_t> CounterValue(const Envelope& e);
 
-// The bytes a read of a live record returns: an active counter's decimal value, else the value
-// register's bytes (moved out of `e`).
-std::string ReadValue(Envelope&& e);
+// The bytes a read at wall-clock `now_ms` of a record live then returns: an active counter's
+// decimal value (after the record's expiry, the counts from nothing that outlived it), else the
+// value register's bytes (moved out of `e`).
+std::string ReadValue(Envelope&& e, uint64_t now_ms);
 
 // The record a counter write sends to the key's replicas: `entry` alone (both registers "no
-// opinion"), or over a reset of the registers to "0" at version `reset` (INCR of an expired
-// key: every coordinator that saw the same expired record picks the same reset version, so
-// their increments add up). REQUIRES: entry.base == reset when reset is given.
-Envelope CounterWrite(const CounterEntry& entry, std::optional<Version> reset);
+// opinion"), or with a tombstone at version `death` (INCR of an expired key: every coordinator
+// that read the same expired record writes the same Envelope::ExpiryDeath, so the expired value
+// cannot come back under a later EXPIRE or PERSIST, and their counts from nothing, begun after
+// it, add up).
+Envelope CounterWrite(const CounterEntry& entry, std::optional<Version> death);
 
 }  // namespace shardkv::storage

@@ -418,9 +418,10 @@ StatusOr<Envelope> Storage::GetEnvelope(uint64_t token, std::string_view key) {
 
 StatusOr<std::string> Storage::Get(uint64_t token, std::string_view key) {
   SHARDKV_ASSIGN_OR_RETURN(Envelope envelope, GetEnvelope(token, key));
-  if (envelope.tombstone && !envelope.counter_active()) return Status::NotFound("key deleted");
-  if (!envelope.LiveAt(rep_->WallMs())) return Status::NotFound("key expired or absent");
-  return ReadValue(std::move(envelope));
+  const uint64_t now_ms = rep_->WallMs();
+  if (envelope.tombstone && !envelope.LiveAt(now_ms)) return Status::NotFound("key deleted");
+  if (!envelope.LiveAt(now_ms)) return Status::NotFound("key expired or absent");
+  return ReadValue(std::move(envelope), now_ms);
 }
 
 std::vector<StatusOr<Envelope>> Storage::MultiGetEnvelopes(const std::vector<KeyRef>& keys) {
@@ -471,12 +472,12 @@ std::vector<StatusOr<std::string>> Storage::MultiGet(const std::vector<KeyRef>& 
   for (auto& result : MultiGetEnvelopes(keys)) {
     if (!result.ok()) {
       out.emplace_back(result.status());
-    } else if (result->tombstone && !result->counter_active()) {
+    } else if (result->tombstone && !result->LiveAt(now_ms)) {
       out.emplace_back(Status::NotFound("key deleted"));
     } else if (!result->LiveAt(now_ms)) {
       out.emplace_back(Status::NotFound("key expired or absent"));
     } else {
-      out.emplace_back(ReadValue(std::move(*result)));
+      out.emplace_back(ReadValue(std::move(*result), now_ms));
     }
   }
   return out;

@@ -206,11 +206,16 @@ class Storage {
   // database's incarnation, drawn when it was created, so a node rebuilt from nothing is a new
   // writer and never counts again from totals it lost.
   uint64_t CounterActor() const;
-  // Adds `delta` to this writer's totals of counter `key` over the value register version
-  // `base`, persisted (with data writes' durability) before it returns: the entry to send to the
-  // key's replicas. Totals over an older base restart from zero (a SET or DEL reset it); totals
-  // over a newer base are kept and added to. InvalidArgument if a total would pass UINT64_MAX.
-  [[nodiscard]] StatusOr<CounterEntry> AddToCounter(KeyRef key, Version base, int64_t delta);
+  // Adds `delta` to this writer's totals of counter `key` over `base` (the value register
+  // version the coordinator's read returned as `read`, or a count from nothing begun then when
+  // that register is dead), persisted (with data writes' durability) before it returns: the entry
+  // to send to the key's replicas. Totals over an older base restart from zero (a SET or DEL
+  // reset it); totals over a newer base are kept and added to. A count from nothing goes on
+  // only while `read` still shows it (else a collected tombstone may have reset it: a new one
+  // begins, and the old one stays in the replicas where it still counts). InvalidArgument if a
+  // total would pass UINT64_MAX.
+  [[nodiscard]] StatusOr<CounterEntry> AddToCounter(KeyRef key, Version base, const Envelope& read,
+                                                    int64_t delta);
 
   // Local writes: timestamped now by clock() with options().node_id. A later Put or Delete of the
   // same key through this Storage always wins over an earlier one.

@@ -6,6 +6,7 @@
 // writer's totals may only grow, or replicas merging by maximum would lose increments, so they
 // live where nothing but this code writes them. A rebuilt node loses them with its database, and
 // its new incarnation makes it a new writer.
+#include <algorithm>
 #include <random>
 
 #include "storage/storage.h"
@@ -84,7 +85,8 @@ uint64_t Storage::CounterActor() const {
   return (static_cast<uint64_t>(rep_->options.node_id) << 32) | rep_->counter_incarnation;
 }
 
-StatusOr<CounterEntry> Storage::AddToCounter(KeyRef key, Version base, int64_t delta) {
+StatusOr<CounterEntry> Storage::AddToCounter(KeyRef key, Version base, const Envelope& read,
+                                             int64_t delta) {
   if (rep_->db == nullptr) return Status::FailedPrecondition("storage is closed");
   SHARDKV_RETURN_IF_ERROR(ValidateWrite(key.key, false, {}));
   // Keyed (and locked) by the user key alone, not the token: a key's token depends on the map's
@@ -102,11 +104,22 @@ StatusOr<CounterEntry> Storage::AddToCounter(KeyRef key, Version base, int64_t d
     // Totals of an earlier incarnation stay in the replicas as that writer's: start from zero.
     // An older base was reset by a SET or DEL since: start again from zero. A newer one means
     // the read that chose `base` was behind this writer's own last increment: keep counting there.
-    if (GetFixed64(stored, 0) == entry.actor && !(stored_base < base)) {
-      entry.base = stored_base;
-      entry.inc = GetFixed64(stored, 24);
-      entry.dec = GetFixed64(stored, 32);
+    // A count from nothing goes on only while the read shows it: gone from the read, it was
+    // reset by a DEL or SET whose register may since have been collected, and counting on there
+    // would put this increment under that reset too.
+    CounterEntry mine{entry.actor, stored_base, GetFixed64(stored, 24), GetFixed64(stored, 32)};
+    bool go_on = false;
+    if (GetFixed64(stored, 0) == entry.actor) {
+      if (mine.from_nothing()) {
+        go_on = std::any_of(read.counter.begin(), read.counter.end(), [&](const CounterEntry& c) {
+          return c.actor == mine.actor && c.base == mine.base;
+        });
+      } else {
+        go_on = base.node_id == kCountFromNothing ? read.version() < stored_base
+                                                  : !(stored_base < base);
+      }
     }
+    if (go_on) entry = mine;
   } else if (!rs.IsNotFound()) {
     return rep_->Read(rs, "reading counter totals");
   }

@@ -100,10 +100,11 @@ TombstoneGc::Verdict TombstoneGc::Decide(std::string_view stored_key, std::strin
     if (!past_grace(common::HlcClock::PhysicalMs(env.newest_version().timestamp))) {
       return Verdict::kKeep;
     }
-  } else if (env.expires_at_ms == 0 || !past_grace(env.expires_at_ms)) {
-    // A live value or counter (a counter over a tombstone, entries not yet active), or one whose
-    // expiry has not been past for a whole grace period: an EXPIRE or PERSIST racing it may still
-    // be in flight to this replica.
+  } else if (env.expires_at_ms == 0 || !past_grace(env.expires_at_ms) ||
+             env.CounterOutlivesExpiry()) {
+    // A live value or counter (a counter over a tombstone, entries not yet active, or counts from
+    // nothing begun after the record expired), or one whose expiry has not been past for a whole
+    // grace period: an EXPIRE or PERSIST racing it may still be in flight to this replica.
     return Verdict::kKeep;
   }
   uint64_t token = 0;

@@ -65,12 +65,13 @@ size_t ReadVarint64(std::string_view in, uint64_t* v) {
 }
 
 // Parses `count` counter entries from the front of `in`; the bytes consumed, or 0 if malformed
-// (truncated, out of actor order or repeated). `out` may be null (validation only); `active`
-// (optional) is set if an entry's base is `over`.
-size_t ReadCounterEntries(std::string_view in, uint32_t count, Version over,
-                          std::vector<CounterEntry>* out, bool* active) {
+// (truncated, out of (actor, base) order or repeated). `out` may be null (validation only);
+// `view` (optional) gets counter_active (an entry counts over its value register) and
+// counter_latest_start.
+size_t ReadCounterEntries(std::string_view in, uint32_t count, std::vector<CounterEntry>* out,
+                          EnvelopeView* view) {
   size_t pos = 0;
-  uint64_t last_actor = 0;
+  CounterEntry last;
   for (uint32_t i = 0; i < count; ++i) {
     CounterEntry c;
     if (in.size() < pos + 16) return 0;
@@ -84,9 +85,16 @@ size_t ReadCounterEntries(std::string_view in, uint32_t count, Version over,
     pos += n;
     if ((n = ReadVarint64(in.substr(pos), &c.dec)) == 0) return 0;
     pos += n;
-    if (i > 0 && c.actor <= last_actor) return 0;
-    last_actor = c.actor;
-    if (active != nullptr && c.base == over) *active = true;
+    if (i > 0 && !CounterKeyLess(last, c)) return 0;
+    last = c;
+    if (view != nullptr) {
+      if (CounterCountsOver(c, view->version(), view->tombstone || view->value_absent)) {
+        view->counter_active = true;
+      }
+      if (c.from_nothing()) {
+        view->counter_latest_start = std::max(view->counter_latest_start, c.base.timestamp);
+      }
+    }
     if (out != nullptr) out->push_back(c);
   }
   return pos;
@@ -156,11 +164,11 @@ Status ValidateEnvelopeShape(const Envelope& envelope) {
                                    " writers; at most " + std::to_string(kMaxCounterWriters));
   }
   for (size_t i = 0; i < envelope.counter.size(); ++i) {
-    if (i > 0 && envelope.counter[i - 1].actor >= envelope.counter[i].actor) {
-      return Status::InvalidArgument("counter entries out of writer order or repeated");
+    if (i > 0 && !CounterKeyLess(envelope.counter[i - 1], envelope.counter[i])) {
+      return Status::InvalidArgument("counter entries out of (writer, base) order or repeated");
     }
     // Merge drops such an entry; stored as given, the record would never equal its own merge.
-    if (envelope.counter[i].base < envelope.version()) {
+    if (CounterSuperseded(envelope.counter[i], envelope.version())) {
       return Status::InvalidArgument("a counter entry counts over a value older than the record's");
     }
   }
@@ -218,6 +226,7 @@ Status DecodeEnvelope(std::string_view encoded, EnvelopeView* view) {
   }
   view->counter_bytes = {};
   view->counter_active = false;
+  view->counter_latest_start = 0;
   if (format == kEnvelopeFormatV3) {
     uint32_t count = 0;
     n = ReadVarint32(encoded.substr(pos), &count);
@@ -225,8 +234,7 @@ Status DecodeEnvelope(std::string_view encoded, EnvelopeView* view) {
       return Status::Corruption("value envelope has a malformed counter entry count");
     }
     pos += n;
-    const size_t used = ReadCounterEntries(encoded.substr(pos), count, view->version(), nullptr,
-                                           &view->counter_active);
+    const size_t used = ReadCounterEntries(encoded.substr(pos), count, nullptr, view);
     if (used == 0) return Status::Corruption("value envelope has malformed counter entries");
     view->counter_bytes = encoded.substr(pos - n, n + used);
     pos += used;
@@ -252,7 +260,7 @@ Envelope EnvelopeView::ToEnvelope() const {
     const size_t n = ReadVarint32(counter_bytes, &count);
     e.counter.reserve(count);
     // Validated by DecodeEnvelope, which made this view.
-    (void)ReadCounterEntries(counter_bytes.substr(n), count, version(), &e.counter, nullptr);
+    (void)ReadCounterEntries(counter_bytes.substr(n), count, &e.counter, nullptr);
   }
   return e;
 }
@@ -274,31 +282,28 @@ bool ExpiryRegisterLess(const Envelope& a, const Envelope& b) {
   return a.expires_at_ms() < b.expires_at_ms();
 }
 
-// Both entry lists (ascending by actor) joined per actor, dropping entries whose base is older
-// than `over`: a newer SET or DEL reset the counter they counted in.
+// Both entry lists (ascending by (actor, base)) joined per (actor, base), by maximum, dropping
+// the entries no later register can let count: a newer SET or DEL reset the counter they counted
+// in (CounterSuperseded).
 std::vector<CounterEntry> MergeCounters(const std::vector<CounterEntry>& a,
                                         const std::vector<CounterEntry>& b, Version over) {
   std::vector<CounterEntry> out;
   if (a.empty() && b.empty()) return out;
   out.reserve(std::max(a.size(), b.size()));
   auto keep = [&](const CounterEntry& c) {
-    if (!(c.base < over)) out.push_back(c);
+    if (!CounterSuperseded(c, over)) out.push_back(c);
   };
   size_t i = 0;
   size_t j = 0;
   while (i < a.size() || j < b.size()) {
-    if (j == b.size() || (i < a.size() && a[i].actor < b[j].actor)) {
+    if (j == b.size() || (i < a.size() && CounterKeyLess(a[i], b[j]))) {
       keep(a[i++]);
-    } else if (i == a.size() || b[j].actor < a[i].actor) {
+    } else if (i == a.size() || CounterKeyLess(b[j], a[i])) {
       keep(b[j++]);
     } else {
       const CounterEntry& x = a[i++];
       const CounterEntry& y = b[j++];
-      if (x.base != y.base) {
-        keep(x.base < y.base ? y : x);
-      } else {
-        keep(CounterEntry{x.actor, x.base, std::max(x.inc, y.inc), std::max(x.dec, y.dec)});
-      }
+      keep(CounterEntry{x.actor, x.base, std::max(x.inc, y.inc), std::max(x.dec, y.dec)});
     }
   }
   return out;

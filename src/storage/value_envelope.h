@@ -35,10 +35,11 @@
 //   format 3 (a record with counter entries, design.md "Counters"): format 2's layout and flags,
 //   with the counter section between expires_at_ms and the value bytes:
 //   ...     1..5   entry count n (varint32; 1..kMaxCounterWriters)
-//   n times, in strictly ascending actor order:
+//   n times, in strictly ascending (actor, base) order:
 //           8      actor (fixed64: writer node id << 32 | the writer storage's incarnation)
-//           8      base HLC timestamp (fixed64): the value register version it counts over
-//           1..5   base writer node id (varint32)
+//           8      base HLC timestamp (fixed64): the value register version it counts over, or
+//                  for a count from nothing the HLC time it began
+//           1..5   base writer node id (varint32; kCountFromNothing for a count from nothing)
 //           1..10  increments (varint64)
 //           1..10  decrements (varint64)
 //   ...     rest   value bytes
@@ -71,6 +72,10 @@ inline constexpr uint8_t kEnvelopeFormatV3 = 3;
 // Writers a counter may have: one per node and storage incarnation (a rebuilt node is a new
 // writer), so a small cluster stays far below it.
 inline constexpr size_t kMaxCounterWriters = 1024;
+// The base node id of an entry that counts from nothing (design.md "Counters": counts from
+// nothing): its base timestamp is then the HLC time the writer began counting, not a version.
+// No node has this id (ids are below 2^30).
+inline constexpr uint32_t kCountFromNothing = 0xFFFFFFFFu;
 inline constexpr uint8_t kEnvelopeFlagTombstone = 0x01;
 inline constexpr uint8_t kEnvelopeFlagValueAbsent = 0x02;
 // Smallest possible encoding: format, flags, timestamp and a 1-byte node id.
@@ -87,13 +92,38 @@ struct Version {
 // `actor` ever raises its own totals, so replicas merge entries by maximum, and an entry counts
 // only while the value register still has the version `base` it was added over: a SET or DEL
 // with a newer version resets the counter (increments it had not seen are ordered before it).
+//
+// A count from nothing (base.node_id == kCountFromNothing) was begun at HLC time
+// base.timestamp over a dead or missing register: it counts over any tombstone or absent value
+// older than its start, and a newer SET or DEL resets it. Such a start, not the version of a
+// register the writer read, is what keeps increments made after a collected tombstone: a replica
+// that has not yet collected the tombstone holds an older register, which the count outlives.
+// Entries are identified by (actor, base): a writer that begins a new count from nothing keeps
+// its earlier one, which may still count where a read did not see it.
 struct CounterEntry {
   uint64_t actor = 0;  // writer node id << 32 | the writer storage's incarnation
-  Version base;        // the value register version these totals count over
+  Version base;        // the value register version these totals count over (or the start)
   uint64_t inc = 0;    // everything this writer added over `base`
   uint64_t dec = 0;    // everything it subtracted
+  bool from_nothing() const { return base.node_id == kCountFromNothing; }
   friend bool operator==(const CounterEntry&, const CounterEntry&) = default;
 };
+
+// The base of a count from nothing begun at HLC time `start`.
+inline Version CountFromNothing(uint64_t start) { return {start, kCountFromNothing}; }
+// The order entries are kept in (and their identity): actor, then base.
+inline bool CounterKeyLess(const CounterEntry& a, const CounterEntry& b) {
+  return a.actor != b.actor ? a.actor < b.actor : a.base < b.base;
+}
+// True when no later value register can make `c` count again: a register newer than its base
+// (or, from nothing, one not older than its start). Merge drops such entries.
+inline bool CounterSuperseded(const CounterEntry& c, Version value_register) {
+  return c.from_nothing() ? value_register.timestamp >= c.base.timestamp : c.base < value_register;
+}
+// True when `c` counts over a value register of version `v` (`dead`: a tombstone or no value).
+inline bool CounterCountsOver(const CounterEntry& c, Version v, bool dead) {
+  return c.from_nothing() ? dead && v.timestamp < c.base.timestamp : c.base == v;
+}
 
 // A decoded envelope that owns its value.
 //
@@ -113,8 +143,8 @@ struct Envelope {
   uint64_t expiry_timestamp = 0;
   uint32_t expiry_node_id = 0;
   uint64_t expiry_at_ms = 0;  // Unix ms, 0 = no expiry
-  // Counter entries, ascending by actor, one per actor (empty: not a counter). Merge keeps only
-  // those whose base is not older than the value register.
+  // Counter entries, ascending by (actor, base) (empty: not a counter). Merge keeps only those
+  // a later value register could still let count (CounterSuperseded).
   std::vector<CounterEntry> counter = {};
 
   Version version() const { return {timestamp, node_id}; }
@@ -136,12 +166,32 @@ struct Envelope {
   // or an absent value: INCR of a missing key).
   bool counter_active() const {
     return std::any_of(counter.begin(), counter.end(),
-                       [&](const CounterEntry& c) { return c.base == version(); });
+                       [&](const CounterEntry& c) { return Counts(c); });
+  }
+  // `c` counts over this record's value register (its expiry aside).
+  bool Counts(const CounterEntry& c) const { return CounterCountsOver(c, version(), !has_value()); }
+  bool ExpiredAt(uint64_t now_ms) const {
+    return expires_at_ms() != 0 && expires_at_ms() <= now_ms;
+  }
+  // The tombstone an expiry amounts to: above both registers and the expiry instant, node 0, so
+  // every coordinator that reads this expired record computes the same one.
+  Version ExpiryDeath() const {
+    return {std::max({timestamp, expiry_version().timestamp, expires_at_ms() << 16}) + 1, 0};
+  }
+  // `c` counts in what the record reads as at `now_ms`: once the record expired, only counts
+  // from nothing begun after its ExpiryDeath (they were made over the expired key's absence).
+  bool CountsAt(const CounterEntry& c, uint64_t now_ms) const {
+    if (!ExpiredAt(now_ms)) return Counts(c);
+    return c.from_nothing() && c.base.timestamp > ExpiryDeath().timestamp;
   }
   // The record reads as a live value (or counter) at wall-clock `now_ms`.
   bool LiveAt(uint64_t now_ms) const {
-    return (has_value() || counter_active()) && (expires_at_ms() == 0 || expires_at_ms() > now_ms);
+    if (!ExpiredAt(now_ms)) return has_value() || counter_active();
+    return std::any_of(counter.begin(), counter.end(),
+                       [&](const CounterEntry& c) { return CountsAt(c, now_ms); });
   }
+  // The expiry a read at `now_ms` reports: none for a counter that outlived an expired register.
+  uint64_t ExpiresAtMsAt(uint64_t now_ms) const { return ExpiredAt(now_ms) ? 0 : expires_at_ms(); }
   // Both registers written by one plain write: the format-1 shape.
   bool IsFormat1() const {
     return !value_absent && expiry_version() == version() && expires_at_ms() == 0 &&
@@ -188,18 +238,28 @@ struct EnvelopeView {
   uint64_t expiry_timestamp = 0;
   uint32_t expiry_node_id = 0;
   uint64_t expires_at_ms = 0;
-  // Format 3: the encoded counter section (entries only, validated by DecodeEnvelope) and
-  // whether one of its entries counts over the value register.
+  // Format 3: the encoded counter section (entries only, validated by DecodeEnvelope), whether
+  // one of its entries counts over the value register, and the latest start of its counts from
+  // nothing (0: none).
   std::string_view counter_bytes;
   bool counter_active = false;
+  uint64_t counter_latest_start = 0;
 
   Version version() const { return {timestamp, node_id}; }
   Version expiry_version() const { return {expiry_timestamp, expiry_node_id}; }
   Version newest_version() const { return std::max(version(), expiry_version()); }
+  // As Envelope::ExpiryDeath.
+  Version ExpiryDeath() const {
+    return {std::max({timestamp, expiry_timestamp, expires_at_ms << 16}) + 1, 0};
+  }
+  // A count from nothing begun after the record's expiry instant keeps it live past it.
+  bool CounterOutlivesExpiry() const { return counter_latest_start > ExpiryDeath().timestamp; }
   // Live as Envelope::LiveAt.
   bool LiveAt(uint64_t now_ms) const {
-    return ((!tombstone && !value_absent) || counter_active) &&
-           (expires_at_ms == 0 || expires_at_ms > now_ms);
+    if (expires_at_ms == 0 || expires_at_ms > now_ms) {
+      return (!tombstone && !value_absent) || counter_active;
+    }
+    return CounterOutlivesExpiry();
   }
   // Format-1 shapes come back with an implied expiry register.
   Envelope ToEnvelope() const;

@@ -91,11 +91,11 @@ TEST_CASE("counter: Redis's integer syntax and the value a counter reads as", "[
   del.counter = {{kActorA, {10, 1}, 4, 0}};
   CHECK(del.counter_active());
   CHECK(del.LiveAt(1));
-  CHECK(ReadValue(Envelope(del)) == "4");
+  CHECK(ReadValue(Envelope(del), 1) == "4");
   Envelope text = Envelope::Plain({10, 1}, false, "abc");
   text.counter = {{kActorA, {10, 1}, 4, 0}};
   CHECK_FALSE(CounterValue(text).has_value());
-  CHECK(ReadValue(Envelope(text)) == "abc");
+  CHECK(ReadValue(Envelope(text), 1) == "abc");
   // Totals past INT64_MAX on both sides still give the difference.
   Envelope big = Envelope::Plain({10, 1}, false, "1");
   big.counter = {{kActorA, {10, 1}, UINT64_MAX, UINT64_MAX - 5}};
@@ -119,9 +119,9 @@ TEST_CASE("counter: writers merge by maximum, and a newer SET or DEL resets the 
   const Envelope set = Envelope::Plain({50, 3}, false, "10");
   const Envelope after_set = Merge(both, set);
   CHECK(after_set.counter.empty());
-  CHECK(ReadValue(Envelope(after_set)) == "10");
+  CHECK(ReadValue(Envelope(after_set), 1) == "10");
   const Envelope incr = CounterWrite({kActorA, {50, 3}, 4, 0}, std::nullopt);
-  CHECK(ReadValue(Merge(after_set, incr)) == "14");
+  CHECK(ReadValue(Merge(after_set, incr), 1) == "14");
   // An increment that counted over the old base and arrives after the SET is ordered before it.
   stored = after_set;
   CHECK(MergeInto(&stored, CounterWrite({kActorB, {}, 9, 0}, std::nullopt)) ==
@@ -131,13 +131,107 @@ TEST_CASE("counter: writers merge by maximum, and a newer SET or DEL resets the 
   const Envelope del = Envelope::Plain({60, 3}, true, "");
   const Envelope deleted = Merge(Merge(after_set, incr), del);
   CHECK_FALSE(deleted.LiveAt(1));
-  CHECK(ReadValue(Merge(deleted, CounterWrite({kActorB, {60, 3}, 1, 0}, std::nullopt))) == "1");
-  // An expired record's reset ("0" at a version every coordinator computes alike) keeps the
-  // increments of every coordinator that saw the same expired record.
-  const Version reset{99, 0};
-  const Envelope r1 = CounterWrite({kActorA, reset, 1, 0}, reset);
-  const Envelope r2 = CounterWrite({kActorB, reset, 1, 0}, reset);
-  CHECK(ReadValue(Merge(r1, r2)) == "2");
+  CHECK(ReadValue(Merge(deleted, CounterWrite({kActorB, {60, 3}, 1, 0}, std::nullopt)), 1) == "1");
+  // An expired record's death (a tombstone at a version every coordinator computes alike) keeps
+  // the counts from nothing of every coordinator that saw the same expired record.
+  const Version death{99, 0};
+  const Envelope r1 = CounterWrite({kActorA, CountFromNothing(100), 1, 0}, death);
+  const Envelope r2 = CounterWrite({kActorB, CountFromNothing(101), 1, 0}, death);
+  CHECK(ReadValue(Merge(r1, r2), 1) == "2");
+}
+
+// The hole this rule closes: a DEL's tombstone collected on the replicas an increment's read
+// asked, still held by another. The increment counts from nothing begun after the tombstone, so
+// the tombstone coming back (read repair, anti-entropy) does not reset it; a DEL after it does.
+TEST_CASE(
+    "counter: a count from nothing outlives a collected tombstone or expired value that "
+    "comes back",
+    "[counter]") {
+  const Envelope old_del = Envelope::Plain({100, 2}, true, "");
+  const Envelope incr = CounterWrite({kActorA, CountFromNothing(200), 3, 0}, std::nullopt);
+  Envelope back = Merge(incr, old_del);
+  CHECK(back == Merge(old_del, incr));
+  REQUIRE(back.counter.size() == 1);
+  CHECK(back.LiveAt(1));
+  CHECK(ReadValue(Envelope(back), 1) == "3");
+  // The same increment over version (0, 0), as before this rule, is reset by it: the hole.
+  CHECK(Merge(CounterWrite({kActorA, {}, 3, 0}, std::nullopt), old_del).counter.empty());
+  // A DEL or SET after the count began resets it.
+  CHECK_FALSE(Merge(back, Envelope::Plain({300, 1}, true, "")).LiveAt(1));
+  CHECK(ReadValue(Merge(back, Envelope::Plain({300, 1}, false, "9")), 1) == "9");
+  // A SET older than the start (arriving late) is a value: the count does not add to it, and
+  // stays (a later tombstone still older than the start lets it count again).
+  const Envelope late_set = Merge(back, Envelope::Plain({150, 1}, false, "5"));
+  CHECK(ReadValue(Envelope(late_set), 1) == "5");
+  CHECK(late_set.counter.size() == 1);
+  CHECK(ReadValue(Merge(late_set, Envelope::Plain({180, 1}, true, "")), 1) == "3");
+
+  // An expired value collected on some replicas and not on another: a count from nothing begun
+  // after the expiry outlives the expired value merged back; one begun before it expires with it.
+  const uint64_t ms = uint64_t{1} << 16;  // an HLC timestamp per millisecond
+  const Envelope expiring = Envelope::Plain({1000 * ms, 2}, false, "7", 2000);
+  const Envelope after = CounterWrite({kActorA, CountFromNothing(5000 * ms), 4, 0}, std::nullopt);
+  const Envelope merged = Merge(expiring, after);
+  CHECK(ReadValue(Envelope(merged), 1500) == "7");  // before the expiry: the value
+  CHECK(merged.LiveAt(6000));
+  CHECK(ReadValue(Envelope(merged), 6000) == "4");
+  CHECK(merged.ExpiresAtMsAt(6000) == 0);
+  CHECK(merged.ExpiresAtMsAt(1500) == 2000);
+  const Envelope before = CounterWrite({kActorB, CountFromNothing(1500 * ms), 1, 0}, std::nullopt);
+  CHECK_FALSE(Merge(expiring, before).LiveAt(6000));
+  // The encoded record says the same (the tombstone GC keeps it past the grace).
+  EnvelopeView view;
+  const std::string encoded = EncodeEnvelope(merged);
+  REQUIRE(DecodeEnvelope(encoded, &view).ok());
+  CHECK(view.CounterOutlivesExpiry());
+  CHECK(view.LiveAt(6000));
+  CHECK(view.LiveAt(1000));
+  const std::string encoded_before = EncodeEnvelope(Merge(expiring, before));
+  REQUIRE(DecodeEnvelope(encoded_before, &view).ok());
+  CHECK_FALSE(view.CounterOutlivesExpiry());
+  // An increment that read the expired record writes its death: a later PERSIST or EXPIRE of
+  // the expiry register cannot bring "7" back.
+  const Version death = merged.ExpiryDeath();
+  const Envelope seen = CounterWrite({kActorB, CountFromNothing(death.timestamp + 1), 1, 0}, death);
+  Envelope persisted = Merge(Merge(merged, seen), Envelope::ExpiryOnly({7000 * ms, 1}, 0));
+  CHECK(persisted.LiveAt(8000));
+  CHECK(ReadValue(Envelope(persisted), 8000) == "5");
+  CHECK(ValidateEnvelopeShape(persisted).ok());
+}
+
+TEST_CASE("counter: a writer goes on with its count from nothing only while a read shows it",
+          "[counter]") {
+  shardkv::testing::TempDir dir;
+  StorageOptions options;
+  options.node_id = 3;
+  auto s = Storage::Open(dir.Sub("db"), options);
+  REQUIRE(s.ok());
+  const uint64_t actor = (*s)->CounterActor();
+  const Envelope none;
+  auto e = (*s)->AddToCounter({1, "k"}, CountFromNothing(100), none, 2);
+  REQUIRE(e.ok());
+  CHECK(*e == CounterEntry{actor, CountFromNothing(100), 2, 0});
+  // The read shows it: the same count goes on (whatever start this read would begin).
+  Envelope shown = CounterWrite(*e, std::nullopt);
+  e = (*s)->AddToCounter({1, "k"}, CountFromNothing(400), shown, 1);
+  REQUIRE(e.ok());
+  CHECK(*e == CounterEntry{actor, CountFromNothing(100), 3, 0});
+  // Gone from the read (a DEL reset it, and may since have been collected): a new count.
+  e = (*s)->AddToCounter({1, "k"}, CountFromNothing(500), none, 1);
+  REQUIRE(e.ok());
+  CHECK(*e == CounterEntry{actor, CountFromNothing(500), 1, 0});
+  // A read that shows a value: the count goes over its version.
+  e = (*s)->AddToCounter({1, "k"}, {600, 1}, Envelope::Plain({600, 1}, false, "1"), 1);
+  REQUIRE(e.ok());
+  CHECK(*e == CounterEntry{actor, {600, 1}, 1, 0});
+  // A read behind that (a dead register older than it): keep counting over the newer base.
+  e = (*s)->AddToCounter({1, "k"}, CountFromNothing(700), Envelope::Plain({550, 1}, true, ""), 1);
+  REQUIRE(e.ok());
+  CHECK(*e == CounterEntry{actor, {600, 1}, 2, 0});
+  // A read that saw a DEL after it: a new count from nothing.
+  e = (*s)->AddToCounter({1, "k"}, CountFromNothing(800), Envelope::Plain({650, 1}, true, ""), 1);
+  REQUIRE(e.ok());
+  CHECK(*e == CounterEntry{actor, CountFromNothing(800), 1, 0});
 }
 
 // Random canonical records over a small domain, with counters, so versions and bases collide.
@@ -162,10 +256,24 @@ Envelope RandomRecord(std::mt19937_64& rng) {
   }
   const uint64_t actors[] = {kActorA, kActorB, kActorB + 1};
   for (uint64_t actor : actors) {
-    if (pick(2) == 0) continue;
-    const Version base =
-        pick(2) == 0 ? e.version() : Version{pick(4), static_cast<uint32_t>(pick(2))};
-    e.counter.push_back({actor, base, pick(4), pick(3)});
+    // Up to two entries per writer: over the register, over another version, or from nothing.
+    for (uint64_t n = pick(3); n > 0; --n) {
+      Version base;
+      switch (pick(3)) {
+        case 0:
+          base = e.version();
+          break;
+        case 1:
+          base = Version{pick(4), static_cast<uint32_t>(pick(2))};
+          break;
+        default:
+          base = CountFromNothing(pick(5));
+          break;
+      }
+      CounterEntry c{actor, base, pick(4), pick(3)};
+      auto at = std::lower_bound(e.counter.begin(), e.counter.end(), c, CounterKeyLess);
+      if (at == e.counter.end() || CounterKeyLess(c, *at)) e.counter.insert(at, c);
+    }
   }
   return Merge(e, e);  // canonical: entries older than the value register dropped
 }
@@ -206,30 +314,31 @@ TEST_CASE("counter: a writer's totals only grow, restart over a newer base, surv
     actor = (*s)->CounterActor();
     CHECK((actor >> 32) == 4);
     CHECK((actor & 0xffffffff) != 0);
-    auto e = (*s)->AddToCounter({7, "k"}, {}, 5);
+    const Envelope none;
+    auto e = (*s)->AddToCounter({7, "k"}, {}, none, 5);
     REQUIRE(e.ok());
     CHECK(*e == CounterEntry{actor, {}, 5, 0});
-    e = (*s)->AddToCounter({7, "k"}, {}, -2);
+    e = (*s)->AddToCounter({7, "k"}, {}, none, -2);
     REQUIRE(e.ok());
     CHECK(*e == CounterEntry{actor, {}, 5, 2});
     // A read that saw a reset (newer base): the totals start again from zero there.
-    e = (*s)->AddToCounter({7, "k"}, {30, 1}, 1);
+    e = (*s)->AddToCounter({7, "k"}, {30, 1}, none, 1);
     REQUIRE(e.ok());
     CHECK(*e == CounterEntry{actor, {30, 1}, 1, 0});
     // A read behind this writer's own last increment (older base): it keeps counting there.
-    e = (*s)->AddToCounter({7, "k"}, {}, 1);
+    e = (*s)->AddToCounter({7, "k"}, {}, none, 1);
     REQUIRE(e.ok());
     CHECK(*e == CounterEntry{actor, {30, 1}, 2, 0});
     // Another key has totals of its own.
-    e = (*s)->AddToCounter({7, "other"}, {}, 1);
+    e = (*s)->AddToCounter({7, "other"}, {}, none, 1);
     REQUIRE(e.ok());
     CHECK(*e == CounterEntry{actor, {}, 1, 0});
     // Totals never wrap.
-    e = (*s)->AddToCounter({8, "big"}, {}, INT64_MAX);
+    e = (*s)->AddToCounter({8, "big"}, {}, none, INT64_MAX);
     REQUIRE(e.ok());
-    e = (*s)->AddToCounter({8, "big"}, {}, INT64_MAX);
+    e = (*s)->AddToCounter({8, "big"}, {}, none, INT64_MAX);
     REQUIRE(e.ok());
-    e = (*s)->AddToCounter({8, "big"}, {}, 2);
+    e = (*s)->AddToCounter({8, "big"}, {}, none, 2);
     CHECK(e.status().code() == Status::Code::kInvalidArgument);
     REQUIRE((*s)->Close().ok());
   }
@@ -237,11 +346,12 @@ TEST_CASE("counter: a writer's totals only grow, restart over a newer base, surv
     auto s = Storage::Open(dir.Sub("db"), options);
     REQUIRE(s.ok());
     CHECK((*s)->CounterActor() == actor);  // the same writer after a restart
-    auto e = (*s)->AddToCounter({7, "k"}, {30, 1}, 1);
+    const Envelope none;
+    auto e = (*s)->AddToCounter({7, "k"}, {30, 1}, none, 1);
     REQUIRE(e.ok());
     CHECK(*e == CounterEntry{actor, {30, 1}, 3, 0});
     // The totals follow the key, not its token (which a map's placement parameters decide).
-    e = (*s)->AddToCounter({99, "k"}, {30, 1}, 1);
+    e = (*s)->AddToCounter({99, "k"}, {30, 1}, none, 1);
     REQUIRE(e.ok());
     CHECK(*e == CounterEntry{actor, {30, 1}, 4, 0});
   }
@@ -259,7 +369,8 @@ TEST_CASE("counter: after an unclean stop a node counts on as a new writer, from
   auto s = Storage::Open(dir.Sub("db"), options);
   REQUIRE(s.ok());
   const uint64_t actor = (*s)->CounterActor();
-  auto e = (*s)->AddToCounter({1, "k"}, {}, 7);
+  const Envelope none;
+  auto e = (*s)->AddToCounter({1, "k"}, {}, none, 7);
   REQUIRE(e.ok());
   // A copy of the open database is what a crash leaves: no clean-close mark. Its last unsynced
   // totals could have been lost, so it must not count on from them as the same writer.
@@ -270,7 +381,7 @@ TEST_CASE("counter: after an unclean stop a node counts on as a new writer, from
   const uint64_t after = (*crashed)->CounterActor();
   CHECK(after != actor);
   CHECK((after >> 32) == 2);
-  e = (*crashed)->AddToCounter({1, "k"}, {}, 1);
+  e = (*crashed)->AddToCounter({1, "k"}, {}, none, 1);
   REQUIRE(e.ok());
   CHECK(*e == CounterEntry{after, {}, 1, 0});
   // A clean close and reopen keeps the writer.
@@ -278,7 +389,7 @@ TEST_CASE("counter: after an unclean stop a node counts on as a new writer, from
   crashed = Storage::Open(dir.Sub("crashed"), options);
   REQUIRE(crashed.ok());
   CHECK((*crashed)->CounterActor() == after);
-  e = (*crashed)->AddToCounter({1, "k"}, {}, 1);
+  e = (*crashed)->AddToCounter({1, "k"}, {}, none, 1);
   REQUIRE(e.ok());
   CHECK(*e == CounterEntry{after, {}, 2, 0});
 }
