@@ -93,7 +93,9 @@ void AwaitSlotTables(const std::vector<uint16_t>& ports, size_t size) {
   for (uint16_t port : ports) {
     RawClient c(port);
     const bool agreed = testing::PollUntil(
-        [&] { return c.Call({"CLUSTER", "INFO"}).find(want) != std::string::npos; },
+        [&] {
+          return c.Call({"CLUSTER", "INFO"}).find(want) != std::string::npos;
+        },
         std::chrono::seconds(20), std::chrono::milliseconds(50));
     INFO("port " << port << " never reported " << want);
     REQUIRE(agreed);
