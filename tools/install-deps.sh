@@ -19,6 +19,9 @@ PKGS=(
   libcpp-httplib-dev prometheus
   # redis-py, the plain and the cluster client of tests/redis/redis_py_test.py
   python3-redis
+  # node-redis 4 (createClient, createCluster), the Node client of tests/redis/node_redis_test.js,
+  # and a node to run it (kept when one is installed already)
+  nodejs node-redis
   # the multi-host test bed (tests/multihost): namespaces, packet filters, wall-clock skew
   iproute2 iptables faketime
   # the architecture picture: docs/architecture.svg is generated from docs/architecture.dot

@@ -108,6 +108,22 @@ KeyspaceCounts CountKeys(const std::vector<NodeView>& nodes, uint32_t replicas) 
   return {(keys + r / 2) / r, (expiring + r / 2) / r};
 }
 
+bool OwnSlotRange(const std::vector<NodeView>& nodes, uint32_t self_id, uint32_t* first,
+                  uint32_t* last) {
+  for (const SlotRange& r : SpreadSlots(nodes)) {
+    if (r.node->id != self_id) continue;
+    *first = r.start;
+    *last = r.end;
+    return true;
+  }
+  return false;
+}
+
+int64_t SlotShare(int64_t total, uint32_t first, uint32_t last) {
+  auto upto = [total](uint32_t slots) { return total * slots / kClusterSlots; };
+  return upto(last + 1) - upto(first);
+}
+
 void ClusterCommands::Handle(const RedisSession& session, Args args, ReplyDone done) {
   const std::string name = Lower(args[0]);
   if (name == "info") return Info(session, std::move(args), std::move(done));
@@ -124,7 +140,14 @@ void ClusterCommands::Handle(const RedisSession& session, Args args, ReplyDone d
   c_->view->Fetch([this, s, name, sub, args = std::move(args), map,
                    done = std::move(done)](std::vector<NodeView> nodes) mutable {
     if (name == "dbsize") {
-      return done(":" + std::to_string(CountKeys(nodes, map->EffectiveReplicas()).keys) + "\r\n");
+      int64_t keys = CountKeys(nodes, map->EffectiveReplicas()).keys;
+      // Node-scoped: this node's share, so that DBSIZE summed over the primaries (redis-py's
+      // RedisCluster.dbsize()) is the cluster's count, as each key is scanned on one node.
+      if (s->node_scoped()) {
+        uint32_t first = 0, last = 0;
+        keys = OwnSlotRange(nodes, c_->self_id, &first, &last) ? SlotShare(keys, first, last) : 0;
+      }
+      return done(":" + std::to_string(keys) + "\r\n");
     }
     Cluster(*s, sub, std::move(args), std::move(nodes), std::move(done));
   });

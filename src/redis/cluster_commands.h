@@ -50,4 +50,15 @@ struct KeyspaceCounts {
 };
 KeyspaceCounts CountKeys(const std::vector<NodeView>& nodes, uint32_t replicas);
 
+// The emulated slots [*first, *last] that CLUSTER SLOTS|SHARDS|NODES give node `self_id` under
+// `nodes` (the members with a Redis address, equal contiguous ranges in id order); false when
+// it is given none. A node-scoped connection's SCAN and KEYS cover the token slots of this range
+// and its DBSIZE this range's share (design.md "Scans").
+bool OwnSlotRange(const std::vector<NodeView>& nodes, uint32_t self_id, uint32_t* first,
+                  uint32_t* last);
+// A node-scoped DBSIZE: slots [first, last]'s share of `total` keys, floor(total * (last + 1) /
+// 16384) - floor(total * first / 16384), so that the shares of ranges that tile the slots add
+// up to `total` exactly.
+int64_t SlotShare(int64_t total, uint32_t first, uint32_t last);
+
 }  // namespace shardkv::redis

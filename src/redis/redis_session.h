@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "common/mutex.h"
 #include "common/thread_annotations.h"
@@ -19,6 +20,14 @@
 #include "resp/resp_writer.h"
 
 namespace shardkv::redis {
+
+// A connection whose name (CLIENT SETNAME, HELLO ... SETNAME) starts with this is node-scoped:
+// its SCAN and KEYS cover only this node's emulated slot range and its DBSIZE counts only that
+// share, as a Redis Cluster node's do, so that a cluster client that scans every primary sees
+// each key once (design.md "Scans"). The rule keys on the name because the name is the one
+// thing redis-py, ioredis and node-redis can all be told to send on every node connection; none
+// of them sends CLUSTER SLOTS or READONLY on the connections it scans with.
+inline constexpr std::string_view kNodeScopedNamePrefix = "shardkv-cluster";
 
 class RedisSession {
  public:
@@ -57,6 +66,11 @@ class RedisSession {
   void set_name(std::string name) {
     common::MutexLock lock(&mu_);
     name_ = std::move(name);
+  }
+  // See kNodeScopedNamePrefix. RESET clears the name, and with it the scope.
+  bool node_scoped() const {
+    common::MutexLock lock(&mu_);
+    return std::string_view(name_).substr(0, kNodeScopedNamePrefix.size()) == kNodeScopedNamePrefix;
   }
   void set_lib(bool version, std::string value) {
     common::MutexLock lock(&mu_);

@@ -3,7 +3,9 @@
 
 The plain client `redis.Redis` on each node and the cluster client `redis.cluster.RedisCluster`
 over the emulated CLUSTER SLOTS/NODES: commands, pipelines, binary data, error replies mapped to
-exceptions; then writers on every node and through the cluster client while a scale-out runs
+exceptions; SCAN, KEYS and DBSIZE from the plain client and from RedisCluster with and without
+the node-scoped opt-in (its connections named "shardkv-cluster...", design.md "Scans"); then
+writers on every node and through the cluster client while a scale-out runs
 (`cluster add-node`, `rebalance watch` until done): 0 errors, and every acknowledged write is
 read back at the end, from every node including the new one.
 
@@ -250,6 +252,57 @@ def test_cluster_client(ports):
     c.close()
 
 
+SCAN_KEYS = 600
+
+
+def test_scan(ports):
+    print("SCAN, KEYS and DBSIZE: plain, and RedisCluster with and without the opt-in", flush=True)
+    r = plain(ports[0])
+    want = {f"pys:{i}".encode() for i in range(SCAN_KEYS)}
+    r.mset({k: b"v" for k in want})
+
+    def counted(keys):
+        seen = {}
+        for k in keys:
+            seen[k] = seen.get(k, 0) + 1
+        return (len(want - set(seen)), sum(1 for n in seen.values() if n > 1),
+                sum(seen.values()))
+
+    for port in ports:
+        missing, repeated, total = counted(plain(port).scan_iter(match="pys:*", count=50))
+        check(missing == 0 and repeated == 0 and total == SCAN_KEYS,
+              f"plain scan_iter on :{port}: {total} keys, {missing} missing, {repeated} twice")
+    # The opt-in: every node connection of the cluster client is named shardkv-cluster...
+    c = redis.cluster.RedisCluster(host="127.0.0.1", port=ports[1], socket_timeout=30,
+                                   client_name="shardkv-cluster:redis-py")
+    missing, repeated, total = counted(c.scan_iter(match="pys:*", count=50))
+    check(missing == 0 and repeated == 0 and total == SCAN_KEYS,
+          f"RedisCluster(client_name=shardkv-cluster...).scan_iter(): {total} keys, {missing} "
+          f"missing, {repeated} twice")
+    primaries = redis.cluster.RedisCluster.PRIMARIES
+    missing, repeated, total = counted(c.keys("pys:*", target_nodes=primaries))
+    check(missing == 0 and repeated == 0 and total == SCAN_KEYS,
+          f"KEYS on every primary, node-scoped: {total} keys, {missing} missing")
+    # DBSIZE summed over the primaries is the cluster's count (the members' stats converge and
+    # are cached for a second: polled, bounded).
+    deadline = time.monotonic() + 20
+    while True:
+        whole, summed = r.dbsize(), c.dbsize(target_nodes=primaries)
+        if whole == summed or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)  # polling the nodes' cached stats
+    check(whole == summed and whole >= SCAN_KEYS,
+          f"DBSIZE summed over the node-scoped primaries {summed} = plain DBSIZE {whole}")
+    c.close()
+    # Without the opt-in every primary scans the whole cluster: each key once per node, as
+    # docs/redis.md says.
+    c = redis.cluster.RedisCluster(host="127.0.0.1", port=ports[2], socket_timeout=30)
+    missing, repeated, total = counted(c.scan_iter(match="pys:*", count=50))
+    check(missing == 0 and total == SCAN_KEYS * len(ports),
+          f"RedisCluster without the opt-in: {total} keys, each once per node")
+    c.close()
+
+
 class Writer(threading.Thread):
     """Writes unique keys through one client until told to stop; records what was acknowledged."""
 
@@ -434,6 +487,7 @@ def main():
             return 1
         test_plain_client(ports)
         test_cluster_client(ports)
+        test_scan(ports)
         test_scale_out(cluster, ports)
     except Exception as e:  # an unexpected exception fails the test with its reason
         import traceback
