@@ -104,22 +104,32 @@ StatusOr<CounterEntry> Storage::AddToCounter(KeyRef key, Version base, const Env
     // Totals of an earlier incarnation stay in the replicas as that writer's: start from zero.
     // An older base was reset by a SET or DEL since: start again from zero. A newer one means
     // the read that chose `base` was behind this writer's own last increment: keep counting there.
-    // A count from nothing goes on only while the read shows it: gone from the read, it was
-    // reset by a DEL or SET whose register may since have been collected, and counting on there
-    // would put this increment under that reset too.
+    // A count from nothing goes on only while the read shows one of this writer's counts from
+    // nothing (its last, or an earlier one: a read taken before the last one's write landed):
+    // with none in the read, they were reset by a DEL or SET whose register may since have been
+    // collected, and counting on there would put this increment under that reset too. (Asking
+    // for the last one itself would begin a new entry whenever a read overtook the last write.)
     CounterEntry mine{entry.actor, stored_base, GetFixed64(stored, 24), GetFixed64(stored, 32)};
     bool go_on = false;
     if (GetFixed64(stored, 0) == entry.actor) {
       if (mine.from_nothing()) {
         go_on = std::any_of(read.counter.begin(), read.counter.end(), [&](const CounterEntry& c) {
-          return c.actor == mine.actor && c.base == mine.base;
+          return c.actor == mine.actor && c.from_nothing();
         });
       } else {
         go_on = base.node_id == kCountFromNothing ? read.version() < stored_base
                                                   : !(stored_base < base);
       }
     }
-    if (go_on) entry = mine;
+    if (go_on) {
+      entry = mine;
+    } else if (GetFixed64(stored, 0) == entry.actor && entry.from_nothing() &&
+               mine.from_nothing()) {
+      // A new count from nothing must never share its start with this writer's last one (two
+      // increments in one millisecond whose reads both predate it): from zero again under the
+      // same (actor, base), the two would merge by maximum and one increment would be lost.
+      entry.base.timestamp = std::max(entry.base.timestamp, mine.base.timestamp + 1);
+    }
   } else if (!rs.IsNotFound()) {
     return rep_->Read(rs, "reading counter totals");
   }

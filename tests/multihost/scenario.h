@@ -60,6 +60,14 @@ class Scenario {
   Status Load(int count, int bytes);
 
   void StartWorkload(const WorkloadSpec& spec);
+  // The counter workload (the workload binary's `count`) from the root namespace: `clients`
+  // threads incrementing `counters` counters through every member for `duration`.
+  void StartCounters(int clients, int counters, std::chrono::milliseconds duration);
+  // After the counter workloads ended (WaitAll): reads each counter at consistency all, twice
+  // (the second read after the first's read repair), and returns a violation for any value
+  // outside [acked - failed decrements, acked + failed increments] or any read that failed.
+  // Prints one line per counter.
+  std::vector<std::string> CheckCounters();
   // A sampler inside each given host's namespace for `duration` (nodes 1..hosts by default).
   void StartSamplers(std::chrono::milliseconds duration, std::vector<int> hosts = {});
   // Polls until the workloads recorded `ops` operations in all (false after `limit`).
@@ -110,6 +118,7 @@ class Scenario {
   std::vector<std::unique_ptr<testing::BackgroundProcess>> processes_;  // workloads
   std::vector<std::unique_ptr<testing::BackgroundProcess>> samplers_;
   std::vector<std::string> histories_;
+  std::vector<std::string> tallies_;  // the counter workloads' files
   std::vector<std::string> samples_;
   std::string secret_file_;
 };

@@ -323,10 +323,20 @@ void SkewScenario(const std::string& name, int skew_ms, const std::string& expec
 // clock against the others' at start, at adoption and every gossip round, and while it is off a
 // majority's it sends its client requests on (design.md "Clock offsets"). Behind: the same.
 TEST_CASE("a node 1 s ahead", "[multihost]") { SkewScenario("skew+1s", 1000, ""); }
-TEST_CASE("a node 3 s ahead", "[multihost]") { SkewScenario("skew+3s", 3000, ""); }
+// ±3 s runs only at full length: ±1 s and ±10 s already put one offset inside and one far
+// outside the guard's 500 ms limit on each side, and the pair costs 37 s of a CI run budgeted at
+// 45 minutes. Said loudly, so a short run's log shows what it left out.
+void LongOnlySkewScenario(const std::string& name, int skew_ms) {
+  if (Scale(std::chrono::milliseconds(1)).count() == 1) {
+    std::printf("%s: not run (only with SHARDKV_LONG=1; +-1 s and +-10 s ran)\n", name.c_str());
+    return;
+  }
+  SkewScenario(name, skew_ms, "");
+}
+TEST_CASE("a node 3 s ahead", "[multihost]") { LongOnlySkewScenario("skew+3s", 3000); }
 TEST_CASE("a node 10 s ahead", "[multihost]") { SkewScenario("skew+10s", 10000, ""); }
 TEST_CASE("a node 1 s behind", "[multihost]") { SkewScenario("skew-1s", -1000, ""); }
-TEST_CASE("a node 3 s behind", "[multihost]") { SkewScenario("skew-3s", -3000, ""); }
+TEST_CASE("a node 3 s behind", "[multihost]") { LongOnlySkewScenario("skew-3s", -3000); }
 TEST_CASE("a node 10 s behind", "[multihost]") { SkewScenario("skew-10s", -10000, ""); }
 
 }  // namespace

@@ -11,6 +11,11 @@
 //   form    forms a cluster from running unformed nodes (Admin::FormCluster): the fallback
 //           while `shardkv cluster init` does not exist.
 //   load    writes --count keys of --bytes each (data for a change to stream).
+//   count   --clients threads, each with a Client of its own through a different node first,
+//           increment (+1, or -1 one time in five) counters ctr.0 .. ctr.<--counters - 1> for
+//           --duration-ms, then write "<key> <acked sum> <failed +1s> <failed -1s> <ops>" per
+//           counter to --out (design.md "Counters": the final value must lie within
+//           [acked - failed -1s, acked + failed +1s]).
 // Exit status: 0 done, 1 failed, 2 usage error.
 #include <CLI/CLI.hpp>
 #include <atomic>
@@ -240,6 +245,62 @@ int Load(const std::vector<std::string>& seeds, int count, int bytes) {
   return 0;
 }
 
+struct CountFlags {
+  std::vector<std::string> seeds;
+  int clients = 8, counters = 4, duration_ms = 5000, timeout_ms = 2000;
+  uint64_t seed = 1;
+  std::string out;
+};
+
+int Count(const CountFlags& f) {
+  struct Tally {
+    std::atomic<int64_t> acked{0}, failed_inc{0}, failed_dec{0}, ops{0};
+  };
+  std::vector<Tally> tally(static_cast<size_t>(f.counters));
+  const auto end = Clock::now() + std::chrono::milliseconds(f.duration_ms);
+  std::atomic<int> broken{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < f.clients; ++t) {
+    threads.emplace_back([&, t] {
+      ClientOptions o;
+      // Seeds rotated per thread, so that the threads' first choices cover every node.
+      for (size_t i = 0; i < f.seeds.size(); ++i) {
+        o.seeds.push_back(f.seeds[(i + static_cast<size_t>(t)) % f.seeds.size()]);
+      }
+      o.timeout_ms = static_cast<uint32_t>(f.timeout_ms);
+      o.auth_secret_file = secret_file;
+      auto client = Client::Connect(o);
+      if (!client.ok()) {
+        std::fprintf(stderr, "count: %s\n", client.status().ToString().c_str());
+        ++broken;
+        return;
+      }
+      std::mt19937_64 rng(f.seed * 1000 + static_cast<uint64_t>(t));
+      for (int n = 0; n < 1000000 && Clock::now() < end; ++n) {
+        const size_t i = rng() % tally.size();
+        const int64_t delta = rng() % 5 == 0 ? -1 : 1;
+        const StatusOr<int64_t> r = (*client)->Incr("ctr." + std::to_string(i), delta);
+        ++tally[i].ops;
+        if (r.ok()) {
+          tally[i].acked += delta;
+        } else {
+          ++(delta > 0 ? tally[i].failed_inc : tally[i].failed_dec);
+        }
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  std::FILE* file = std::fopen(f.out.c_str(), "w");
+  if (file == nullptr) return 1;
+  for (size_t i = 0; i < tally.size(); ++i) {
+    std::fprintf(file, "ctr.%zu %" PRId64 " %" PRId64 " %" PRId64 " %" PRId64 "\n", i,
+                 tally[i].acked.load(), tally[i].failed_inc.load(), tally[i].failed_dec.load(),
+                 tally[i].ops.load());
+  }
+  std::fclose(file);
+  return broken.load() == 0 ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -286,6 +347,16 @@ int main(int argc, char** argv) {
   load->add_option("--auth-secret-file", secret_file, "The cluster secret");
   load->add_option("--count", count)->check(CLI::Range(1, 10000000));
   load->add_option("--bytes", bytes)->check(CLI::Range(1, 1 << 20));
+  CountFlags cf;
+  auto* count_cmd = app.add_subcommand("count", "Increment counters ctr.<i> from many clients");
+  count_cmd->add_option("--seeds", cf.seeds)->delimiter(',')->required();
+  count_cmd->add_option("--auth-secret-file", secret_file, "The cluster secret");
+  count_cmd->add_option("--clients", cf.clients)->check(CLI::Range(1, 64));
+  count_cmd->add_option("--counters", cf.counters)->check(CLI::Range(1, 1000));
+  count_cmd->add_option("--duration-ms", cf.duration_ms)->check(CLI::Range(1, 3600000));
+  count_cmd->add_option("--timeout-ms", cf.timeout_ms)->check(CLI::Range(1, 600000));
+  count_cmd->add_option("--seed", cf.seed);
+  count_cmd->add_option("--out", cf.out, "Tally file to write")->required();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -295,5 +366,6 @@ int main(int argc, char** argv) {
   if (*sample) return Sample(address, id, out, duration_ms, interval_ms);
   if (*form) return Form(addresses, replicas);
   if (*load) return Load(addresses, count, bytes);
+  if (*count_cmd) return Count(cf);
   return 2;
 }

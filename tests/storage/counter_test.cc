@@ -216,10 +216,30 @@ TEST_CASE("counter: a writer goes on with its count from nothing only while a re
   e = (*s)->AddToCounter({1, "k"}, CountFromNothing(400), shown, 1);
   REQUIRE(e.ok());
   CHECK(*e == CounterEntry{actor, CountFromNothing(100), 3, 0});
+  // A read showing only an earlier count from nothing of this writer (taken before the last
+  // one's write landed): the last one goes on.
+  const Envelope earlier = CounterWrite({actor, CountFromNothing(50), 1, 0}, std::nullopt);
+  e = (*s)->AddToCounter({1, "k"}, CountFromNothing(450), earlier, 1);
+  REQUIRE(e.ok());
+  CHECK(*e == CounterEntry{actor, CountFromNothing(100), 4, 0});
+  // Another writer's count in the read is not this writer's.
+  const Envelope others = CounterWrite({actor + 1, CountFromNothing(60), 1, 0}, std::nullopt);
+  e = (*s)->AddToCounter({1, "k"}, CountFromNothing(460), others, 1);
+  REQUIRE(e.ok());
+  CHECK(*e == CounterEntry{actor, CountFromNothing(460), 1, 0});
+  shown = CounterWrite(*e, std::nullopt);
+  e = (*s)->AddToCounter({1, "k"}, CountFromNothing(470), shown, 1);
+  REQUIRE(e.ok());
+  CHECK(*e == CounterEntry{actor, CountFromNothing(460), 2, 0});
   // Gone from the read (a DEL reset it, and may since have been collected): a new count.
   e = (*s)->AddToCounter({1, "k"}, CountFromNothing(500), none, 1);
   REQUIRE(e.ok());
   CHECK(*e == CounterEntry{actor, CountFromNothing(500), 1, 0});
+  // A second increment in the same millisecond whose read predates the first's write: it must
+  // not restart from zero under the same start (the two would merge into one increment).
+  e = (*s)->AddToCounter({1, "k"}, CountFromNothing(500), none, 1);
+  REQUIRE(e.ok());
+  CHECK(*e == CounterEntry{actor, CountFromNothing(501), 1, 0});
   // A read that shows a value: the count goes over its version.
   e = (*s)->AddToCounter({1, "k"}, {600, 1}, Envelope::Plain({600, 1}, false, "1"), 1);
   REQUIRE(e.ok());
