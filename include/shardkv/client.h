@@ -110,6 +110,21 @@ class Client {
   // retried once an attempt may have been applied: that error says the outcome is unknown.
   StatusOr<int64_t> Incr(std::string_view key, int64_t delta = 1,
                          Consistency c = Consistency::kDefault);
+
+  // ---- Hashes (client_hash.cc; design.md "Hashes"): each field a last-write-wins register, so
+  // concurrent HSets of different fields through different nodes all survive. A key holding a
+  // string is FailedPrecondition with reason kWrongType.
+  // Sets `fields` (name, value; a name given twice takes its last value); returns how many were
+  // new. `only_new`: as HSETNX, leaves fields that exist.
+  StatusOr<uint32_t> HSet(std::string_view key,
+                          const std::vector<std::pair<std::string, std::string>>& fields,
+                          bool only_new = false, Consistency c = Consistency::kDefault);
+  // Deletes `fields`; returns how many existed. The last field deleted deletes the key.
+  StatusOr<uint32_t> HDel(std::string_view key, const std::vector<std::string>& fields,
+                          Consistency c = Consistency::kDefault);
+  // The hash's fields by name; NotFound if the key is missing.
+  StatusOr<std::map<std::string, std::string>> HGetAll(std::string_view key,
+                                                       Consistency c = Consistency::kDefault);
   // Removes the key's expiry. NotFound if the key has no live value.
   StatusOr<uint64_t> Persist(std::string_view key, Consistency c = Consistency::kDefault);
   // The key's value and its expiry time (Unix ms, 0 = none). NotFound if absent or expired.

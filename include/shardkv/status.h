@@ -60,6 +60,7 @@ class [[nodiscard]] Status {
     kUnexpectedEpoch,  // the map is not at the epoch the caller expected (it moved on)
     kUnreachable,      // the node could not be reached: nothing was sent to it
     kNeedsRebuild,     // the node's data is missing or another cluster's: only --rebuild helps
+    kWrongType,        // the key holds another type (a hash, a string) than the command works on
     kCount,            // not a reason: the number of reasons
   };
 

@@ -32,6 +32,7 @@ std::optional<MutationOutcome> ReasonOutcome(Status::Reason reason) {
     case Status::Reason::kUnexpectedEpoch:
     case Status::Reason::kUnreachable:
     case Status::Reason::kNeedsRebuild:
+    case Status::Reason::kWrongType:
       return MutationOutcome::kNotApplied;
   }
   return std::nullopt;

@@ -25,6 +25,11 @@ inline net::ExpiryRegister ExpiryToWire(const storage::Envelope& e) {
     out.counter.push_back(
         net::CounterEntry{c.actor, c.base.timestamp, c.base.node_id, c.inc, c.dec});
   }
+  out.hash.reserve(e.hash.size());
+  for (const storage::HashField& f : e.hash) {
+    out.hash.push_back(
+        net::HashField{f.name, f.version.timestamp, f.version.node_id, f.deleted, f.value});
+  }
   return out;
 }
 
@@ -40,6 +45,10 @@ inline storage::Envelope EnvelopeFromWire(uint64_t ts, uint32_t node_id, bool to
   e.counter.reserve(expiry.counter.size());
   for (const net::CounterEntry& c : expiry.counter) {
     e.counter.push_back(storage::CounterEntry{c.actor, {c.base_ts, c.base_node_id}, c.inc, c.dec});
+  }
+  e.hash.reserve(expiry.hash.size());
+  for (const net::HashField& f : expiry.hash) {
+    e.hash.push_back(storage::HashField{f.name, {f.ts, f.node_id}, f.deleted, f.value});
   }
   return e;
 }

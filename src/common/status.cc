@@ -74,6 +74,8 @@ std::string_view Status::ReasonName(Reason reason) {
       return "unreachable";
     case Reason::kNeedsRebuild:
       return "needs_rebuild";
+    case Reason::kWrongType:
+      return "wrong_type";
     case Reason::kCount:
       break;
   }

@@ -51,6 +51,17 @@ struct RepairEntry {
   expNodeId @9 :UInt32;
   expiresAtMs @10 :UInt64;
   counter @11 :List(CounterEntry);
+  hash @12 :List(HashField);
+}
+
+# One field of a hash (src/storage/value_envelope.h HashField); shardkv.capnp's ExpiryRegister
+# carries a list of them too.
+struct HashField {
+  name @0 :Data;
+  ts @1 :UInt64;
+  nodeId @2 :UInt32;
+  deleted @3 :Bool;
+  value @4 :Data;
 }
 
 # One writer's entry of a counter (src/storage/value_envelope.h CounterEntry); shardkv.capnp's

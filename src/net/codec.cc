@@ -115,6 +115,7 @@ void FillItems(const std::vector<ItemResult>& items, capnp::List<wire::ItemResul
     b.setFound(it.found);
     if (!it.value.empty()) b.setValue(AsData(it.value));
     b.setTs(it.ts);
+    b.setKind(static_cast<uint8_t>(it.kind));
   }
 }
 
@@ -140,10 +141,22 @@ void FillResponse(const Response& r, wire::Response::Builder b) {
             if (!g.value.empty()) out.setValue(AsData(g.value));
             out.setTs(g.ts);
             out.setExpiresAtMs(g.expires_at_ms);
+            out.setKind(static_cast<uint8_t>(g.kind));
           },
           [&](const PutResponse& p) { body.initPut().setTs(p.ts); },
           [&](const DeleteResponse& d) { body.initDelete().setTs(d.ts); },
           [&](const IncrResponse& i) { body.setIncr(i.value); },
+          [&](const HashWriteResponse& h) { body.setHashWrite(h.changed); },
+          [&](const HashReadResponse& h) {
+            auto out = body.initHashRead();
+            out.setFound(h.found);
+            out.setExpiresAtMs(h.expires_at_ms);
+            auto list = out.initFields(static_cast<unsigned>(h.fields.size()));
+            for (unsigned i = 0; i < h.fields.size(); ++i) {
+              list[i].setName(AsData(h.fields[i].name));
+              list[i].setValue(AsData(h.fields[i].value));
+            }
+          },
           [&](const MultiGetResponse& m) {
             FillItems(m.results, body.initMultiGet(static_cast<unsigned>(m.results.size())));
           },
@@ -241,6 +254,7 @@ std::vector<ItemResult> ReadItems(capnp::List<wire::ItemResult>::Reader list) {
     r.found = it.getFound();
     r.value = ToString(it.getValue());
     r.ts = it.getTs();
+    r.kind = KindFromWire(it.getKind());
     out.push_back(std::move(r));
   }
   return out;
@@ -269,7 +283,8 @@ StatusOr<Response> ReadResponse(wire::Response::Reader root) {
       break;
     case wire::Response::Body::GET: {
       auto g = body.getGet();
-      r.body = GetResponse{g.getFound(), ToString(g.getValue()), g.getTs(), g.getExpiresAtMs()};
+      r.body = GetResponse{g.getFound(), ToString(g.getValue()), g.getTs(), g.getExpiresAtMs(),
+                           KindFromWire(g.getKind())};
       break;
     }
     case wire::Response::Body::PUT:
@@ -281,6 +296,19 @@ StatusOr<Response> ReadResponse(wire::Response::Reader root) {
     case wire::Response::Body::INCR:
       r.body = IncrResponse{body.getIncr()};
       break;
+    case wire::Response::Body::HASH_WRITE:
+      r.body = HashWriteResponse{body.getHashWrite()};
+      break;
+    case wire::Response::Body::HASH_READ: {
+      auto h = body.getHashRead();
+      HashReadResponse out{h.getFound(), {}, h.getExpiresAtMs()};
+      out.fields.reserve(h.getFields().size());
+      for (auto f : h.getFields()) {
+        out.fields.push_back(HashFieldValue{ToString(f.getName()), ToString(f.getValue())});
+      }
+      r.body = std::move(out);
+      break;
+    }
     case wire::Response::Body::MULTI_GET:
       r.body = MultiGetResponse{ReadItems(body.getMultiGet())};
       break;

@@ -50,8 +50,13 @@ static_assert(static_cast<uint16_t>(wire::ErrorCode::STALE_EPOCH) ==
               static_cast<uint16_t>(Status::Code::kStaleEpoch));
 inline wire::ErrorCode ToWire(Status::Code code) { return static_cast<wire::ErrorCode>(code); }
 
+// A value kind from the wire: an unknown one (a newer node's) reads as a string.
+inline ValueKind KindFromWire(uint8_t kind) {
+  return kind == static_cast<uint8_t>(ValueKind::kHash) ? ValueKind::kHash : ValueKind::kString;
+}
+
 // wire::ErrorReason is Status::Reason shifted by one (0 is `unset`: an older node's error).
-static_assert(static_cast<uint16_t>(wire::ErrorReason::NEEDS_REBUILD) ==
+static_assert(static_cast<uint16_t>(wire::ErrorReason::WRONG_TYPE) ==
               static_cast<uint16_t>(Status::Reason::kCount));
 inline wire::ErrorReason ToWire(Status::Reason reason) {
   return static_cast<wire::ErrorReason>(static_cast<uint16_t>(reason) + 1);
@@ -94,6 +99,27 @@ std::vector<CounterEntry> ReadCounter(ListReader list) {
   }
   return out;
 }
+template <typename ListBuilder>
+void FillHash(const std::vector<HashField>& in, ListBuilder list) {
+  for (unsigned i = 0; i < in.size(); ++i) {
+    auto o = list[i];
+    o.setName(AsData(in[i].name));
+    o.setTs(in[i].ts);
+    o.setNodeId(in[i].node_id);
+    o.setDeleted(in[i].deleted);
+    if (!in[i].value.empty()) o.setValue(AsData(in[i].value));
+  }
+}
+template <typename ListReader>
+std::vector<HashField> ReadHash(ListReader list) {
+  std::vector<HashField> out;
+  out.reserve(list.size());
+  for (auto f : list) {
+    out.push_back(HashField{ToString(f.getName()), f.getTs(), f.getNodeId(), f.getDeleted(),
+                            ToString(f.getValue())});
+  }
+  return out;
+}
 inline void FillExpiry(const ExpiryRegister& e, wire::ExpiryRegister::Builder b) {
   b.setExplicit(e.explicit_expiry);
   b.setValueAbsent(e.value_absent);
@@ -103,10 +129,12 @@ inline void FillExpiry(const ExpiryRegister& e, wire::ExpiryRegister::Builder b)
   if (!e.counter.empty()) {
     FillCounter(e.counter, b.initCounter(static_cast<unsigned>(e.counter.size())));
   }
+  if (!e.hash.empty()) FillHash(e.hash, b.initHash(static_cast<unsigned>(e.hash.size())));
 }
 inline ExpiryRegister ReadExpiry(wire::ExpiryRegister::Reader r) {
-  return ExpiryRegister{r.getExplicit(), r.getValueAbsent(), r.getTs(),
-                        r.getNodeId(),   r.getExpiresAtMs(), ReadCounter(r.getCounter())};
+  return ExpiryRegister{r.getExplicit(),      r.getValueAbsent(), r.getTs(),
+                        r.getNodeId(),        r.getExpiresAtMs(), ReadCounter(r.getCounter()),
+                        ReadHash(r.getHash())};
 }
 
 // The version part of a VersionedRecord (ts, node, tombstone, value, expiry): one fill and one

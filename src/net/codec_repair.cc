@@ -57,6 +57,10 @@ void FillAntiEntropy(const AntiEntropyRequest& r, wire::AntiEntropyRequest::Buil
                        FillCounter(e.expiry.counter,
                                    o.initCounter(static_cast<unsigned>(e.expiry.counter.size())));
                      }
+                     if (!e.expiry.hash.empty()) {
+                       FillHash(e.expiry.hash,
+                                o.initHash(static_cast<unsigned>(e.expiry.hash.size())));
+                     }
                    }
                  },
                  [&](const RepairCommand& c) {
@@ -90,11 +94,12 @@ StatusOr<AntiEntropyRequest> ReadAntiEntropy(wire::AntiEntropyRequest::Reader r)
     case wire::AntiEntropyRequest::APPLY: {
       ApplyEntries a;
       for (auto e : r.getApply()) {
-        a.entries.push_back(RepairEntry{
-            e.getToken(), ToString(e.getKey()), e.getTs(), e.getNodeId(), e.getTombstone(),
-            ToString(e.getValue()),
-            ExpiryRegister{e.getExpExplicit(), e.getExpValueAbsent(), e.getExpTs(),
-                           e.getExpNodeId(), e.getExpiresAtMs(), ReadCounter(e.getCounter())}});
+        a.entries.push_back(
+            RepairEntry{e.getToken(), ToString(e.getKey()), e.getTs(), e.getNodeId(),
+                        e.getTombstone(), ToString(e.getValue()),
+                        ExpiryRegister{e.getExpExplicit(), e.getExpValueAbsent(), e.getExpTs(),
+                                       e.getExpNodeId(), e.getExpiresAtMs(),
+                                       ReadCounter(e.getCounter()), ReadHash(e.getHash())}});
       }
       out.op = std::move(a);
       break;

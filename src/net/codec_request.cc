@@ -102,6 +102,25 @@ void FillRequest(const Request& r, wire::Request::Builder b) {
                    out.setKey(AsData(e.key));
                    out.setExpiresAtMs(e.expires_at_ms);
                  },
+                 [&](const HashWriteRequest& h) {
+                   auto out = body.initHashWrite();
+                   out.setToken(h.token);
+                   out.setKey(AsData(h.key));
+                   auto set = out.initSet(static_cast<unsigned>(h.set.size()));
+                   for (unsigned i = 0; i < h.set.size(); ++i) {
+                     set[i].setName(AsData(h.set[i].name));
+                     set[i].setValue(AsData(h.set[i].value));
+                   }
+                   auto remove = out.initRemove(static_cast<unsigned>(h.remove.size()));
+                   for (unsigned i = 0; i < h.remove.size(); ++i)
+                     remove.set(i, AsData(h.remove[i]));
+                   out.setOnlyNew(h.only_new);
+                 },
+                 [&](const HashReadRequest& h) {
+                   auto k = body.initHashRead();
+                   k.setToken(h.token);
+                   k.setKey(AsData(h.key));
+                 },
                  [&](const IncrRequest& e) {
                    auto out = body.initIncr();
                    out.setToken(e.token);
@@ -212,6 +231,23 @@ StatusOr<Request> ReadRequest(wire::Request::Reader root, uint64_t* request_id) 
     case wire::Request::Body::EXPIRE: {
       auto e = body.getExpire();
       r.body = ExpireRequest{e.getToken(), ToString(e.getKey()), e.getExpiresAtMs()};
+      break;
+    }
+    case wire::Request::Body::HASH_WRITE: {
+      auto h = body.getHashWrite();
+      HashWriteRequest out{h.getToken(), ToString(h.getKey()), {}, {}, h.getOnlyNew()};
+      out.set.reserve(h.getSet().size());
+      for (auto f : h.getSet()) {
+        out.set.push_back(HashFieldValue{ToString(f.getName()), ToString(f.getValue())});
+      }
+      out.remove.reserve(h.getRemove().size());
+      for (auto name : h.getRemove()) out.remove.push_back(ToString(name));
+      r.body = std::move(out);
+      break;
+    }
+    case wire::Request::Body::HASH_READ: {
+      auto k = body.getHashRead();
+      r.body = HashReadRequest{k.getToken(), ToString(k.getKey())};
       break;
     }
     case wire::Request::Body::INCR: {

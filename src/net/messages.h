@@ -67,6 +67,28 @@ struct IncrRequest {
   int64_t delta = 0;
 };
 
+// Client: set (HSET, HSETNX with only_new) or delete (HDEL) fields of the hash `key` (design.md
+// "Hashes"); answered with a HashWriteResponse. FailedPrecondition with reason kWrongType when
+// the key holds a string.
+struct HashFieldValue {
+  std::string name;
+  std::string value;
+  friend bool operator==(const HashFieldValue&, const HashFieldValue&) = default;
+};
+struct HashWriteRequest {
+  uint64_t token = 0;
+  std::string key;
+  std::vector<HashFieldValue> set;  // fields to set
+  std::vector<std::string> remove;  // fields to delete (not together with `set`)
+  bool only_new = false;            // HSETNX: set only fields the read does not show
+};
+
+// Client: the whole hash `key` (HGETALL; HGET, HMGET, HKEYS ... are cut from it).
+struct HashReadRequest {
+  uint64_t token = 0;
+  std::string key;
+};
+
 struct DeleteRequest {
   uint64_t token = 0;
   std::string key;
@@ -206,7 +228,8 @@ using RequestBody =
                  MultiPutRequest, StatsRequest, GetClusterMapRequest, ReplicaWriteRequest,
                  ReplicaReadRequest, InstallMapRequest, StreamScanRequest, StreamRangeRequest,
                  CountRangesRequest, AdminRequest, ExpireRequest, ScanRequest, ReplicaScanRequest,
-                 RaftMessageRequest, AntiEntropyRequest, ReplicaWriteBatchRequest, IncrRequest>;
+                 RaftMessageRequest, AntiEntropyRequest, ReplicaWriteBatchRequest, IncrRequest,
+                 HashWriteRequest, HashReadRequest>;
 
 struct Request {
   uint64_t id = 0;          // set by RpcClient; 0 is reserved for "unknown" in error replies
@@ -237,11 +260,15 @@ struct ErrorResponse {
 
 struct PingResponse {};
 
+// What a found key holds, for the commands of one type (Redis's TYPE and WRONGTYPE).
+enum class ValueKind : uint8_t { kString = 0, kHash = 1 };
+
 struct GetResponse {
   bool found = false;
   std::string value;
-  uint64_t ts = 0;             // the version's HLC timestamp when found
-  uint64_t expires_at_ms = 0;  // when found: Unix ms it expires at, 0 = no expiry
+  uint64_t ts = 0;                      // the version's HLC timestamp when found
+  uint64_t expires_at_ms = 0;           // when found: Unix ms it expires at, 0 = no expiry
+  ValueKind kind = ValueKind::kString;  // when found; a hash's value is empty
 };
 
 struct PutResponse {
@@ -250,6 +277,16 @@ struct PutResponse {
 
 struct DeleteResponse {
   uint64_t ts = 0;  // the tombstone's HLC timestamp
+};
+
+struct HashWriteResponse {
+  uint32_t changed = 0;  // fields added (HSET, HSETNX) or removed (HDEL) as the read saw them
+};
+
+struct HashReadResponse {
+  bool found = false;                  // a live hash
+  std::vector<HashFieldValue> fields;  // by name
+  uint64_t expires_at_ms = 0;          // the key's expiry, 0 = none
 };
 
 struct IncrResponse {
@@ -262,6 +299,7 @@ struct ItemResult {
   bool found = false;  // multiGet only
   std::string value;   // multiGet only
   uint64_t ts = 0;
+  ValueKind kind = ValueKind::kString;  // multiGet only, when found
 };
 
 struct MultiGetResponse {
@@ -376,7 +414,8 @@ using ResponseBody =
                  MultiGetResponse, MultiPutResponse, StatsResponse, GetClusterMapResponse,
                  ReplicaWriteResponse, ReplicaReadResponse, InstallMapResponse, StreamScanResponse,
                  StreamRangeResponse, CountRangesResponse, AdminResponse, ScanResponse,
-                 ReplicaScanResponse, AntiEntropyResponse, ReplicaWriteBatchResponse, IncrResponse>;
+                 ReplicaScanResponse, AntiEntropyResponse, ReplicaWriteBatchResponse, IncrResponse,
+                 HashWriteResponse, HashReadResponse>;
 
 struct Response {
   uint64_t id = 0;     // the request's id; 0 if the request could not be parsed

@@ -47,6 +47,13 @@ class ClientOperations {
   virtual void Scan(OpOptions options, ScanRequest request, OpDone<ScanResponse> done) = 0;
   // Adds request.delta to a counter (INCRBY; design.md "Counters"): the value after it.
   virtual void Incr(OpOptions options, IncrRequest request, OpDone<IncrResponse> done) = 0;
+  // Sets or deletes fields of a hash (HSET, HSETNX, HDEL; design.md "Hashes"); FailedPrecondition
+  // with reason kWrongType when the key holds a string.
+  virtual void HashWrite(OpOptions options, HashWriteRequest request,
+                         OpDone<HashWriteResponse> done) = 0;
+  // The whole hash (found = false when the key is missing); kWrongType for a string.
+  virtual void HashRead(OpOptions options, HashReadRequest request,
+                        OpDone<HashReadResponse> done) = 0;
 };
 
 }  // namespace shardkv::net

@@ -83,6 +83,7 @@ enum ErrorReason {
   unexpectedEpoch @15;
   unreachable @16;
   needsRebuild @17;
+  wrongType @18;
 }
 
 struct KeyRef {
@@ -121,6 +122,7 @@ struct ExpiryRegister {
   nodeId @3 :UInt32;
   expiresAtMs @4 :UInt64;  # Unix ms; 0 = no expiry
   counter @5 :List(AntiEntropy.CounterEntry);  # the record's counter entries (format 3)
+  hash @6 :List(AntiEntropy.HashField);  # the record's hash fields (format 4)
 }
 
 # Client: set (expiresAtMs > 0) or clear (0, PERSIST) a key's expiry, without touching its
@@ -128,6 +130,26 @@ struct ExpiryRegister {
 struct Expire {
   token @0 :UInt64;
   key @1 :Data;
+  expiresAtMs @2 :UInt64;
+}
+
+# Client: set or delete fields of a hash (design.md "Hashes"); answered with `hashWrite`.
+struct HashFieldValue {
+  name @0 :Data;
+  value @1 :Data;
+}
+struct HashWrite {
+  token @0 :UInt64;
+  key @1 :Data;
+  set @2 :List(HashFieldValue);
+  remove @3 :List(Data);
+  onlyNew @4 :Bool;
+}
+
+# Client: a whole hash; answered with `hashRead`.
+struct HashReadResult {
+  found @0 :Bool;
+  fields @1 :List(HashFieldValue);
   expiresAtMs @2 :UInt64;
 }
 
@@ -320,6 +342,8 @@ struct Request {
     # SETs), applied in one storage batch; answered with one result per write, in order.
     replicaWriteBatch @28 :List(ReplicaWrite);
     incr @29 :Incr;
+    hashWrite @30 :HashWrite;
+    hashRead @31 :KeyRef;
   }
   # Wall-clock ms (Unix epoch) after which the sender no longer waits for this request (0 =
   # none). A node drops a client request that reaches it later, e.g. one queued in its socket
@@ -340,6 +364,7 @@ struct ItemResult {
   value @3 :Data;
   ts @4 :UInt64;
   reason @5 :ErrorReason;
+  kind @6 :UInt8;  # multiGet, when found: 0 a string, 1 a hash
 }
 
 struct Stat {
@@ -370,6 +395,7 @@ struct Response {
       value @8 :Data;
       ts @9 :UInt64;
       expiresAtMs @41 :UInt64;  # Unix ms when the found value expires; 0 = no expiry
+      kind @54 :UInt8;  # when found: 0 a string, 1 a hash (its value is empty)
     }
     put :group {
       ts @10 :UInt64;
@@ -431,6 +457,8 @@ struct Response {
     antiEntropy @51 :AntiEntropy.AntiEntropyReply;  # anti_entropy.capnp
     replicaWriteBatch @52 :List(ReplicaWriteResult);
     incr @53 :Int64;  # the counter's value after the increment
+    hashWrite @55 :UInt32;  # fields added or removed
+    hashRead @56 :HashReadResult;
   }
 }
 

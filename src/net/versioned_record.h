@@ -20,9 +20,20 @@ struct CounterEntry {
   friend bool operator==(const CounterEntry&, const CounterEntry&) = default;
 };
 
+// One field of a hash (storage::HashField; anti_entropy.capnp HashField).
+struct HashField {
+  std::string name;
+  uint64_t ts = 0;
+  uint32_t node_id = 0;
+  bool deleted = false;
+  std::string value;
+  friend bool operator==(const HashField&, const HashField&) = default;
+};
+
 // A record's expiry register on the wire (shardkv.capnp ExpiryRegister); all defaults = the
 // format-1 meaning (the value's version, no expiry). It also carries the record's counter
-// entries (format 3), so that every path that moves records moves them.
+// entries (format 3) and hash fields (format 4), so that every path that moves records moves
+// them.
 struct ExpiryRegister {
   bool explicit_expiry = false;
   bool value_absent = false;
@@ -30,6 +41,7 @@ struct ExpiryRegister {
   uint32_t node_id = 0;
   uint64_t expires_at_ms = 0;
   std::vector<CounterEntry> counter = {};
+  std::vector<HashField> hash = {};
   friend bool operator==(const ExpiryRegister&, const ExpiryRegister&) = default;
 };
 

@@ -169,6 +169,10 @@ class KvService : public net::RequestHandler, public net::ClientOperations {
             net::OpDone<net::ScanResponse> done) override;
   void Incr(net::OpOptions options, net::IncrRequest request,
             net::OpDone<net::IncrResponse> done) override;
+  void HashWrite(net::OpOptions options, net::HashWriteRequest request,
+                 net::OpDone<net::HashWriteResponse> done) override;
+  void HashRead(net::OpOptions options, net::HashReadRequest request,
+                net::OpDone<net::HashReadResponse> done) override;
 
   // Until ready, requests other than ping, stats, getClusterMap and adopting installs are
   // refused with Unavailable (a restarting node first fetches the newest map from its peers).
@@ -252,6 +256,11 @@ class KvService : public net::RequestHandler, public net::ClientOperations {
   void Serve(const Call& call, net::ExpireRequest& r, net::OpDone<net::PutResponse> done);
   // kv_service_counter.cc: INCRBY (read the counter, add to this node's totals, write them).
   void Serve(const Call& call, net::IncrRequest& r, net::OpDone<net::IncrResponse> done);
+  // FailedPrecondition, reason kWrongType, with Redis's WRONGTYPE message.
+  static Status WrongType();
+  // kv_service_hash.cc: HSET/HSETNX/HDEL (read the hash, write the fields) and HGETALL.
+  void Serve(const Call& call, net::HashWriteRequest& r, net::OpDone<net::HashWriteResponse> done);
+  void Serve(const Call& call, net::HashReadRequest& r, net::OpDone<net::HashReadResponse> done);
   template <typename Resp, typename Done>
   void Write(const Call& call, std::string key, cluster::WriteSpec spec, Done done);
 

@@ -75,6 +75,14 @@ template <>
 struct ResponseOf<net::IncrRequest> {
   using type = net::IncrResponse;
 };
+template <>
+struct ResponseOf<net::HashWriteRequest> {
+  using type = net::HashWriteResponse;
+};
+template <>
+struct ResponseOf<net::HashReadRequest> {
+  using type = net::HashReadResponse;
+};
 
 // Joins the per-key results of a batch: calls `finish` once the last one arrives.
 template <typename Result>
@@ -236,6 +244,8 @@ constexpr std::array<Row, KvService::kOpCount> kRows = {
     OpTable::Make<net::ReplicaWriteBatchRequest, &OpTable::ReplicaWriteBatch>(
         "replica_write_batch", kNodeOp | kGuardReplicaDeadline),
     OpTable::ClientRow<net::IncrRequest>("incr", kClientWrite),
+    OpTable::ClientRow<net::HashWriteRequest>("hash_write", kClientWrite),
+    OpTable::ClientRow<net::HashReadRequest>("hash_read", kClientRead),
 };
 
 // Every alternative has its row, in its place, with a handler and a name of its own: a new
@@ -341,6 +351,14 @@ void KvService::Scan(net::OpOptions o, net::ScanRequest r, net::OpDone<net::Scan
 void KvService::Incr(net::OpOptions o, net::IncrRequest r, net::OpDone<net::IncrResponse> done) {
   RunTyped(o, std::move(r), std::move(done));
 }
+void KvService::HashWrite(net::OpOptions o, net::HashWriteRequest r,
+                          net::OpDone<net::HashWriteResponse> done) {
+  RunTyped(o, std::move(r), std::move(done));
+}
+void KvService::HashRead(net::OpOptions o, net::HashReadRequest r,
+                         net::OpDone<net::HashReadResponse> done) {
+  RunTyped(o, std::move(r), std::move(done));
+}
 
 // ---- The client operations' handlers ----
 
@@ -359,7 +377,11 @@ void KvService::Serve(const Call& call, net::GetRequest& r, Done done) {
           out.found = env->LiveAt(now);
           if (out.found) {
             out.expires_at_ms = env->ExpiresAtMsAt(now);
-            out.value = storage::ReadValue(std::move(*env), now);
+            if (env->hash_live()) {
+              out.kind = net::ValueKind::kHash;
+            } else {
+              out.value = storage::ReadValue(std::move(*env), now);
+            }
           }
         } else if (!env.status().IsNotFound()) {
           return done(env.status());
@@ -418,7 +440,11 @@ void KvService::Serve(const Call& call, net::MultiGetRequest& r, Done done) {
                              item.ts = env->timestamp;
                              const uint64_t now = storage->WallClockMs();
                              item.found = env->LiveAt(now);
-                             if (item.found) item.value = storage::ReadValue(std::move(*env), now);
+                             if (item.found && env->hash_live()) {
+                               item.kind = net::ValueKind::kHash;
+                             } else if (item.found) {
+                               item.value = storage::ReadValue(std::move(*env), now);
+                             }
                            } else if (!env.status().IsNotFound()) {
                              item.status = env.status();
                            }

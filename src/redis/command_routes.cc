@@ -34,6 +34,10 @@ const std::map<std::string_view, Handler>& HandlerNames() {
     }
     for (std::string_view n : {"setnx", "getset", "getdel", "msetnx"}) (*m)[n] = Handler::kRmw;
     for (std::string_view n : {"incr", "incrby", "decr", "decrby"}) (*m)[n] = Handler::kCounter;
+    for (std::string_view n : {"hset", "hmset", "hsetnx", "hget", "hmget", "hdel", "hgetall",
+                               "hkeys", "hvals", "hlen", "hexists", "hstrlen", "hscan"}) {
+      (*m)[n] = Handler::kHash;
+    }
     for (std::string_view n : {"info", "dbsize", "cluster"}) (*m)[n] = Handler::kCluster;
     return m;
   }();
@@ -65,6 +69,13 @@ const Routes& TheRoutes() {
                                                         {"renamenx", 3},    {"copy", -3}};
     for (const auto& [c, arity] : rmw_commands) {
       r->rows.push_back(CommandRow{c, Handler::kRefused, nullptr, arity, Upper(c) + rmw});
+    }
+    const std::pair<const char*, int> hash_counters[] = {{"hincrby", 4}, {"hincrbyfloat", 4}};
+    for (const auto& [c, arity] : hash_counters) {
+      r->rows.push_back(CommandRow{
+          c, Handler::kRefused, nullptr, arity,
+          Upper(c) + " is refused by shardkv: a hash field is a last-write-wins register, and "
+                     "counter fields are not built yet (docs/redis.md)"});
     }
     const std::pair<const char*, int> transactions[] = {
         {"multi", 1}, {"exec", 1}, {"discard", 1}, {"watch", -2}, {"unwatch", 1}};

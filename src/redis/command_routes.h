@@ -27,6 +27,7 @@ enum class Handler : uint8_t {
   kScan,        // ScanCommands: SCAN, KEYS, RANDOMKEY, FLUSHDB, FLUSHALL
   kRmw,         // RmwCommands: SETNX, GETSET, GETDEL, MSETNX (documented weaker guarantees)
   kCounter,     // CounterCommands: INCR, INCRBY, DECR, DECRBY (convergent counters)
+  kHash,        // HashCommands: HSET, HGET, HDEL, HGETALL, ... (fields merge one by one)
   kCluster,     // ClusterCommands: INFO, DBSIZE, CLUSTER
   kRefused,     // refused by design, with the reason (reason kRefusedByPolicy)
 };

@@ -25,6 +25,9 @@ COMMANDS = {
     "scan": None, "keys": None, "randomkey": None, "flushdb": None, "flushall": None,
     "setnx": None, "getset": None, "getdel": None, "msetnx": None,
     "incr": None, "incrby": None, "decr": None, "decrby": None,
+    "hset": None, "hmset": None, "hsetnx": None, "hget": None, "hmget": None, "hdel": None,
+    "hgetall": None, "hkeys": None, "hvals": None, "hlen": None, "hexists": None,
+    "hstrlen": None, "hscan": None,
 }
 
 # Rows redis-server 7.0 does not have: CLIENT SETINFO is redis 7.2's (its 7.2 definition), and

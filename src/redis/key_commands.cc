@@ -56,6 +56,8 @@ std::string_view RedisErrorPrefix(Status::Reason reason) {
     // A leader change in progress: Redis's TRYAGAIN (retry the same command shortly).
     case Status::Reason::kNotLeader:
       return "TRYAGAIN";
+    case Status::Reason::kWrongType:
+      return "WRONGTYPE";
     case Status::Reason::kNone:
     case Status::Reason::kNotApplied:
     case Status::Reason::kOutcomeUnknown:
@@ -75,28 +77,36 @@ std::string_view RedisErrorPrefix(Status::Reason reason) {
   return "ERR";
 }
 
+Status WrongType() {
+  return Status(Status::Code::kFailedPrecondition, Status::Reason::kWrongType,
+                "Operation against a key holding the wrong kind of value");
+}
+
 std::string ErrorReply(const Status& status) {
   return Err("-" + std::string(RedisErrorPrefix(status.reason())) + " " + status.message());
 }
 
 void KeyCommands::Read(
     const RedisSession& session, std::vector<std::string> keys,
-    std::function<void(std::string, std::vector<std::optional<std::string>>)> done) {
+    std::function<void(std::string, std::vector<std::optional<std::string>>, std::vector<bool>)>
+        done) {
   net::MultiGetRequest request;
   request.keys.reserve(keys.size());
   for (auto& key : keys) request.keys.push_back(net::GetRequest{0, std::move(key)});
   c_->ops->MultiGet(Options(session), std::move(request),
                     [done = std::move(done)](StatusOr<net::MultiGetResponse> reply) {
-                      if (!reply.ok()) return done(ErrorReply(reply.status()), {});
+                      if (!reply.ok()) return done(ErrorReply(reply.status()), {}, {});
                       std::vector<std::optional<std::string>> values;
+                      std::vector<bool> hash;
                       values.reserve(reply->results.size());
                       for (net::ItemResult& item : reply->results) {
-                        if (!item.status.ok()) return done(ErrorReply(item.status), {});
+                        if (!item.status.ok()) return done(ErrorReply(item.status), {}, {});
                         values.push_back(item.found
                                              ? std::optional<std::string>(std::move(item.value))
                                              : std::nullopt);
+                        hash.push_back(item.found && item.kind == net::ValueKind::kHash);
                       }
-                      done("", std::move(values));
+                      done("", std::move(values), std::move(hash));
                     });
 }
 
@@ -119,6 +129,8 @@ void KeyCommands::GetBatch(const RedisSession& session, std::vector<std::string>
                         net::ItemResult& item = reply->results[i];
                         if (!item.status.ok()) {
                           replies[i] = ErrorReply(item.status);
+                        } else if (item.found && item.kind == net::ValueKind::kHash) {
+                          replies[i] = ErrorReply(WrongType());
                         } else if (item.found) {
                           replies[i] = Line(p, [&](resp::RespWriter& w) { w.Bulk(item.value); });
                         } else {
@@ -185,39 +197,46 @@ void KeyCommands::Handle(const RedisSession& session, Args args, ReplyDone done)
   }
   std::vector<std::string> keys(args.begin() + 1, args.end());
   if (name == "strlen" || name == "getrange" || name == "type") keys.resize(1);
-  Read(session, std::move(keys),
-       [name, p, start, end, done](std::string error,
-                                   std::vector<std::optional<std::string>> values) mutable {
-         if (!error.empty()) return done(error);
-         if (name == "mget") {
-           return done(Line(p, [&](resp::RespWriter& w) {
-             w.ArrayHeader(values.size());
-             for (const auto& v : values) v ? w.Bulk(*v) : w.Null();
-           }));
-         }
-         if (name == "exists") {
-           const auto found = std::count_if(values.begin(), values.end(),
-                                            [](const auto& v) { return v.has_value(); });
-           return done(":" + std::to_string(found) + "\r\n");
-         }
-         if (name == "strlen")
-           return done(":" + std::to_string(values[0] ? values[0]->size() : 0) + "\r\n");
-         if (name == "type") return done(values[0] ? "+string\r\n" : "+none\r\n");
-         // GETRANGE, with redis's clamping (getrangeCommand).
-         const std::string value = values[0].value_or("");
-         const auto len = static_cast<int64_t>(value.size());
-         if (start < 0 && end < 0 && start > end) return done("$0\r\n\r\n");
-         if (start < 0) start = len + start;
-         if (end < 0) end = len + end;
-         if (start < 0) start = 0;
-         if (end < 0) end = 0;
-         if (end >= len) end = len - 1;
-         if (start > end || len == 0) return done("$0\r\n\r\n");
-         done(Line(p, [&](resp::RespWriter& w) {
-           w.Bulk(std::string_view(value).substr(static_cast<size_t>(start),
-                                                 static_cast<size_t>(end - start + 1)));
-         }));
-       });
+  Read(
+      session, std::move(keys),
+      [name, p, start, end, done](std::string error, std::vector<std::optional<std::string>> values,
+                                  std::vector<bool> hash) mutable {
+        if (!error.empty()) return done(error);
+        if (name == "mget") {
+          // As Redis: a key of another type reads as nil in MGET.
+          return done(Line(p, [&](resp::RespWriter& w) {
+            w.ArrayHeader(values.size());
+            for (size_t i = 0; i < values.size(); ++i) {
+              values[i] && !hash[i] ? w.Bulk(*values[i]) : w.Null();
+            }
+          }));
+        }
+        if (name == "exists") {
+          const auto found = std::count_if(values.begin(), values.end(),
+                                           [](const auto& v) { return v.has_value(); });
+          return done(":" + std::to_string(found) + "\r\n");
+        }
+        if (name == "type") {
+          return done(!values[0] ? "+none\r\n" : hash[0] ? "+hash\r\n" : "+string\r\n");
+        }
+        if (hash[0]) return done(ErrorReply(WrongType()));
+        if (name == "strlen")
+          return done(":" + std::to_string(values[0] ? values[0]->size() : 0) + "\r\n");
+        // GETRANGE, with redis's clamping (getrangeCommand).
+        const std::string value = values[0].value_or("");
+        const auto len = static_cast<int64_t>(value.size());
+        if (start < 0 && end < 0 && start > end) return done("$0\r\n\r\n");
+        if (start < 0) start = len + start;
+        if (end < 0) end = len + end;
+        if (start < 0) start = 0;
+        if (end < 0) end = 0;
+        if (end >= len) end = len - 1;
+        if (start > end || len == 0) return done("$0\r\n\r\n");
+        done(Line(p, [&](resp::RespWriter& w) {
+          w.Bulk(std::string_view(value).substr(static_cast<size_t>(start),
+                                                static_cast<size_t>(end - start + 1)));
+        }));
+      });
 }
 
 void KeyCommands::Set(const RedisSession& session, Args args, ReplyDone done) {
@@ -246,8 +265,11 @@ void KeyCommands::Set(const RedisSession& session, Args args, ReplyDone done) {
   const RedisSession* s = &session;
   Read(session, {args[1]},
        [this, s, p, nx, xx, get, key = args[1], value = args[2], done](
-           std::string error, std::vector<std::optional<std::string>> values) {
+           std::string error, std::vector<std::optional<std::string>> values,
+           std::vector<bool> hash) {
          if (!error.empty()) return done(error);
+         // SET ... GET of a hash is Redis's WRONGTYPE (a plain SET overwrites any type).
+         if (get && hash[0]) return done(ErrorReply(WrongType()));
          const std::optional<std::string> old = values[0];
          auto answer = [p, get, old](bool wrote) {
            if (get) return Line(p, [&](resp::RespWriter& w) { old ? w.Bulk(*old) : w.Null(); });
@@ -266,7 +288,8 @@ void KeyCommands::Delete(const RedisSession& session, Args args, ReplyDone done)
   keys.erase(std::unique(keys.begin(), keys.end()), keys.end());  // DEL k k counts k once
   const RedisSession* s = &session;
   Read(session, keys,
-       [this, s, keys, done](std::string error, std::vector<std::optional<std::string>> values) {
+       [this, s, keys, done](std::string error, std::vector<std::optional<std::string>> values,
+                             std::vector<bool>) {
          if (!error.empty()) return done(error);
          std::vector<std::string> found;
          for (size_t i = 0; i < keys.size(); ++i) {

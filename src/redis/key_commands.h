@@ -30,10 +30,12 @@ class KeyCommands {
   // A run of plain SETs (key, value), answered with one reply per SET, in order.
   void SetBatch(const RedisSession& session, std::vector<std::pair<std::string, std::string>> kv,
                 std::function<void(std::vector<std::string>)> done);
-  // Reads `keys` (one multiGet); `done` gets each key's value (nullopt: missing) or the error
-  // reply for the whole command.
+  // Reads `keys` (one multiGet); `done` gets each key's value (nullopt: missing) and whether it
+  // is a hash (its value then empty), or the error reply for the whole command.
   void Read(const RedisSession& session, std::vector<std::string> keys,
-            std::function<void(std::string error, std::vector<std::optional<std::string>>)> done);
+            std::function<void(std::string error, std::vector<std::optional<std::string>>,
+                               std::vector<bool> hash)>
+                done);
 
  private:
   void Set(const RedisSession& session, Args args, ReplyDone done);
@@ -47,6 +49,8 @@ class KeyCommands {
 std::string_view RedisErrorPrefix(Status::Reason reason);
 // The RESP error line for a failed net request: "-<RedisErrorPrefix> <message>".
 std::string ErrorReply(const Status& status);
+// The status of a command on a key of another type (reason kWrongType): Redis's WRONGTYPE.
+Status WrongType();
 // Parses a Redis integer argument (redis's string2ll rules: optional '-', digits, no spaces).
 bool ParseInt(const std::string& text, int64_t* out);
 

@@ -206,6 +206,8 @@ void RedisCommands::Step(const std::shared_ptr<Runner>& r, std::function<void()>
       return rmw_.Handle(session, args, answer);
     case Handler::kCounter:
       return counters_.Handle(session, args, answer);
+    case Handler::kHash:
+      return hashes_.Handle(session, args, answer);
     case Handler::kCluster:
       return cluster_.Handle(session, args, answer);
     case Handler::kConnection:

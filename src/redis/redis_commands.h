@@ -24,6 +24,7 @@
 #include "redis/command_context.h"
 #include "redis/counter_commands.h"
 #include "redis/expire_commands.h"
+#include "redis/hash_commands.h"
 #include "redis/key_commands.h"
 #include "redis/redis_session.h"
 #include "redis/rmw_commands.h"
@@ -41,7 +42,8 @@ class RedisCommands {
         expire_(context),
         scans_(context),
         rmw_(context, &keys_),
-        counters_(context) {}
+        counters_(context),
+        hashes_(context) {}
 
   // Runs `commands` in order; `done` gets the concatenated replies and whether the connection
   // must close after writing them (QUIT). Commands after a QUIT are not run. `done` runs once,
@@ -74,6 +76,7 @@ class RedisCommands {
   ScanCommands scans_;
   RmwCommands rmw_;
   CounterCommands counters_;
+  HashCommands hashes_;
 };
 
 // Why shardkv refuses `name` (lower case), or "" if it does not refuse it.

@@ -47,8 +47,13 @@ void RmwCommands::Handle(const RedisSession& session, Args args, ReplyDone done)
   // Read, then write: see the header for what a concurrent writer can do in between.
   keys->Read(session, std::move(read),
              [this, s, p, keys, name, key = args[1], writes = std::move(writes), done](
-                 std::string error, std::vector<std::optional<std::string>> values) mutable {
+                 std::string error, std::vector<std::optional<std::string>> values,
+                 std::vector<bool> hash) mutable {
                if (!error.empty()) return done(error);
+               // GETSET and GETDEL of a hash are Redis's WRONGTYPE (SETNX and MSETNX only look).
+               if ((name == "getset" || name == "getdel") && hash[0]) {
+                 return done(ErrorReply(WrongType()));
+               }
                const std::optional<std::string> old = values[0];
                if (name == "getdel") {
                  if (!old) return done(BulkOrNull(p, old));

@@ -43,6 +43,14 @@ uint64_t RangeHashTree::EntryHash(uint64_t token, std::string_view key, const En
     AppendLe64(&buf, c.inc);
     AppendLe64(&buf, c.dec);
   }
+  // Hash fields (format 4) likewise: name and version identify a field's write.
+  for (const HashField& f : e.hash) {
+    AppendBigEndian32(&buf, static_cast<uint32_t>(f.name.size()));
+    buf.append(f.name);
+    AppendLe64(&buf, f.version.timestamp);
+    AppendBigEndian32(&buf, f.version.node_id);
+    buf.push_back(static_cast<char>(f.deleted ? 1 : 0));
+  }
   return XXH3_64bits(buf.data(), buf.size());
 }
 

@@ -100,6 +100,46 @@ size_t ReadCounterEntries(std::string_view in, uint32_t count, std::vector<Count
   return pos;
 }
 
+// Parses `count` hash fields from the front of `in`; the bytes consumed, or 0 if malformed
+// (truncated, out of name order or repeated, reserved flags, a deleted field with a value). `out`
+// may be null; `view` (optional) gets hash_live and hash_newest.
+size_t ReadHashFields(std::string_view in, uint32_t count, std::vector<HashField>* out,
+                      EnvelopeView* view) {
+  size_t pos = 0;
+  std::string_view last;
+  for (uint32_t i = 0; i < count; ++i) {
+    uint32_t len = 0;
+    size_t n = ReadVarint32(in.substr(pos), &len);
+    if (n == 0 || in.size() - pos - n < len) return 0;
+    pos += n;
+    const std::string_view name = in.substr(pos, len);
+    pos += len;
+    if (i > 0 && !(last < name)) return 0;
+    last = name;
+    if (in.size() < pos + 8) return 0;
+    Version v{ReadFixed64LE(in.data() + pos), 0};
+    pos += 8;
+    if ((n = ReadVarint32(in.substr(pos), &v.node_id)) == 0) return 0;
+    pos += n;
+    if (in.size() < pos + 1) return 0;
+    const auto flags = static_cast<uint8_t>(in[pos++]);
+    if ((flags & ~1u) != 0) return 0;
+    if ((n = ReadVarint32(in.substr(pos), &len)) == 0 || in.size() - pos - n < len) return 0;
+    pos += n;
+    const bool deleted = (flags & 1u) != 0;
+    if (deleted && len != 0) return 0;
+    if (view != nullptr) {
+      if (!deleted) view->hash_live = true;
+      view->hash_newest = std::max(view->hash_newest, v);
+    }
+    if (out != nullptr) {
+      out->push_back(HashField{std::string(name), v, deleted, std::string(in.substr(pos, len))});
+    }
+    pos += len;
+  }
+  return pos;
+}
+
 }  // namespace
 
 void EncodeEnvelope(Version version, bool tombstone, std::string_view value, std::string* out) {
@@ -117,8 +157,10 @@ void EncodeEnvelope(const Envelope& envelope, std::string* out) {
     return;
   }
   out->reserve(out->size() + kEnvelopeMinBytes + 8 + 5 + 8 + 4 + envelope.value.size());
-  out->push_back(
-      static_cast<char>(envelope.counter.empty() ? kEnvelopeFormatV2 : kEnvelopeFormatV3));
+  const uint8_t format = !envelope.hash.empty()      ? kEnvelopeFormatV4
+                         : !envelope.counter.empty() ? kEnvelopeFormatV3
+                                                     : kEnvelopeFormatV2;
+  out->push_back(static_cast<char>(format));
   uint8_t flags = 0;
   if (envelope.tombstone) flags |= kEnvelopeFlagTombstone;
   if (envelope.value_absent) flags |= kEnvelopeFlagValueAbsent;
@@ -129,7 +171,7 @@ void EncodeEnvelope(const Envelope& envelope, std::string* out) {
   AppendFixed64LE(out, expiry.timestamp);
   AppendVarint32(out, expiry.node_id);
   AppendFixed64LE(out, envelope.expires_at_ms());
-  if (!envelope.counter.empty()) {
+  if (format >= kEnvelopeFormatV3) {
     AppendVarint32(out, static_cast<uint32_t>(envelope.counter.size()));
     for (const CounterEntry& c : envelope.counter) {
       AppendFixed64LE(out, c.actor);
@@ -137,6 +179,18 @@ void EncodeEnvelope(const Envelope& envelope, std::string* out) {
       AppendVarint32(out, c.base.node_id);
       AppendVarint64(out, c.inc);
       AppendVarint64(out, c.dec);
+    }
+  }
+  if (format == kEnvelopeFormatV4) {
+    AppendVarint32(out, static_cast<uint32_t>(envelope.hash.size()));
+    for (const HashField& f : envelope.hash) {
+      AppendVarint32(out, static_cast<uint32_t>(f.name.size()));
+      out->append(f.name);
+      AppendFixed64LE(out, f.version.timestamp);
+      AppendVarint32(out, f.version.node_id);
+      out->push_back(static_cast<char>(f.deleted ? 1 : 0));
+      AppendVarint32(out, static_cast<uint32_t>(f.value.size()));
+      out->append(f.value);
     }
   }
   if (envelope.has_value()) out->append(envelope.value);
@@ -172,6 +226,23 @@ Status ValidateEnvelopeShape(const Envelope& envelope) {
       return Status::InvalidArgument("a counter entry counts over a value older than the record's");
     }
   }
+  if (envelope.hash.size() > kMaxHashFields) {
+    return Status::InvalidArgument("a hash has " + std::to_string(envelope.hash.size()) +
+                                   " fields; at most " + std::to_string(kMaxHashFields));
+  }
+  for (size_t i = 0; i < envelope.hash.size(); ++i) {
+    const HashField& f = envelope.hash[i];
+    if (i > 0 && !(envelope.hash[i - 1].name < f.name)) {
+      return Status::InvalidArgument("hash fields out of name order or repeated");
+    }
+    if (f.deleted && !f.value.empty()) {
+      return Status::InvalidArgument("a deleted hash field cannot carry a value");
+    }
+    // Merge drops such a field; stored as given, the record would never equal its own merge.
+    if (f.version < envelope.version()) {
+      return Status::InvalidArgument("a hash field older than the record's value");
+    }
+  }
   return Status::OK();
 }
 
@@ -187,9 +258,9 @@ Status Truncated(std::string_view encoded) {
 Status DecodeEnvelope(std::string_view encoded, EnvelopeView* view) {
   if (encoded.empty()) return Status::Corruption("empty value envelope");
   const auto format = static_cast<uint8_t>(encoded[0]);
-  if (format != kEnvelopeFormatV1 && format != kEnvelopeFormatV2 && format != kEnvelopeFormatV3) {
+  if (format < kEnvelopeFormatV1 || format > kEnvelopeFormatV4) {
     return Status::NotSupported("value envelope format " + std::to_string(format) +
-                                " is unknown to this build (it reads formats 1 to 3)");
+                                " is unknown to this build (it reads formats 1 to 4)");
   }
   if (encoded.size() < kEnvelopeMinBytes) return Truncated(encoded);
   const auto flags = static_cast<uint8_t>(encoded[1]);
@@ -227,16 +298,35 @@ Status DecodeEnvelope(std::string_view encoded, EnvelopeView* view) {
   view->counter_bytes = {};
   view->counter_active = false;
   view->counter_latest_start = 0;
-  if (format == kEnvelopeFormatV3) {
+  view->hash_bytes = {};
+  view->hash_live = false;
+  view->hash_newest = {};
+  if (format >= kEnvelopeFormatV3) {
     uint32_t count = 0;
     n = ReadVarint32(encoded.substr(pos), &count);
-    if (n == 0 || count == 0 || count > kMaxCounterWriters) {
+    // Format 4 always has the count, 0 when the record has no entries.
+    if (n == 0 || (count == 0 && format == kEnvelopeFormatV3) || count > kMaxCounterWriters) {
       return Status::Corruption("value envelope has a malformed counter entry count");
     }
     pos += n;
-    const size_t used = ReadCounterEntries(encoded.substr(pos), count, nullptr, view);
-    if (used == 0) return Status::Corruption("value envelope has malformed counter entries");
-    view->counter_bytes = encoded.substr(pos - n, n + used);
+    const size_t used =
+        count == 0 ? 0 : ReadCounterEntries(encoded.substr(pos), count, nullptr, view);
+    if (count != 0 && used == 0) {
+      return Status::Corruption("value envelope has malformed counter entries");
+    }
+    view->counter_bytes = count == 0 ? std::string_view() : encoded.substr(pos - n, n + used);
+    pos += used;
+  }
+  if (format == kEnvelopeFormatV4) {
+    uint32_t count = 0;
+    n = ReadVarint32(encoded.substr(pos), &count);
+    if (n == 0 || count == 0 || count > kMaxHashFields) {
+      return Status::Corruption("value envelope has a malformed hash field count");
+    }
+    pos += n;
+    const size_t used = ReadHashFields(encoded.substr(pos), count, nullptr, view);
+    if (used == 0) return Status::Corruption("value envelope has malformed hash fields");
+    view->hash_bytes = encoded.substr(pos - n, n + used);
     pos += used;
   }
   view->value = encoded.substr(pos);
@@ -261,6 +351,12 @@ Envelope EnvelopeView::ToEnvelope() const {
     e.counter.reserve(count);
     // Validated by DecodeEnvelope, which made this view.
     (void)ReadCounterEntries(counter_bytes.substr(n), count, &e.counter, nullptr);
+  }
+  if (!hash_bytes.empty()) {
+    uint32_t count = 0;
+    const size_t n = ReadVarint32(hash_bytes, &count);
+    e.hash.reserve(count);
+    (void)ReadHashFields(hash_bytes.substr(n), count, &e.hash, nullptr);
   }
   return e;
 }
@@ -309,6 +405,32 @@ std::vector<CounterEntry> MergeCounters(const std::vector<CounterEntry>& a,
   return out;
 }
 
+// Both field lists (ascending by name) joined per name, the newer write of a field each (its
+// tombstone included), dropping the fields older than `over`: a newer SET or DEL reset the hash.
+std::vector<HashField> MergeHash(const std::vector<HashField>& a, const std::vector<HashField>& b,
+                                 Version over) {
+  std::vector<HashField> out;
+  if (a.empty() && b.empty()) return out;
+  out.reserve(std::max(a.size(), b.size()));
+  auto keep = [&](const HashField& f) {
+    if (!(f.version < over)) out.push_back(f);
+  };
+  size_t i = 0;
+  size_t j = 0;
+  while (i < a.size() || j < b.size()) {
+    if (j == b.size() || (i < a.size() && a[i].name < b[j].name)) {
+      keep(a[i++]);
+    } else if (i == a.size() || b[j].name < a[i].name) {
+      keep(b[j++]);
+    } else {
+      const HashField& x = a[i++];
+      const HashField& y = b[j++];
+      keep(HashFieldLess(x, y) ? y : x);
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 Envelope Merge(const Envelope& a, const Envelope& b) {
@@ -323,6 +445,7 @@ Envelope Merge(const Envelope& a, const Envelope& b) {
     out.SetExpiry(expiry_winner.expiry_version(), expiry_winner.expires_at_ms());
   }
   out.counter = MergeCounters(a.counter, b.counter, out.version());
+  out.hash = MergeHash(a.hash, b.hash, out.version());
   return out;
 }
 

@@ -44,6 +44,18 @@
 //           1..10  decrements (varint64)
 //   ...     rest   value bytes
 //
+//   format 4 (a record with hash fields, design.md "Hashes"): format 3's layout, its counter
+//   section always present (count 0 when it has no entries), then the hash section before the
+//   value bytes:
+//   ...     1..5   field count m (varint32; 1..kMaxHashFields)
+//   m times, in strictly ascending field-name order (bytewise):
+//           1..5   name length (varint32), then the name bytes
+//           8      field HLC timestamp (fixed64)
+//           1..5   field writer node id (varint32)
+//           1      flags: bit 0 = deleted (an HDEL); bits 1-7 reserved, must be 0
+//           1..5   value length (varint32; 0 when deleted), then the value bytes
+//   ...     rest   value bytes
+//
 // EncodeEnvelope writes format 1 whenever it can, so old data directories need no rewrite and a
 // store without TTLs stays byte-identical. This build refuses any other format with NotSupported
 // rather than guess, and reserved flag bits with Corruption.
@@ -69,6 +81,9 @@ namespace shardkv::storage {
 inline constexpr uint8_t kEnvelopeFormatV1 = 1;
 inline constexpr uint8_t kEnvelopeFormatV2 = 2;
 inline constexpr uint8_t kEnvelopeFormatV3 = 3;
+inline constexpr uint8_t kEnvelopeFormatV4 = 4;
+// Fields a hash may hold, deleted ones included (design.md "Hashes").
+inline constexpr size_t kMaxHashFields = 65536;
 // Writers a counter may have: one per node and storage incarnation (a rebuilt node is a new
 // writer), so a small cluster stays far below it.
 inline constexpr size_t kMaxCounterWriters = 1024;
@@ -125,6 +140,26 @@ inline bool CounterCountsOver(const CounterEntry& c, Version v, bool dead) {
   return c.from_nothing() ? dead && v.timestamp < c.base.timestamp : c.base == v;
 }
 
+// One field of a hash (design.md "Hashes"): a last-write-wins register of its own. A field counts
+// only while it is newer than the record's value register: a SET or DEL with a newer version
+// resets the hash, as it resets a counter. A deleted field (HDEL) stays as a field tombstone, so
+// that an older HSET of it arriving later cannot bring it back.
+struct HashField {
+  std::string name;
+  Version version;
+  bool deleted = false;
+  std::string value;  // empty when deleted
+  friend bool operator==(const HashField&, const HashField&) = default;
+};
+
+// The field kept when two writes of one field meet: the newer version, then (for inputs one write
+// never produces) deleted before live, then the smaller value, so Merge stays a join.
+inline bool HashFieldLess(const HashField& a, const HashField& b) {
+  if (a.version != b.version) return a.version < b.version;
+  if (a.deleted != b.deleted) return b.deleted;
+  return a.value < b.value;
+}
+
 // A decoded envelope that owns its value.
 //
 // Aggregate initialisation with the first four members is a plain write (format 1): the expiry
@@ -146,6 +181,9 @@ struct Envelope {
   // Counter entries, ascending by (actor, base) (empty: not a counter). Merge keeps only those
   // a later value register could still let count (CounterSuperseded).
   std::vector<CounterEntry> counter = {};
+  // Hash fields, ascending by name (empty: not a hash). Merge keeps only those newer than the
+  // value register.
+  std::vector<HashField> hash = {};
 
   Version version() const { return {timestamp, node_id}; }
   Version expiry_version() const {
@@ -158,8 +196,13 @@ struct Envelope {
     expiry_node_id = v.node_id;
     expiry_at_ms = expires_at_ms;
   }
-  // The newer of the two registers' versions (for tombstone GC and clock updates).
-  Version newest_version() const { return std::max(version(), expiry_version()); }
+  // The newest version in the record, of its two registers and its hash fields (for tombstone GC
+  // and clock updates).
+  Version newest_version() const {
+    Version v = std::max(version(), expiry_version());
+    for (const HashField& f : hash) v = std::max(v, f.version);
+    return v;
+  }
   // True when the value register holds a value (not a tombstone, not absent).
   bool has_value() const { return !tombstone && !value_absent; }
   // True when counter entries count over the value register (a counter, even over a tombstone
@@ -184,9 +227,14 @@ struct Envelope {
     if (!ExpiredAt(now_ms)) return Counts(c);
     return c.from_nothing() && c.base.timestamp > ExpiryDeath().timestamp;
   }
-  // The record reads as a live value (or counter) at wall-clock `now_ms`.
+  // True when a field of a hash is live (not deleted). The record is then a hash: its fields are
+  // all newer than its value register, which they shadow (the newest write decides the type).
+  bool hash_live() const {
+    return std::any_of(hash.begin(), hash.end(), [](const HashField& f) { return !f.deleted; });
+  }
+  // The record reads as a live value (or counter, or hash) at wall-clock `now_ms`.
   bool LiveAt(uint64_t now_ms) const {
-    if (!ExpiredAt(now_ms)) return has_value() || counter_active();
+    if (!ExpiredAt(now_ms)) return has_value() || counter_active() || hash_live();
     return std::any_of(counter.begin(), counter.end(),
                        [&](const CounterEntry& c) { return CountsAt(c, now_ms); });
   }
@@ -195,7 +243,7 @@ struct Envelope {
   // Both registers written by one plain write: the format-1 shape.
   bool IsFormat1() const {
     return !value_absent && expiry_version() == version() && expires_at_ms() == 0 &&
-           counter.empty();
+           counter.empty() && hash.empty();
   }
 
   // A write of both registers with one version: a value (or tombstone) and its expiry.
@@ -224,7 +272,7 @@ struct Envelope {
     return a.version() == b.version() && a.tombstone == b.tombstone &&
            a.value_absent == b.value_absent && a.value == b.value &&
            a.expiry_version() == b.expiry_version() && a.expires_at_ms() == b.expires_at_ms() &&
-           a.counter == b.counter;
+           a.counter == b.counter && a.hash == b.hash;
   }
 };
 
@@ -244,10 +292,15 @@ struct EnvelopeView {
   std::string_view counter_bytes;
   bool counter_active = false;
   uint64_t counter_latest_start = 0;
+  // Format 4: the encoded hash section (validated), whether a field is live, and the newest
+  // field version (what the tombstone GC ages a record of deleted fields by).
+  std::string_view hash_bytes;
+  bool hash_live = false;
+  Version hash_newest;
 
   Version version() const { return {timestamp, node_id}; }
   Version expiry_version() const { return {expiry_timestamp, expiry_node_id}; }
-  Version newest_version() const { return std::max(version(), expiry_version()); }
+  Version newest_version() const { return std::max({version(), expiry_version(), hash_newest}); }
   // As Envelope::ExpiryDeath.
   Version ExpiryDeath() const {
     return {std::max({timestamp, expiry_timestamp, expires_at_ms << 16}) + 1, 0};
@@ -257,7 +310,7 @@ struct EnvelopeView {
   // Live as Envelope::LiveAt.
   bool LiveAt(uint64_t now_ms) const {
     if (expires_at_ms == 0 || expires_at_ms > now_ms) {
-      return (!tombstone && !value_absent) || counter_active;
+      return (!tombstone && !value_absent) || counter_active || hash_live;
     }
     return CounterOutlivesExpiry();
   }

@@ -90,6 +90,22 @@ TEST_CASE("ttl: put --ttl, ttl, expire, persist across a restart and a scale-out
   CHECK(c.Run({"decr", "visits", "-9223372036854775808"}).exit_code == 2);
   CHECK(c.Run({"incr", "--help"}).exit_code == 0);
 
+  // Hashes through the CLI (design.md "Hashes").
+  CHECK(c.Run({"hset", "user", "name", "ann", "age", "41"}).out == "2\n");
+  CHECK(c.Run({"hset", "user", "age", "42"}).out == "0\n");
+  CHECK(c.Run({"hget", "user", "age"}).out == "42\n");
+  CHECK(c.Run({"hgetall", "user"}).out == "age\t42\nname\tann\n");
+  const ProcessResult hash_json = c.Run({"hgetall", "user", "--json"});
+  CHECK(hash_json.exit_code == 0);
+  CHECK(hash_json.out.find("\"fields\":{\"age\":\"42\",\"name\":\"ann\"}") != std::string::npos);
+  CHECK(c.Run({"hget", "user", "zip"}).exit_code == 1);
+  CHECK(c.Run({"hdel", "user", "age", "zip"}).out == "1\n");
+  CHECK(c.Run({"hgetall", "nohash"}).exit_code == 1);
+  const ProcessResult wrong_type = c.Run({"hset", "plain", "f", "v"});
+  CHECK(wrong_type.exit_code == 1);
+  CHECK(wrong_type.err.find("WRONGTYPE") != std::string::npos);
+  CHECK(c.Run({"hset", "user", "odd"}).exit_code == 2);
+
   // The short key reads until it expires, then is missing at ALL.
   CHECK(Poll(
       [&] {

@@ -232,6 +232,28 @@ std::vector<std::string> Scenario::CheckCounters() {
     violations.push_back("counter check: " + client.status().ToString());
     return violations;
   }
+  // Every acknowledged HSET's field is read back from its hash (at consistency all).
+  std::map<std::string, std::vector<std::string>> fields;
+  for (const std::string& path : tallies_) {
+    std::ifstream in(path + ".fields");
+    std::string key, field;
+    for (int n = 0; n < 10000000 && in >> key >> field; ++n) fields[key].push_back(field);
+  }
+  for (const auto& [key, names] : fields) {
+    StatusOr<std::map<std::string, std::string>> hash = Status::Unavailable("not read");
+    for (int round = 0; round < 2; ++round) hash = (*client)->HGetAll(key, Consistency::kAll);
+    size_t missing = 0;
+    for (const std::string& name : names) {
+      if (!hash.ok() || hash->count(name) == 0) ++missing;
+    }
+    std::printf("%s: hash %s: %zu acknowledged fields, %zu read back, %zu missing%s\n",
+                name_.c_str(), key.c_str(), names.size(), hash.ok() ? hash->size() : 0, missing,
+                hash.ok() ? "" : (" (" + hash.status().ToString() + ")").c_str());
+    if (missing != 0) {
+      violations.push_back(key + ": " + std::to_string(missing) +
+                           " acknowledged HSET fields are missing");
+    }
+  }
   for (const auto& [key, b] : expected) {
     StatusOr<std::string> value = Status::Unavailable("not read");
     for (int round = 0; round < 2; ++round) value = (*client)->Get(key, Consistency::kAll);

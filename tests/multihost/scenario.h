@@ -65,8 +65,8 @@ class Scenario {
   void StartCounters(int clients, int counters, std::chrono::milliseconds duration);
   // After the counter workloads ended (WaitAll): reads each counter at consistency all, twice
   // (the second read after the first's read repair), and returns a violation for any value
-  // outside [acked - failed decrements, acked + failed increments] or any read that failed.
-  // Prints one line per counter.
+  // outside [acked - failed decrements, acked + failed increments] or any read that failed, and
+  // for any acknowledged HSET field its hash does not hold. Prints one line per counter and hash.
   std::vector<std::string> CheckCounters();
   // A sampler inside each given host's namespace for `duration` (nodes 1..hosts by default).
   void StartSamplers(std::chrono::milliseconds duration, std::vector<int> hosts = {});

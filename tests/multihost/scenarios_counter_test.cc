@@ -1,8 +1,9 @@
-// The multi-host bed's counter scenario (design.md "Counters", issue 31's fault test): 8 clients
-// increment and decrement the same 4 counters through every node while the bed isolates a node,
-// kills another with SIGKILL and restarts it, and joins a fourth node. The final value of each
-// counter, read at consistency all, must equal its acknowledged changes plus some subset of the
-// failed ones: never below, never above.
+// The multi-host bed's counter scenario (design.md "Counters" and "Hashes", issue 31's fault
+// test): 8 clients increment and decrement the same 4 counters, and set fields of their own in 2
+// hashes, through every node while the bed isolates a node, kills another with SIGKILL and
+// restarts it, and joins a fourth node. The final value of each counter, read at consistency
+// all, must equal its acknowledged changes plus some subset of the failed ones: never below,
+// never above; every acknowledged field must be in its hash.
 #include <catch2/catch.hpp>
 #include <thread>
 

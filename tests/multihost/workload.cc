@@ -15,7 +15,9 @@
 //           increment (+1, or -1 one time in five) counters ctr.0 .. ctr.<--counters - 1> for
 //           --duration-ms, then write "<key> <acked sum> <failed +1s> <failed -1s> <ops>" per
 //           counter to --out (design.md "Counters": the final value must lie within
-//           [acked - failed -1s, acked + failed +1s]).
+//           [acked - failed -1s, acked + failed +1s]). One operation in four is instead an HSET
+//           of a field of its own in hash.0 or hash.1; each acknowledged one is written as
+//           "<key> <field>" to --out.fields (design.md "Hashes": every one must be read back).
 // Exit status: 0 done, 1 failed, 2 usage error.
 #include <CLI/CLI.hpp>
 #include <atomic>
@@ -259,6 +261,8 @@ int Count(const CountFlags& f) {
   std::vector<Tally> tally(static_cast<size_t>(f.counters));
   const auto end = Clock::now() + std::chrono::milliseconds(f.duration_ms);
   std::atomic<int> broken{0};
+  std::vector<std::vector<std::pair<std::string, std::string>>> fields(
+      static_cast<size_t>(f.clients));  // per thread: the acknowledged HSETs
   std::vector<std::thread> threads;
   for (int t = 0; t < f.clients; ++t) {
     threads.emplace_back([&, t] {
@@ -277,6 +281,14 @@ int Count(const CountFlags& f) {
       }
       std::mt19937_64 rng(f.seed * 1000 + static_cast<uint64_t>(t));
       for (int n = 0; n < 1000000 && Clock::now() < end; ++n) {
+        if (rng() % 4 == 0) {
+          const std::string key = "hash." + std::to_string(rng() % 2);
+          std::string field = "t" + std::to_string(t) + "." + std::to_string(n);
+          if ((*client)->HSet(key, {{field, "v"}}).ok()) {
+            fields[static_cast<size_t>(t)].emplace_back(key, std::move(field));
+          }
+          continue;
+        }
         const size_t i = rng() % tally.size();
         const int64_t delta = rng() % 5 == 0 ? -1 : 1;
         const StatusOr<int64_t> r = (*client)->Incr("ctr." + std::to_string(i), delta);
@@ -296,6 +308,12 @@ int Count(const CountFlags& f) {
     std::fprintf(file, "ctr.%zu %" PRId64 " %" PRId64 " %" PRId64 " %" PRId64 "\n", i,
                  tally[i].acked.load(), tally[i].failed_inc.load(), tally[i].failed_dec.load(),
                  tally[i].ops.load());
+  }
+  std::fclose(file);
+  file = std::fopen((f.out + ".fields").c_str(), "w");
+  if (file == nullptr) return 1;
+  for (const auto& mine : fields) {
+    for (const auto& [key, field] : mine) std::fprintf(file, "%s %s\n", key.c_str(), field.c_str());
   }
   std::fclose(file);
   return broken.load() == 0 ? 0 : 1;

@@ -37,7 +37,9 @@ const std::vector<std::string> kNames = {"ping",
                                          "raft_message",
                                          "anti_entropy",
                                          "replica_write_batch",
-                                         "incr"};
+                                         "incr",
+                                         "hash_write",
+                                         "hash_read"};
 
 size_t OpIndex(const std::string& name) {
   for (size_t op = 0; op < KvService::kOpCount; ++op) {

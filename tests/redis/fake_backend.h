@@ -121,6 +121,14 @@ class HandlerOps : public net::ClientOperations {
   void Incr(net::OpOptions o, net::IncrRequest r, net::OpDone<net::IncrResponse> done) override {
     Call(o, std::move(r), std::move(done));
   }
+  void HashWrite(net::OpOptions o, net::HashWriteRequest r,
+                 net::OpDone<net::HashWriteResponse> done) override {
+    Call(o, std::move(r), std::move(done));
+  }
+  void HashRead(net::OpOptions o, net::HashReadRequest r,
+                net::OpDone<net::HashReadResponse> done) override {
+    Call(o, std::move(r), std::move(done));
+  }
 
  private:
   template <typename Req, typename Resp>

@@ -46,7 +46,8 @@ TEST_CASE("reasons: every reason has a name an outcome an exit code and a Redis 
       CHECK((*exit == shardkv::cli::kExitFailed || *exit == shardkv::cli::kExitUnreachable));
     }
     const std::string prefix(shardkv::redis::RedisErrorPrefix(r));
-    CHECK((prefix == "ERR" || prefix == "CLUSTERDOWN" || prefix == "TRYAGAIN"));
+    CHECK((prefix == "ERR" || prefix == "CLUSTERDOWN" || prefix == "TRYAGAIN" ||
+           prefix == "WRONGTYPE"));
     // The reason decides whatever the code.
     for (auto code : {Status::Code::kUnavailable, Status::Code::kTimeout, Status::Code::kInternal,
                       Status::Code::kFailedPrecondition}) {

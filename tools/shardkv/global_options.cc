@@ -206,6 +206,7 @@ std::optional<int> ReasonExitCode(Status::Reason reason) {
     case Status::Reason::kRefusedByPolicy:
     case Status::Reason::kUnexpectedEpoch:
     case Status::Reason::kNeedsRebuild:
+    case Status::Reason::kWrongType:
       return kExitFailed;
   }
   return std::nullopt;

@@ -10,6 +10,7 @@
 
 #include "cli_common.h"
 #include "counter_commands.h"
+#include "hash_commands.h"
 #include "json_writer.h"
 #include "kv_io.h"
 #include "kv_limits.h"
@@ -226,6 +227,7 @@ void RegisterKvCommands(CLI::App& app, GlobalOptions* g, int* exit_code) {
   RegisterLoadCommands(app, g, exit_code);
   RegisterTtlCommands(app, g, exit_code);
   RegisterCounterCommands(app, g, exit_code);
+  RegisterHashCommands(app, g, exit_code);
 
   auto* stats = app.add_subcommand(
       "stats",
