@@ -156,7 +156,7 @@ python3 - "$OUT" "$REPEAT" "$REQUESTS" "$(getconf CLK_TCK)" "$TESTS" <<'PY'
 import csv, glob, os, statistics, sys
 out, repeat, requests, hz = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 rps, errors, cpu = {}, {}, {}
-names = {"set": "SET", "get": "GET", "mset": "MSET (10 keys)", "incr": "INCR", "hset": "HSET (one hash)"}
+names = {"set": "SET", "get": "GET", "mset": "MSET (10 keys)", "incr": "INCR", "hset": "HSET"}
 for path in sorted(glob.glob(f"{out}/*-P*-rep*-*.csv")):
     name = os.path.basename(path)[:-4]
     target, rest = name.rsplit("-P", 1)
