@@ -80,7 +80,7 @@ class Client {
   Client(const Client&) = delete;
   Client& operator=(const Client&) = delete;
 
-  // NotFound if the key is absent or deleted.
+  // NotFound if the key is absent or deleted; FailedPrecondition (reason kWrongType) for a hash.
   StatusOr<std::string> Get(std::string_view key, Consistency c = Consistency::kDefault);
   // Returns the write's timestamp.
   StatusOr<uint64_t> Put(std::string_view key, std::string_view value,

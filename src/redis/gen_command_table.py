@@ -15,7 +15,7 @@ import sys
 COMMANDS = {
     "ping": None, "echo": None, "hello": None, "auth": None, "select": None, "quit": None,
     "reset": None, "client": ["setname", "getname", "id", "setinfo", "info", "list"],
-    "info": None, "command": ["count", "info", "docs"], "config": ["get"], "function": ["flush"], "dbsize": None,
+    "info": None, "command": ["count", "info", "docs"], "config": ["get", "set"], "function": ["flush"], "dbsize": None,
     "time": None, "get": None, "set": None, "mget": None, "mset": None, "del": None,
     "unlink": None, "exists": None, "strlen": None, "getrange": None, "type": None,
     "cluster": ["info", "slots", "shards", "nodes", "keyslot", "myid"],

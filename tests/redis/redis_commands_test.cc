@@ -267,6 +267,13 @@ TEST_CASE("redis: CLIENT and COMMAND", "[redis]") {
   CHECK(f.One({"COMMAND", "COUNT"}) == ":" + std::to_string(TopLevelCommands().size()) + "\r\n");
   CHECK(f.One({"CONFIG", "GET", "save"}) == "*2\r\n$4\r\nsave\r\n$0\r\n\r\n");
   CHECK(f.One({"CONFIG", "GET", "databases"}) == "*2\r\n$9\r\ndatabases\r\n$1\r\n1\r\n");
+  // CONFIG SET: encoding thresholds only, accepted and ignored (Redis's suite sets them).
+  CHECK(f.One({"CONFIG", "SET", "hash-max-listpack-entries", "512"}) == "+OK\r\n");
+  CHECK(f.One({"CONFIG", "SET", "set-max-intset-entries", "1", "list-max-listpack-size", "8"}) ==
+        "+OK\r\n");
+  CHECK(f.One({"CONFIG", "SET", "maxmemory", "1"}) ==
+        "-ERR Unknown option or number of arguments for CONFIG SET - 'maxmemory'\r\n");
+  CHECK(f.One({"CONFIG", "SET", "hash-max-listpack-entries"}).rfind("-ERR", 0) == 0);
 }
 
 TEST_CASE("redis: CLUSTER KEYSLOT is Redis Cluster's hash slot", "[redis]") {

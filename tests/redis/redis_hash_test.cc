@@ -149,6 +149,10 @@ TEST_CASE("redis hashes: HSET, HGET, HDEL, HGETALL and the rest as Redis answers
   REQUIRE(removed.ok());
   CHECK(*removed == 1);
   CHECK((*client)->HGetAll("nothing").status().IsNotFound());
+  CHECK((*client)->Get("native").status().reason() == shardkv::Status::Reason::kWrongType);
+  auto hash_ttl = (*client)->Ttl("native");  // the key-level commands work on a hash
+  REQUIRE(hash_ttl.ok());
+  CHECK_FALSE(hash_ttl->has_value());
   const auto wrong = (*client)->HSet("s", {{"f", "v"}});
   CHECK(wrong.status().reason() == shardkv::Status::Reason::kWrongType);
 }
