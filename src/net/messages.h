@@ -263,6 +263,13 @@ struct PingResponse {};
 // What a found key holds, for the commands of one type (Redis's TYPE and WRONGTYPE).
 enum class ValueKind : uint8_t { kString = 0, kHash = 1 };
 
+// A command on a key of the other kind: FailedPrecondition, reason kWrongType, with Redis's
+// WRONGTYPE message (the node's hash and counter ops, the Redis front end and the client).
+inline Status WrongTypeError() {
+  return Status(Status::Code::kFailedPrecondition, Status::Reason::kWrongType,
+                "Operation against a key holding the wrong kind of value");
+}
+
 struct GetResponse {
   bool found = false;
   std::string value;

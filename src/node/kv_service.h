@@ -256,8 +256,6 @@ class KvService : public net::RequestHandler, public net::ClientOperations {
   void Serve(const Call& call, net::ExpireRequest& r, net::OpDone<net::PutResponse> done);
   // kv_service_counter.cc: INCRBY (read the counter, add to this node's totals, write them).
   void Serve(const Call& call, net::IncrRequest& r, net::OpDone<net::IncrResponse> done);
-  // FailedPrecondition, reason kWrongType, with Redis's WRONGTYPE message.
-  static Status WrongType();
   // kv_service_hash.cc: HSET/HSETNX/HDEL (read the hash, write the fields) and HGETALL.
   void Serve(const Call& call, net::HashWriteRequest& r, net::OpDone<net::HashWriteResponse> done);
   void Serve(const Call& call, net::HashReadRequest& r, net::OpDone<net::HashReadResponse> done);

@@ -18,11 +18,6 @@
 
 namespace shardkv::node {
 
-Status KvService::WrongType() {
-  return Status(Status::Code::kFailedPrecondition, Status::Reason::kWrongType,
-                "Operation against a key holding the wrong kind of value");
-}
-
 void KvService::Serve(const Call& call, net::HashWriteRequest& r,
                       net::OpDone<net::HashWriteResponse> done) {
   if (Status s = CheckKey(r.key); !s.ok()) return done(std::move(s));
@@ -60,7 +55,7 @@ void KvService::Serve(const Call& call, net::HashWriteRequest& r,
         if (!env.ok() && !env.status().IsNotFound()) return done(env.status());
         const uint64_t now = storage->WallClockMs();
         const bool live = env.ok() && env->LiveAt(now);
-        if (live && !env->hash_live()) return done(WrongType());
+        if (live && !env->hash_live()) return done(net::WrongTypeError());
         // The hash as read: its live fields (none when missing or expired).
         std::map<std::string_view, size_t> fields;  // name -> value bytes
         size_t bytes = 0;
@@ -147,7 +142,7 @@ void KvService::Serve(const Call& call, net::HashReadRequest& r,
                          }
                          const uint64_t now = storage->WallClockMs();
                          if (!env->LiveAt(now)) return done(std::move(out));
-                         if (!env->hash_live()) return done(WrongType());
+                         if (!env->hash_live()) return done(net::WrongTypeError());
                          out.found = true;
                          out.expires_at_ms = env->ExpiresAtMsAt(now);
                          out.fields.reserve(env->hash.size());

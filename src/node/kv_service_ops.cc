@@ -26,6 +26,18 @@ namespace {
 
 using internal::Error;
 
+// What a client read (get, multiGet) answers of a record at this node's wall clock `now_ms`:
+// whether it is live, its kind, and for a string its value (a hash's fields come by hashRead).
+bool ReadOut(storage::Envelope&& env, uint64_t now_ms, net::ValueKind* kind, std::string* value) {
+  if (!env.LiveAt(now_ms)) return false;
+  if (env.hash_live()) {
+    *kind = net::ValueKind::kHash;
+  } else {
+    *value = storage::ReadValue(std::move(env), now_ms);
+  }
+  return true;
+}
+
 // The index of alternative T in net::RequestBody.
 template <typename T, typename V>
 struct IndexIn;
@@ -374,15 +386,9 @@ void KvService::Serve(const Call& call, net::GetRequest& r, Done done) {
           out.ts = env->timestamp;
           // This node's wall clock decides expiry for client reads.
           const uint64_t now = storage->WallClockMs();
-          out.found = env->LiveAt(now);
-          if (out.found) {
-            out.expires_at_ms = env->ExpiresAtMsAt(now);
-            if (env->hash_live()) {
-              out.kind = net::ValueKind::kHash;
-            } else {
-              out.value = storage::ReadValue(std::move(*env), now);
-            }
-          }
+          out.expires_at_ms = env->ExpiresAtMsAt(now);
+          out.found = ReadOut(std::move(*env), now, &out.kind, &out.value);
+          if (!out.found) out.expires_at_ms = 0;
         } else if (!env.status().IsNotFound()) {
           return done(env.status());
         }
@@ -438,13 +444,8 @@ void KvService::Serve(const Call& call, net::MultiGetRequest& r, Done done) {
                            net::ItemResult item;
                            if (env.ok()) {
                              item.ts = env->timestamp;
-                             const uint64_t now = storage->WallClockMs();
-                             item.found = env->LiveAt(now);
-                             if (item.found && env->hash_live()) {
-                               item.kind = net::ValueKind::kHash;
-                             } else if (item.found) {
-                               item.value = storage::ReadValue(std::move(*env), now);
-                             }
+                             item.found = ReadOut(std::move(*env), storage->WallClockMs(),
+                                                  &item.kind, &item.value);
                            } else if (!env.status().IsNotFound()) {
                              item.status = env.status();
                            }

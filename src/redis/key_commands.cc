@@ -77,11 +77,6 @@ std::string_view RedisErrorPrefix(Status::Reason reason) {
   return "ERR";
 }
 
-Status WrongType() {
-  return Status(Status::Code::kFailedPrecondition, Status::Reason::kWrongType,
-                "Operation against a key holding the wrong kind of value");
-}
-
 std::string ErrorReply(const Status& status) {
   return Err("-" + std::string(RedisErrorPrefix(status.reason())) + " " + status.message());
 }
@@ -130,7 +125,7 @@ void KeyCommands::GetBatch(const RedisSession& session, std::vector<std::string>
                         if (!item.status.ok()) {
                           replies[i] = ErrorReply(item.status);
                         } else if (item.found && item.kind == net::ValueKind::kHash) {
-                          replies[i] = ErrorReply(WrongType());
+                          replies[i] = ErrorReply(net::WrongTypeError());
                         } else if (item.found) {
                           replies[i] = Line(p, [&](resp::RespWriter& w) { w.Bulk(item.value); });
                         } else {
@@ -219,7 +214,7 @@ void KeyCommands::Handle(const RedisSession& session, Args args, ReplyDone done)
         if (name == "type") {
           return done(!values[0] ? "+none\r\n" : hash[0] ? "+hash\r\n" : "+string\r\n");
         }
-        if (hash[0]) return done(ErrorReply(WrongType()));
+        if (hash[0]) return done(ErrorReply(net::WrongTypeError()));
         if (name == "strlen")
           return done(":" + std::to_string(values[0] ? values[0]->size() : 0) + "\r\n");
         // GETRANGE, with redis's clamping (getrangeCommand).
@@ -269,7 +264,7 @@ void KeyCommands::Set(const RedisSession& session, Args args, ReplyDone done) {
            std::vector<bool> hash) {
          if (!error.empty()) return done(error);
          // SET ... GET of a hash is Redis's WRONGTYPE (a plain SET overwrites any type).
-         if (get && hash[0]) return done(ErrorReply(WrongType()));
+         if (get && hash[0]) return done(ErrorReply(net::WrongTypeError()));
          const std::optional<std::string> old = values[0];
          auto answer = [p, get, old](bool wrote) {
            if (get) return Line(p, [&](resp::RespWriter& w) { old ? w.Bulk(*old) : w.Null(); });

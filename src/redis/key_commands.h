@@ -49,8 +49,6 @@ class KeyCommands {
 std::string_view RedisErrorPrefix(Status::Reason reason);
 // The RESP error line for a failed net request: "-<RedisErrorPrefix> <message>".
 std::string ErrorReply(const Status& status);
-// The status of a command on a key of another type (reason kWrongType): Redis's WRONGTYPE.
-Status WrongType();
 // Parses a Redis integer argument (redis's string2ll rules: optional '-', digits, no spaces).
 bool ParseInt(const std::string& text, int64_t* out);
 

@@ -52,7 +52,7 @@ void RmwCommands::Handle(const RedisSession& session, Args args, ReplyDone done)
                if (!error.empty()) return done(error);
                // GETSET and GETDEL of a hash are Redis's WRONGTYPE (SETNX and MSETNX only look).
                if ((name == "getset" || name == "getdel") && hash[0]) {
-                 return done(ErrorReply(WrongType()));
+                 return done(ErrorReply(net::WrongTypeError()));
                }
                const std::optional<std::string> old = values[0];
                if (name == "getdel") {

@@ -15,15 +15,6 @@
 namespace shardkv::storage {
 namespace {
 
-Envelope RoundTrip(const Envelope& e) {
-  const std::string bytes = EncodeEnvelope(e);
-  EnvelopeView view;
-  const Status s = DecodeEnvelope(bytes, &view);
-  INFO(s.ToString());
-  REQUIRE(s.ok());
-  return view.ToEnvelope();
-}
-
 constexpr uint64_t kActorA = (uint64_t{1} << 32) | 7;
 constexpr uint64_t kActorB = (uint64_t{2} << 32) | 9;
 
@@ -45,7 +36,7 @@ TEST_CASE("counter: format 3 golden bytes, round trip and malformed sections", "
   want += '\x05';  // inc
   want += '\x01';  // dec
   CHECK(bytes == want);
-  CHECK(RoundTrip(e) == e);
+  CHECK(merge_laws::RoundTrip(e) == e);
   EnvelopeView view;
   REQUIRE(DecodeEnvelope(bytes, &view).ok());
   CHECK(view.counter_active);
@@ -54,7 +45,7 @@ TEST_CASE("counter: format 3 golden bytes, round trip and malformed sections", "
   // A counter over a value and an expiry round-trips too, value bytes after the entries.
   Envelope over = Envelope::Plain({100, 2}, false, "40", 9000);
   over.counter = {{kActorA, {100, 2}, 3, 0}, {kActorB, {100, 2}, 0, 10}};
-  CHECK(RoundTrip(over) == over);
+  CHECK(merge_laws::RoundTrip(over) == over);
   CHECK(CounterValue(over) == 33);
 
   // Entries out of writer order, repeated, a zero count, or cut short are corruption.
@@ -306,7 +297,7 @@ TEST_CASE("counter: merge is commutative, associative and idempotent (fixed seed
     const Envelope b = RandomRecord(rng);
     const Envelope c = RandomRecord(rng);
     INFO("iteration " << i);
-    const Envelope ab = testing::RequireJoinLaws(a, b, c);
+    const Envelope ab = merge_laws::RequireJoinLaws(a, b, c);
     // A writer's entry in the merge is never below what either side held for the same base.
     for (const CounterEntry& x : a.counter) {
       for (const CounterEntry& y : ab.counter) {

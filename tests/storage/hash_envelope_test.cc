@@ -10,15 +10,6 @@
 namespace shardkv::storage {
 namespace {
 
-Envelope HashRoundTrip(const Envelope& e) {
-  const std::string bytes = EncodeEnvelope(e);
-  EnvelopeView view;
-  const Status s = DecodeEnvelope(bytes, &view);
-  INFO(s.ToString());
-  REQUIRE(s.ok());
-  return view.ToEnvelope();
-}
-
 // What an HSET or HDEL sends: the fields alone, both registers "no opinion".
 Envelope Fields(std::vector<HashField> fields) {
   Envelope e;
@@ -49,7 +40,7 @@ TEST_CASE("hash: format 4 golden bytes, round trip and malformed sections", "[ha
   want += '\x01';                                // value length
   want += 'v';                                   // value
   CHECK(bytes == want);
-  CHECK(HashRoundTrip(e) == e);
+  CHECK(merge_laws::RoundTrip(e) == e);
   EnvelopeView view;
   REQUIRE(DecodeEnvelope(bytes, &view).ok());
   CHECK(view.hash_live);
@@ -62,7 +53,7 @@ TEST_CASE("hash: format 4 golden bytes, round trip and malformed sections", "[ha
   Envelope mixed = Envelope::Plain({3, 2}, true, "");
   mixed.SetExpiry({4, 2}, 9000);
   mixed.hash = {{"a", {6, 1}, true, ""}, {"b", {7, 3}, false, std::string(300, 'x')}};
-  CHECK(HashRoundTrip(mixed) == mixed);
+  CHECK(merge_laws::RoundTrip(mixed) == mixed);
   CHECK(ValidateEnvelopeShape(mixed).ok());
 
   // Fields out of name order, repeated, cut short, with reserved flags, or a deleted field with
@@ -161,7 +152,7 @@ TEST_CASE("hash: merge is commutative, associative and idempotent (fixed seed)",
     const Envelope b = RandomHashRecord(rng);
     const Envelope c = RandomHashRecord(rng);
     INFO("iteration " << i);
-    const Envelope ab = testing::RequireJoinLaws(a, b, c);
+    const Envelope ab = merge_laws::RequireJoinLaws(a, b, c);
     // A field in the merge is never older than what either side held, unless a newer register
     // reset it.
     for (const HashField& x : a.hash) {
