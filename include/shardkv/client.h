@@ -80,7 +80,8 @@ class Client {
   Client(const Client&) = delete;
   Client& operator=(const Client&) = delete;
 
-  // NotFound if the key is absent or deleted; FailedPrecondition (reason kWrongType) for a hash.
+  // NotFound if the key is absent or deleted; FailedPrecondition (reason kWrongType) for a hash
+  // or a set.
   StatusOr<std::string> Get(std::string_view key, Consistency c = Consistency::kDefault);
   // Returns the write's timestamp.
   StatusOr<uint64_t> Put(std::string_view key, std::string_view value,
@@ -125,6 +126,20 @@ class Client {
   // The hash's fields by name; NotFound if the key is missing.
   StatusOr<std::map<std::string, std::string>> HGetAll(std::string_view key,
                                                        Consistency c = Consistency::kDefault);
+
+  // ---- Sets (client_collections.cc; design.md "Sets"): an add-wins observed-remove set, so
+  // concurrent SAdds through different nodes all survive, and an SRem removes only the adds it
+  // saw (a concurrent SAdd of the member wins). A key holding another kind of value is
+  // FailedPrecondition with reason kWrongType.
+  // Adds `members`; returns how many were not in the set.
+  StatusOr<uint32_t> SAdd(std::string_view key, const std::vector<std::string>& members,
+                          Consistency c = Consistency::kDefault);
+  // Removes `members`; returns how many were in it. The set without members is the key gone.
+  StatusOr<uint32_t> SRem(std::string_view key, const std::vector<std::string>& members,
+                          Consistency c = Consistency::kDefault);
+  // The set's members in ascending byte order; NotFound if the key is missing.
+  StatusOr<std::vector<std::string>> SMembers(std::string_view key,
+                                              Consistency c = Consistency::kDefault);
   // Removes the key's expiry. NotFound if the key has no live value.
   StatusOr<uint64_t> Persist(std::string_view key, Consistency c = Consistency::kDefault);
   // The key's value and its expiry time (Unix ms, 0 = none). NotFound if absent or expired.

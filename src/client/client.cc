@@ -58,7 +58,7 @@ void Client::GetAsync(std::string key, ValueCallback done, Consistency c) {
     auto body = Expect<net::GetResponse>(r);
     if (!body.ok()) return done(body.status());
     if (!(*body)->found) return done(Status::NotFound("not found"));
-    if ((*body)->kind == net::ValueKind::kHash) return done(net::WrongTypeError());
+    if ((*body)->kind != net::ValueKind::kString) return done(net::WrongTypeError());
     done(std::move((*body)->value));
   });
 }

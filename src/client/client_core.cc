@@ -55,7 +55,8 @@ bool Mutating(const net::Request& r) {
          std::holds_alternative<net::MultiPutRequest>(r.body) ||
          std::holds_alternative<net::ExpireRequest>(r.body) ||
          std::holds_alternative<net::IncrRequest>(r.body) ||
-         std::holds_alternative<net::HashWriteRequest>(r.body);
+         std::holds_alternative<net::HashWriteRequest>(r.body) ||
+         std::holds_alternative<net::SetWriteRequest>(r.body);
 }
 
 // Requests that carry at least this many bytes of keys and values are "large" (see Dispatch).

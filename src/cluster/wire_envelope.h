@@ -30,6 +30,10 @@ inline net::ExpiryRegister ExpiryToWire(const storage::Envelope& e) {
     out.hash.push_back(
         net::HashField{f.name, f.version.timestamp, f.version.node_id, f.deleted, f.value});
   }
+  out.set.reserve(e.set.size());
+  for (const storage::SetMember& m : e.set) {
+    out.set.push_back(net::SetMember{m.name, m.actor, m.add, m.removed, m.removed_at});
+  }
   return out;
 }
 
@@ -49,6 +53,10 @@ inline storage::Envelope EnvelopeFromWire(uint64_t ts, uint32_t node_id, bool to
   e.hash.reserve(expiry.hash.size());
   for (const net::HashField& f : expiry.hash) {
     e.hash.push_back(storage::HashField{f.name, {f.ts, f.node_id}, f.deleted, f.value});
+  }
+  e.set.reserve(expiry.set.size());
+  for (const net::SetMember& m : expiry.set) {
+    e.set.push_back(storage::SetMember{m.name, m.actor, m.add, m.removed, m.removed_at});
   }
   return e;
 }

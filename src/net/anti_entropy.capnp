@@ -52,6 +52,17 @@ struct RepairEntry {
   expiresAtMs @10 :UInt64;
   counter @11 :List(CounterEntry);
   hash @12 :List(HashField);
+  set @13 :List(SetMember);
+}
+
+# One node's entry of a set member (src/storage/value_envelope.h SetMember); shardkv.capnp's
+# ExpiryRegister carries a list of them too.
+struct SetMember {
+  name @0 :Data;
+  actor @1 :UInt32;
+  add @2 :UInt64;
+  removed @3 :UInt64;
+  removedAt @4 :UInt64;
 }
 
 # One field of a hash (src/storage/value_envelope.h HashField); shardkv.capnp's ExpiryRegister

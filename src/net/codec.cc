@@ -157,6 +157,14 @@ void FillResponse(const Response& r, wire::Response::Builder b) {
               list[i].setValue(AsData(h.fields[i].value));
             }
           },
+          [&](const SetWriteResponse& s) { body.setSetWrite(s.changed); },
+          [&](const SetReadResponse& s) {
+            auto out = body.initSetRead();
+            out.setFound(s.found);
+            out.setExpiresAtMs(s.expires_at_ms);
+            auto list = out.initMembers(static_cast<unsigned>(s.members.size()));
+            for (unsigned i = 0; i < s.members.size(); ++i) list.set(i, AsData(s.members[i]));
+          },
           [&](const MultiGetResponse& m) {
             FillItems(m.results, body.initMultiGet(static_cast<unsigned>(m.results.size())));
           },
@@ -306,6 +314,17 @@ StatusOr<Response> ReadResponse(wire::Response::Reader root) {
       for (auto f : h.getFields()) {
         out.fields.push_back(HashFieldValue{ToString(f.getName()), ToString(f.getValue())});
       }
+      r.body = std::move(out);
+      break;
+    }
+    case wire::Response::Body::SET_WRITE:
+      r.body = SetWriteResponse{body.getSetWrite()};
+      break;
+    case wire::Response::Body::SET_READ: {
+      auto s = body.getSetRead();
+      SetReadResponse out{s.getFound(), {}, s.getExpiresAtMs()};
+      out.members.reserve(s.getMembers().size());
+      for (auto m : s.getMembers()) out.members.push_back(ToString(m));
       r.body = std::move(out);
       break;
     }

@@ -52,7 +52,14 @@ inline wire::ErrorCode ToWire(Status::Code code) { return static_cast<wire::Erro
 
 // A value kind from the wire: an unknown one (a newer node's) reads as a string.
 inline ValueKind KindFromWire(uint8_t kind) {
-  return kind == static_cast<uint8_t>(ValueKind::kHash) ? ValueKind::kHash : ValueKind::kString;
+  switch (kind) {
+    case static_cast<uint8_t>(ValueKind::kHash):
+      return ValueKind::kHash;
+    case static_cast<uint8_t>(ValueKind::kSet):
+      return ValueKind::kSet;
+    default:
+      return ValueKind::kString;
+  }
 }
 
 // wire::ErrorReason is Status::Reason shifted by one (0 is `unset`: an older node's error).
@@ -120,6 +127,27 @@ std::vector<HashField> ReadHash(ListReader list) {
   }
   return out;
 }
+template <typename ListBuilder>
+void FillSet(const std::vector<SetMember>& in, ListBuilder list) {
+  for (unsigned i = 0; i < in.size(); ++i) {
+    auto o = list[i];
+    o.setName(AsData(in[i].name));
+    o.setActor(in[i].actor);
+    o.setAdd(in[i].add);
+    o.setRemoved(in[i].removed);
+    o.setRemovedAt(in[i].removed_at);
+  }
+}
+template <typename ListReader>
+std::vector<SetMember> ReadSet(ListReader list) {
+  std::vector<SetMember> out;
+  out.reserve(list.size());
+  for (auto m : list) {
+    out.push_back(SetMember{ToString(m.getName()), m.getActor(), m.getAdd(), m.getRemoved(),
+                            m.getRemovedAt()});
+  }
+  return out;
+}
 inline void FillExpiry(const ExpiryRegister& e, wire::ExpiryRegister::Builder b) {
   b.setExplicit(e.explicit_expiry);
   b.setValueAbsent(e.value_absent);
@@ -130,11 +158,12 @@ inline void FillExpiry(const ExpiryRegister& e, wire::ExpiryRegister::Builder b)
     FillCounter(e.counter, b.initCounter(static_cast<unsigned>(e.counter.size())));
   }
   if (!e.hash.empty()) FillHash(e.hash, b.initHash(static_cast<unsigned>(e.hash.size())));
+  if (!e.set.empty()) FillSet(e.set, b.initSet(static_cast<unsigned>(e.set.size())));
 }
 inline ExpiryRegister ReadExpiry(wire::ExpiryRegister::Reader r) {
-  return ExpiryRegister{r.getExplicit(),      r.getValueAbsent(), r.getTs(),
-                        r.getNodeId(),        r.getExpiresAtMs(), ReadCounter(r.getCounter()),
-                        ReadHash(r.getHash())};
+  return ExpiryRegister{r.getExplicit(),       r.getValueAbsent(), r.getTs(),
+                        r.getNodeId(),         r.getExpiresAtMs(), ReadCounter(r.getCounter()),
+                        ReadHash(r.getHash()), ReadSet(r.getSet())};
 }
 
 // The version part of a VersionedRecord (ts, node, tombstone, value, expiry): one fill and one

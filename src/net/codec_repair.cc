@@ -61,6 +61,9 @@ void FillAntiEntropy(const AntiEntropyRequest& r, wire::AntiEntropyRequest::Buil
                        FillHash(e.expiry.hash,
                                 o.initHash(static_cast<unsigned>(e.expiry.hash.size())));
                      }
+                     if (!e.expiry.set.empty()) {
+                       FillSet(e.expiry.set, o.initSet(static_cast<unsigned>(e.expiry.set.size())));
+                     }
                    }
                  },
                  [&](const RepairCommand& c) {
@@ -94,12 +97,12 @@ StatusOr<AntiEntropyRequest> ReadAntiEntropy(wire::AntiEntropyRequest::Reader r)
     case wire::AntiEntropyRequest::APPLY: {
       ApplyEntries a;
       for (auto e : r.getApply()) {
-        a.entries.push_back(
-            RepairEntry{e.getToken(), ToString(e.getKey()), e.getTs(), e.getNodeId(),
-                        e.getTombstone(), ToString(e.getValue()),
-                        ExpiryRegister{e.getExpExplicit(), e.getExpValueAbsent(), e.getExpTs(),
-                                       e.getExpNodeId(), e.getExpiresAtMs(),
-                                       ReadCounter(e.getCounter()), ReadHash(e.getHash())}});
+        a.entries.push_back(RepairEntry{
+            e.getToken(), ToString(e.getKey()), e.getTs(), e.getNodeId(), e.getTombstone(),
+            ToString(e.getValue()),
+            ExpiryRegister{e.getExpExplicit(), e.getExpValueAbsent(), e.getExpTs(),
+                           e.getExpNodeId(), e.getExpiresAtMs(), ReadCounter(e.getCounter()),
+                           ReadHash(e.getHash()), ReadSet(e.getSet())}});
       }
       out.op = std::move(a);
       break;

@@ -121,6 +121,21 @@ void FillRequest(const Request& r, wire::Request::Builder b) {
                    k.setToken(h.token);
                    k.setKey(AsData(h.key));
                  },
+                 [&](const SetWriteRequest& s) {
+                   auto out = body.initSetWrite();
+                   out.setToken(s.token);
+                   out.setKey(AsData(s.key));
+                   auto add = out.initAdd(static_cast<unsigned>(s.add.size()));
+                   for (unsigned i = 0; i < s.add.size(); ++i) add.set(i, AsData(s.add[i]));
+                   auto remove = out.initRemove(static_cast<unsigned>(s.remove.size()));
+                   for (unsigned i = 0; i < s.remove.size(); ++i)
+                     remove.set(i, AsData(s.remove[i]));
+                 },
+                 [&](const SetReadRequest& s) {
+                   auto k = body.initSetRead();
+                   k.setToken(s.token);
+                   k.setKey(AsData(s.key));
+                 },
                  [&](const IncrRequest& e) {
                    auto out = body.initIncr();
                    out.setToken(e.token);
@@ -248,6 +263,21 @@ StatusOr<Request> ReadRequest(wire::Request::Reader root, uint64_t* request_id) 
     case wire::Request::Body::HASH_READ: {
       auto k = body.getHashRead();
       r.body = HashReadRequest{k.getToken(), ToString(k.getKey())};
+      break;
+    }
+    case wire::Request::Body::SET_WRITE: {
+      auto s = body.getSetWrite();
+      SetWriteRequest out{s.getToken(), ToString(s.getKey()), {}, {}};
+      out.add.reserve(s.getAdd().size());
+      for (auto m : s.getAdd()) out.add.push_back(ToString(m));
+      out.remove.reserve(s.getRemove().size());
+      for (auto m : s.getRemove()) out.remove.push_back(ToString(m));
+      r.body = std::move(out);
+      break;
+    }
+    case wire::Request::Body::SET_READ: {
+      auto k = body.getSetRead();
+      r.body = SetReadRequest{k.getToken(), ToString(k.getKey())};
       break;
     }
     case wire::Request::Body::INCR: {

@@ -10,7 +10,8 @@ std::string_view OpName(const RequestBody& body) {
                                                 "streamRange", "countRanges",   "admin",
                                                 "expire",      "scan",          "replicaScan",
                                                 "raftMessage", "antiEntropy",   "replicaWriteBatch",
-                                                "incr",        "hashWrite",     "hashRead"};
+                                                "incr",        "hashWrite",     "hashRead",
+                                                "setWrite",    "setRead"};
   static_assert(std::size(kNames) == std::variant_size_v<RequestBody>);
   return body.valueless_by_exception() ? "invalid" : kNames[body.index()];
 }
@@ -21,7 +22,7 @@ std::string_view OpName(const ResponseBody& body) {
       "multiGet",    "multiPut",   "stats",       "getClusterMap", "replicaWrite",
       "replicaRead", "installMap", "streamScan",  "streamRange",   "countRanges",
       "admin",       "scan",       "replicaScan", "antiEntropy",   "replicaWriteBatch",
-      "incr",        "hashWrite",  "hashRead"};
+      "incr",        "hashWrite",  "hashRead",    "setWrite",      "setRead"};
   static_assert(std::size(kNames) == std::variant_size_v<ResponseBody>);
   return body.valueless_by_exception() ? "invalid" : kNames[body.index()];
 }

@@ -89,6 +89,22 @@ struct HashReadRequest {
   std::string key;
 };
 
+// Client: add (SADD) or remove (SREM) members of the set `key` (design.md "Sets"); answered
+// with a SetWriteResponse. FailedPrecondition with reason kWrongType when the key holds another
+// kind of value.
+struct SetWriteRequest {
+  uint64_t token = 0;
+  std::string key;
+  std::vector<std::string> add;     // members to add
+  std::vector<std::string> remove;  // members to remove (not together with `add`)
+};
+
+// Client: the whole set `key` (SMEMBERS; SISMEMBER, SCARD ... are cut from it).
+struct SetReadRequest {
+  uint64_t token = 0;
+  std::string key;
+};
+
 struct DeleteRequest {
   uint64_t token = 0;
   std::string key;
@@ -229,7 +245,7 @@ using RequestBody =
                  ReplicaReadRequest, InstallMapRequest, StreamScanRequest, StreamRangeRequest,
                  CountRangesRequest, AdminRequest, ExpireRequest, ScanRequest, ReplicaScanRequest,
                  RaftMessageRequest, AntiEntropyRequest, ReplicaWriteBatchRequest, IncrRequest,
-                 HashWriteRequest, HashReadRequest>;
+                 HashWriteRequest, HashReadRequest, SetWriteRequest, SetReadRequest>;
 
 struct Request {
   uint64_t id = 0;          // set by RpcClient; 0 is reserved for "unknown" in error replies
@@ -261,7 +277,7 @@ struct ErrorResponse {
 struct PingResponse {};
 
 // What a found key holds, for the commands of one type (Redis's TYPE and WRONGTYPE).
-enum class ValueKind : uint8_t { kString = 0, kHash = 1 };
+enum class ValueKind : uint8_t { kString = 0, kHash = 1, kSet = 2 };
 
 // A command on a key of the other kind: FailedPrecondition, reason kWrongType, with Redis's
 // WRONGTYPE message (the node's hash and counter ops, the Redis front end and the client).
@@ -275,7 +291,7 @@ struct GetResponse {
   std::string value;
   uint64_t ts = 0;                      // the version's HLC timestamp when found
   uint64_t expires_at_ms = 0;           // when found: Unix ms it expires at, 0 = no expiry
-  ValueKind kind = ValueKind::kString;  // when found; a hash's value is empty
+  ValueKind kind = ValueKind::kString;  // when found; a hash's or set's value is empty
 };
 
 struct PutResponse {
@@ -294,6 +310,16 @@ struct HashReadResponse {
   bool found = false;                  // a live hash
   std::vector<HashFieldValue> fields;  // by name
   uint64_t expires_at_ms = 0;          // the key's expiry, 0 = none
+};
+
+struct SetWriteResponse {
+  uint32_t changed = 0;  // members added (SADD) or removed (SREM) as the read saw them
+};
+
+struct SetReadResponse {
+  bool found = false;                // a live set
+  std::vector<std::string> members;  // ascending
+  uint64_t expires_at_ms = 0;        // the key's expiry, 0 = none
 };
 
 struct IncrResponse {
@@ -422,7 +448,7 @@ using ResponseBody =
                  ReplicaWriteResponse, ReplicaReadResponse, InstallMapResponse, StreamScanResponse,
                  StreamRangeResponse, CountRangesResponse, AdminResponse, ScanResponse,
                  ReplicaScanResponse, AntiEntropyResponse, ReplicaWriteBatchResponse, IncrResponse,
-                 HashWriteResponse, HashReadResponse>;
+                 HashWriteResponse, HashReadResponse, SetWriteResponse, SetReadResponse>;
 
 struct Response {
   uint64_t id = 0;     // the request's id; 0 if the request could not be parsed

@@ -54,6 +54,12 @@ class ClientOperations {
   // The whole hash (found = false when the key is missing); kWrongType for a string.
   virtual void HashRead(OpOptions options, HashReadRequest request,
                         OpDone<HashReadResponse> done) = 0;
+  // Adds or removes members of a set (SADD, SREM; design.md "Sets"); kWrongType when the key
+  // holds another kind of value.
+  virtual void SetWrite(OpOptions options, SetWriteRequest request,
+                        OpDone<SetWriteResponse> done) = 0;
+  // The whole set (found = false when the key is missing); kWrongType for another kind.
+  virtual void SetRead(OpOptions options, SetReadRequest request, OpDone<SetReadResponse> done) = 0;
 };
 
 }  // namespace shardkv::net

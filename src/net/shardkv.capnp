@@ -123,6 +123,7 @@ struct ExpiryRegister {
   expiresAtMs @4 :UInt64;  # Unix ms; 0 = no expiry
   counter @5 :List(AntiEntropy.CounterEntry);  # the record's counter entries (format 3)
   hash @6 :List(AntiEntropy.HashField);  # the record's hash fields (format 4)
+  set @7 :List(AntiEntropy.SetMember);  # the record's set entries (format 5)
 }
 
 # Client: set (expiresAtMs > 0) or clear (0, PERSIST) a key's expiry, without touching its
@@ -144,6 +145,21 @@ struct HashWrite {
   set @2 :List(HashFieldValue);
   remove @3 :List(Data);
   onlyNew @4 :Bool;
+}
+
+# Client: add or remove members of a set (design.md "Sets"); answered with `setWrite`.
+struct SetWrite {
+  token @0 :UInt64;
+  key @1 :Data;
+  add @2 :List(Data);
+  remove @3 :List(Data);
+}
+
+# Client: a whole set; answered with `setRead`.
+struct SetReadResult {
+  found @0 :Bool;
+  members @1 :List(Data);
+  expiresAtMs @2 :UInt64;
 }
 
 # Client: a whole hash; answered with `hashRead`.
@@ -344,6 +360,8 @@ struct Request {
     incr @29 :Incr;
     hashWrite @30 :HashWrite;
     hashRead @31 :KeyRef;
+    setWrite @32 :SetWrite;
+    setRead @33 :KeyRef;
   }
   # Wall-clock ms (Unix epoch) after which the sender no longer waits for this request (0 =
   # none). A node drops a client request that reaches it later, e.g. one queued in its socket
@@ -364,7 +382,7 @@ struct ItemResult {
   value @3 :Data;
   ts @4 :UInt64;
   reason @5 :ErrorReason;
-  kind @6 :UInt8;  # multiGet, when found: 0 a string, 1 a hash
+  kind @6 :UInt8;  # multiGet, when found: 0 a string, 1 a hash, 2 a set
 }
 
 struct Stat {
@@ -395,7 +413,7 @@ struct Response {
       value @8 :Data;
       ts @9 :UInt64;
       expiresAtMs @41 :UInt64;  # Unix ms when the found value expires; 0 = no expiry
-      kind @54 :UInt8;  # when found: 0 a string, 1 a hash (its value is empty)
+      kind @54 :UInt8;  # when found: 0 a string, 1 a hash, 2 a set (value empty for both)
     }
     put :group {
       ts @10 :UInt64;
@@ -459,6 +477,8 @@ struct Response {
     incr @53 :Int64;  # the counter's value after the increment
     hashWrite @55 :UInt32;  # fields added or removed
     hashRead @56 :HashReadResult;
+    setWrite @57 :UInt32;  # members added or removed
+    setRead @58 :SetReadResult;
   }
 }
 

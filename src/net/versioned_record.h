@@ -30,10 +30,20 @@ struct HashField {
   friend bool operator==(const HashField&, const HashField&) = default;
 };
 
+// One node's entry of a set member (storage::SetMember; anti_entropy.capnp SetMember).
+struct SetMember {
+  std::string name;
+  uint32_t actor = 0;
+  uint64_t add = 0;
+  uint64_t removed = 0;
+  uint64_t removed_at = 0;
+  friend bool operator==(const SetMember&, const SetMember&) = default;
+};
+
 // A record's expiry register on the wire (shardkv.capnp ExpiryRegister); all defaults = the
 // format-1 meaning (the value's version, no expiry). It also carries the record's counter
-// entries (format 3) and hash fields (format 4), so that every path that moves records moves
-// them.
+// entries (format 3), hash fields (format 4) and set entries (format 5), so that every path that
+// moves records moves them.
 struct ExpiryRegister {
   bool explicit_expiry = false;
   bool value_absent = false;
@@ -42,6 +52,7 @@ struct ExpiryRegister {
   uint64_t expires_at_ms = 0;
   std::vector<CounterEntry> counter = {};
   std::vector<HashField> hash = {};
+  std::vector<SetMember> set = {};
   friend bool operator==(const ExpiryRegister&, const ExpiryRegister&) = default;
 };
 

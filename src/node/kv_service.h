@@ -173,6 +173,10 @@ class KvService : public net::RequestHandler, public net::ClientOperations {
                  net::OpDone<net::HashWriteResponse> done) override;
   void HashRead(net::OpOptions options, net::HashReadRequest request,
                 net::OpDone<net::HashReadResponse> done) override;
+  void SetWrite(net::OpOptions options, net::SetWriteRequest request,
+                net::OpDone<net::SetWriteResponse> done) override;
+  void SetRead(net::OpOptions options, net::SetReadRequest request,
+               net::OpDone<net::SetReadResponse> done) override;
 
   // Until ready, requests other than ping, stats, getClusterMap and adopting installs are
   // refused with Unavailable (a restarting node first fetches the newest map from its peers).
@@ -259,6 +263,9 @@ class KvService : public net::RequestHandler, public net::ClientOperations {
   // kv_service_hash.cc: HSET/HSETNX/HDEL (read the hash, write the fields) and HGETALL.
   void Serve(const Call& call, net::HashWriteRequest& r, net::OpDone<net::HashWriteResponse> done);
   void Serve(const Call& call, net::HashReadRequest& r, net::OpDone<net::HashReadResponse> done);
+  // kv_service_set.cc: SADD/SREM (read the set, write the changed entries) and SMEMBERS.
+  void Serve(const Call& call, net::SetWriteRequest& r, net::OpDone<net::SetWriteResponse> done);
+  void Serve(const Call& call, net::SetReadRequest& r, net::OpDone<net::SetReadResponse> done);
   template <typename Resp, typename Done>
   void Write(const Call& call, std::string key, cluster::WriteSpec spec, Done done);
 

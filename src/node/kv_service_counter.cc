@@ -69,7 +69,7 @@ void KvService::Serve(const Call& call, net::IncrRequest& r, net::OpDone<net::In
           current = storage::Envelope::Plain(*death, true, "");
           current.counter = std::move(kept);
         }
-        if (current.hash_live()) return done(net::WrongTypeError());
+        if (current.collection() != storage::Collection::kNone) return done(net::WrongTypeError());
         const std::optional<int64_t> before = storage::CounterValue(current);
         if (!before) {
           return done(Status::InvalidArgument("value is not an integer or out of range"));

@@ -55,7 +55,9 @@ void KvService::Serve(const Call& call, net::HashWriteRequest& r,
         if (!env.ok() && !env.status().IsNotFound()) return done(env.status());
         const uint64_t now = storage->WallClockMs();
         const bool live = env.ok() && env->LiveAt(now);
-        if (live && !env->hash_live()) return done(net::WrongTypeError());
+        if (live && env->collection() != storage::Collection::kHash) {
+          return done(net::WrongTypeError());
+        }
         // The hash as read: its live fields (none when missing or expired).
         std::map<std::string_view, size_t> fields;  // name -> value bytes
         size_t bytes = 0;
@@ -142,7 +144,9 @@ void KvService::Serve(const Call& call, net::HashReadRequest& r,
                          }
                          const uint64_t now = storage->WallClockMs();
                          if (!env->LiveAt(now)) return done(std::move(out));
-                         if (!env->hash_live()) return done(net::WrongTypeError());
+                         if (env->collection() != storage::Collection::kHash) {
+                           return done(net::WrongTypeError());
+                         }
                          out.found = true;
                          out.expires_at_ms = env->ExpiresAtMsAt(now);
                          out.fields.reserve(env->hash.size());

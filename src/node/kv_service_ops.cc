@@ -30,10 +30,16 @@ using internal::Error;
 // whether it is live, its kind, and for a string its value (a hash's fields come by hashRead).
 bool ReadOut(storage::Envelope&& env, uint64_t now_ms, net::ValueKind* kind, std::string* value) {
   if (!env.LiveAt(now_ms)) return false;
-  if (env.hash_live()) {
-    *kind = net::ValueKind::kHash;
-  } else {
-    *value = storage::ReadValue(std::move(env), now_ms);
+  switch (env.collection()) {
+    case storage::Collection::kHash:
+      *kind = net::ValueKind::kHash;
+      break;
+    case storage::Collection::kSet:
+      *kind = net::ValueKind::kSet;
+      break;
+    case storage::Collection::kNone:
+      *value = storage::ReadValue(std::move(env), now_ms);
+      break;
   }
   return true;
 }
@@ -94,6 +100,14 @@ struct ResponseOf<net::HashWriteRequest> {
 template <>
 struct ResponseOf<net::HashReadRequest> {
   using type = net::HashReadResponse;
+};
+template <>
+struct ResponseOf<net::SetWriteRequest> {
+  using type = net::SetWriteResponse;
+};
+template <>
+struct ResponseOf<net::SetReadRequest> {
+  using type = net::SetReadResponse;
 };
 
 // Joins the per-key results of a batch: calls `finish` once the last one arrives.
@@ -258,6 +272,8 @@ constexpr std::array<Row, KvService::kOpCount> kRows = {
     OpTable::ClientRow<net::IncrRequest>("incr", kClientWrite),
     OpTable::ClientRow<net::HashWriteRequest>("hash_write", kClientWrite),
     OpTable::ClientRow<net::HashReadRequest>("hash_read", kClientRead),
+    OpTable::ClientRow<net::SetWriteRequest>("set_write", kClientWrite),
+    OpTable::ClientRow<net::SetReadRequest>("set_read", kClientRead),
 };
 
 // Every alternative has its row, in its place, with a handler and a name of its own: a new
@@ -369,6 +385,14 @@ void KvService::HashWrite(net::OpOptions o, net::HashWriteRequest r,
 }
 void KvService::HashRead(net::OpOptions o, net::HashReadRequest r,
                          net::OpDone<net::HashReadResponse> done) {
+  RunTyped(o, std::move(r), std::move(done));
+}
+void KvService::SetWrite(net::OpOptions o, net::SetWriteRequest r,
+                         net::OpDone<net::SetWriteResponse> done) {
+  RunTyped(o, std::move(r), std::move(done));
+}
+void KvService::SetRead(net::OpOptions o, net::SetReadRequest r,
+                        net::OpDone<net::SetReadResponse> done) {
   RunTyped(o, std::move(r), std::move(done));
 }
 

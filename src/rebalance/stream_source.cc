@@ -119,8 +119,8 @@ net::ResponseBody StreamSource::Count(const net::CountRangesRequest& r) {
       auto batch = storage_->Scan({span.first, span.last}, options);
       if (!batch.ok()) return Error(batch.status());
       for (const storage::RangeEntry& e : batch->entries) {
-        if (!e.envelope.has_value() && !e.envelope.counter_active() &&
-            !e.envelope.hash_live()) {  // tombstones, expiry-only
+        if (!e.envelope.has_value() && !e.envelope.counter_active() && !e.envelope.hash_live() &&
+            !e.envelope.set_live()) {  // tombstones, expiry-only
           ++count.tombstones;
         } else {
           ++count.live;

@@ -38,6 +38,10 @@ const std::map<std::string_view, Handler>& HandlerNames() {
                                "hkeys", "hvals", "hlen", "hexists", "hstrlen", "hscan"}) {
       (*m)[n] = Handler::kHash;
     }
+    for (std::string_view n :
+         {"sadd", "srem", "smembers", "sismember", "smismember", "scard", "sscan", "srandmember"}) {
+      (*m)[n] = Handler::kSets;
+    }
     for (std::string_view n : {"info", "dbsize", "cluster"}) (*m)[n] = Handler::kCluster;
     return m;
   }();

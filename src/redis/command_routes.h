@@ -28,6 +28,7 @@ enum class Handler : uint8_t {
   kRmw,         // RmwCommands: SETNX, GETSET, GETDEL, MSETNX (documented weaker guarantees)
   kCounter,     // CounterCommands: INCR, INCRBY, DECR, DECRBY (convergent counters)
   kHash,        // HashCommands: HSET, HGET, HDEL, HGETALL, ... (fields merge one by one)
+  kSets,        // SetCommands: SADD, SREM, SMEMBERS, ... (an add-wins observed-remove set)
   kCluster,     // ClusterCommands: INFO, DBSIZE, CLUSTER
   kRefused,     // refused by design, with the reason (reason kRefusedByPolicy)
 };

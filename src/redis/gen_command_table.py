@@ -28,6 +28,8 @@ COMMANDS = {
     "hset": None, "hmset": None, "hsetnx": None, "hget": None, "hmget": None, "hdel": None,
     "hgetall": None, "hkeys": None, "hvals": None, "hlen": None, "hexists": None,
     "hstrlen": None, "hscan": None,
+    "sadd": None, "srem": None, "smembers": None, "sismember": None, "smismember": None,
+    "scard": None, "sscan": None, "srandmember": None,
 }
 
 # Rows redis-server 7.0 does not have: CLIENT SETINFO is redis 7.2's (its 7.2 definition), and

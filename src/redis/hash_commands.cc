@@ -31,6 +31,27 @@ const net::HashFieldValue* Find(const std::vector<net::HashFieldValue>& fields,
 
 }  // namespace
 
+Status ParseCollectionScan(const Args& args, std::string* match) {
+  int64_t cursor = 0;
+  if (!ParseInt(args[2], &cursor) || cursor < 0) return Status::InvalidArgument("invalid cursor");
+  for (size_t i = 3; i < args.size(); i += 2) {
+    const std::string opt = Lower(args[i]);
+    int64_t count = 0;
+    if (i + 1 >= args.size()) return Status::InvalidArgument("syntax error");
+    if (opt == "match") {
+      *match = args[i + 1];
+    } else if (opt == "count") {
+      if (!ParseInt(args[i + 1], &count)) {
+        return Status::InvalidArgument("value is not an integer or out of range");
+      }
+      if (count < 1) return Status::InvalidArgument("syntax error");
+    } else {
+      return Status::InvalidArgument("syntax error");
+    }
+  }
+  return Status::OK();
+}
+
 void HashCommands::Handle(const RedisSession& session, Args args, ReplyDone done) {
   const std::string name = Lower(args[0]);
   if (name == "hset" || name == "hmset" || name == "hsetnx" || name == "hdel") {
@@ -71,26 +92,7 @@ void HashCommands::Read(const RedisSession& session, Args args, ReplyDone done) 
   // HSCAN's arguments are checked before the read, as Redis does.
   std::string match;
   if (name == "hscan") {
-    int64_t cursor = 0;
-    if (!ParseInt(args[2], &cursor) || cursor < 0) {
-      return done(ErrorReply(Status::InvalidArgument("invalid cursor")));
-    }
-    for (size_t i = 3; i < args.size(); i += 2) {
-      const std::string opt = Lower(args[i]);
-      int64_t count = 0;
-      if (i + 1 >= args.size()) return done(ErrorReply(Status::InvalidArgument("syntax error")));
-      if (opt == "match") {
-        match = args[i + 1];
-      } else if (opt == "count") {
-        if (!ParseInt(args[i + 1], &count)) {
-          return done(
-              ErrorReply(Status::InvalidArgument("value is not an integer or out of range")));
-        }
-        if (count < 1) return done(ErrorReply(Status::InvalidArgument("syntax error")));
-      } else {
-        return done(ErrorReply(Status::InvalidArgument("syntax error")));
-      }
-    }
+    if (Status s = ParseCollectionScan(args, &match); !s.ok()) return done(ErrorReply(s));
   }
   net::OpOptions options;
   options.consistency = session.consistency();

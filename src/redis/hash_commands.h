@@ -9,6 +9,7 @@
 
 #include "redis/command_context.h"
 #include "redis/redis_session.h"
+#include "shardkv/status.h"
 
 namespace shardkv::redis {
 
@@ -25,5 +26,10 @@ class HashCommands {
 
   const CommandContext* c_;
 };
+
+// HSCAN's and SSCAN's arguments after the key (cursor, MATCH pattern, COUNT n), checked as Redis
+// checks them; *match gets the pattern ("" when none). The whole collection comes back in one
+// reply with cursor 0, so the cursor and COUNT are only checked.
+Status ParseCollectionScan(const Args& args, std::string* match);
 
 }  // namespace shardkv::redis

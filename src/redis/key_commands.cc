@@ -81,10 +81,10 @@ std::string ErrorReply(const Status& status) {
   return Err("-" + std::string(RedisErrorPrefix(status.reason())) + " " + status.message());
 }
 
-void KeyCommands::Read(
-    const RedisSession& session, std::vector<std::string> keys,
-    std::function<void(std::string, std::vector<std::optional<std::string>>, std::vector<bool>)>
-        done) {
+void KeyCommands::Read(const RedisSession& session, std::vector<std::string> keys,
+                       std::function<void(std::string, std::vector<std::optional<std::string>>,
+                                          std::vector<net::ValueKind>)>
+                           done) {
   net::MultiGetRequest request;
   request.keys.reserve(keys.size());
   for (auto& key : keys) request.keys.push_back(net::GetRequest{0, std::move(key)});
@@ -92,16 +92,16 @@ void KeyCommands::Read(
                     [done = std::move(done)](StatusOr<net::MultiGetResponse> reply) {
                       if (!reply.ok()) return done(ErrorReply(reply.status()), {}, {});
                       std::vector<std::optional<std::string>> values;
-                      std::vector<bool> hash;
+                      std::vector<net::ValueKind> kinds;
                       values.reserve(reply->results.size());
                       for (net::ItemResult& item : reply->results) {
                         if (!item.status.ok()) return done(ErrorReply(item.status), {}, {});
                         values.push_back(item.found
                                              ? std::optional<std::string>(std::move(item.value))
                                              : std::nullopt);
-                        hash.push_back(item.found && item.kind == net::ValueKind::kHash);
+                        kinds.push_back(item.found ? item.kind : net::ValueKind::kString);
                       }
-                      done("", std::move(values), std::move(hash));
+                      done("", std::move(values), std::move(kinds));
                     });
 }
 
@@ -124,7 +124,7 @@ void KeyCommands::GetBatch(const RedisSession& session, std::vector<std::string>
                         net::ItemResult& item = reply->results[i];
                         if (!item.status.ok()) {
                           replies[i] = ErrorReply(item.status);
-                        } else if (item.found && item.kind == net::ValueKind::kHash) {
+                        } else if (item.found && item.kind != net::ValueKind::kString) {
                           replies[i] = ErrorReply(net::WrongTypeError());
                         } else if (item.found) {
                           replies[i] = Line(p, [&](resp::RespWriter& w) { w.Bulk(item.value); });
@@ -195,14 +195,14 @@ void KeyCommands::Handle(const RedisSession& session, Args args, ReplyDone done)
   Read(
       session, std::move(keys),
       [name, p, start, end, done](std::string error, std::vector<std::optional<std::string>> values,
-                                  std::vector<bool> hash) mutable {
+                                  std::vector<net::ValueKind> kinds) mutable {
         if (!error.empty()) return done(error);
         if (name == "mget") {
           // As Redis: a key of another type reads as nil in MGET.
           return done(Line(p, [&](resp::RespWriter& w) {
             w.ArrayHeader(values.size());
             for (size_t i = 0; i < values.size(); ++i) {
-              values[i] && !hash[i] ? w.Bulk(*values[i]) : w.Null();
+              values[i] && kinds[i] == net::ValueKind::kString ? w.Bulk(*values[i]) : w.Null();
             }
           }));
         }
@@ -212,9 +212,18 @@ void KeyCommands::Handle(const RedisSession& session, Args args, ReplyDone done)
           return done(":" + std::to_string(found) + "\r\n");
         }
         if (name == "type") {
-          return done(!values[0] ? "+none\r\n" : hash[0] ? "+hash\r\n" : "+string\r\n");
+          if (!values[0]) return done("+none\r\n");
+          switch (kinds[0]) {
+            case net::ValueKind::kHash:
+              return done("+hash\r\n");
+            case net::ValueKind::kSet:
+              return done("+set\r\n");
+            case net::ValueKind::kString:
+              break;
+          }
+          return done("+string\r\n");
         }
-        if (hash[0]) return done(ErrorReply(net::WrongTypeError()));
+        if (kinds[0] != net::ValueKind::kString) return done(ErrorReply(net::WrongTypeError()));
         if (name == "strlen")
           return done(":" + std::to_string(values[0] ? values[0]->size() : 0) + "\r\n");
         // GETRANGE, with redis's clamping (getrangeCommand).
@@ -261,10 +270,12 @@ void KeyCommands::Set(const RedisSession& session, Args args, ReplyDone done) {
   Read(session, {args[1]},
        [this, s, p, nx, xx, get, key = args[1], value = args[2], done](
            std::string error, std::vector<std::optional<std::string>> values,
-           std::vector<bool> hash) {
+           std::vector<net::ValueKind> kinds) {
          if (!error.empty()) return done(error);
-         // SET ... GET of a hash is Redis's WRONGTYPE (a plain SET overwrites any type).
-         if (get && hash[0]) return done(ErrorReply(net::WrongTypeError()));
+         // SET ... GET of a hash or set is Redis's WRONGTYPE (a plain SET overwrites any type).
+         if (get && kinds[0] != net::ValueKind::kString) {
+           return done(ErrorReply(net::WrongTypeError()));
+         }
          const std::optional<std::string> old = values[0];
          auto answer = [p, get, old](bool wrote) {
            if (get) return Line(p, [&](resp::RespWriter& w) { old ? w.Bulk(*old) : w.Null(); });
@@ -284,7 +295,7 @@ void KeyCommands::Delete(const RedisSession& session, Args args, ReplyDone done)
   const RedisSession* s = &session;
   Read(session, keys,
        [this, s, keys, done](std::string error, std::vector<std::optional<std::string>> values,
-                             std::vector<bool>) {
+                             std::vector<net::ValueKind>) {
          if (!error.empty()) return done(error);
          std::vector<std::string> found;
          for (size_t i = 0; i < keys.size(); ++i) {

@@ -30,11 +30,12 @@ class KeyCommands {
   // A run of plain SETs (key, value), answered with one reply per SET, in order.
   void SetBatch(const RedisSession& session, std::vector<std::pair<std::string, std::string>> kv,
                 std::function<void(std::vector<std::string>)> done);
-  // Reads `keys` (one multiGet); `done` gets each key's value (nullopt: missing) and whether it
-  // is a hash (its value then empty), or the error reply for the whole command.
+  // Reads `keys` (one multiGet); `done` gets each key's value (nullopt: missing) and what it
+  // holds (a hash's or set's value is empty; kString when missing), or the error reply for the
+  // whole command.
   void Read(const RedisSession& session, std::vector<std::string> keys,
             std::function<void(std::string error, std::vector<std::optional<std::string>>,
-                               std::vector<bool> hash)>
+                               std::vector<net::ValueKind> kinds)>
                 done);
 
  private:

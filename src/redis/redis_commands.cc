@@ -208,6 +208,8 @@ void RedisCommands::Step(const std::shared_ptr<Runner>& r, std::function<void()>
       return counters_.Handle(session, args, answer);
     case Handler::kHash:
       return hashes_.Handle(session, args, answer);
+    case Handler::kSets:
+      return sets_.Handle(session, args, answer);
     case Handler::kCluster:
       return cluster_.Handle(session, args, answer);
     case Handler::kConnection:

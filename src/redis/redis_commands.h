@@ -29,6 +29,7 @@
 #include "redis/redis_session.h"
 #include "redis/rmw_commands.h"
 #include "redis/scan_commands.h"
+#include "redis/set_commands.h"
 
 namespace shardkv::redis {
 
@@ -43,7 +44,8 @@ class RedisCommands {
         scans_(context),
         rmw_(context, &keys_),
         counters_(context),
-        hashes_(context) {}
+        hashes_(context),
+        sets_(context) {}
 
   // Runs `commands` in order; `done` gets the concatenated replies and whether the connection
   // must close after writing them (QUIT). Commands after a QUIT are not run. `done` runs once,
@@ -77,6 +79,7 @@ class RedisCommands {
   RmwCommands rmw_;
   CounterCommands counters_;
   HashCommands hashes_;
+  SetCommands sets_;
 };
 
 // Why shardkv refuses `name` (lower case), or "" if it does not refuse it.

@@ -48,10 +48,11 @@ void RmwCommands::Handle(const RedisSession& session, Args args, ReplyDone done)
   keys->Read(session, std::move(read),
              [this, s, p, keys, name, key = args[1], writes = std::move(writes), done](
                  std::string error, std::vector<std::optional<std::string>> values,
-                 std::vector<bool> hash) mutable {
+                 std::vector<net::ValueKind> kinds) mutable {
                if (!error.empty()) return done(error);
-               // GETSET and GETDEL of a hash are Redis's WRONGTYPE (SETNX and MSETNX only look).
-               if ((name == "getset" || name == "getdel") && hash[0]) {
+               // GETSET and GETDEL of a hash or set are Redis's WRONGTYPE (SETNX and MSETNX only
+               // look).
+               if ((name == "getset" || name == "getdel") && kinds[0] != net::ValueKind::kString) {
                  return done(ErrorReply(net::WrongTypeError()));
                }
                const std::optional<std::string> old = values[0];

@@ -41,11 +41,12 @@ struct KeyShape {
   uint64_t expires_at_ms = 0;  // its expiry (Unix ms), 0 = none
 
   static KeyShape Of(const Envelope& e) {
-    const bool value = e.has_value() || e.counter_active() || e.hash_live();
+    const bool value = e.has_value() || e.counter_active() || e.hash_live() || e.set_live();
     return {value, value ? e.expires_at_ms() : 0};
   }
   static KeyShape Of(const EnvelopeView& v) {
-    const bool value = (!v.tombstone && !v.value_absent) || v.counter_active || v.hash_live;
+    const bool value =
+        (!v.tombstone && !v.value_absent) || v.counter_active || v.hash_live || v.set_live;
     return {value, value ? v.expires_at_ms : 0};
   }
 };

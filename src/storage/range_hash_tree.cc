@@ -51,6 +51,15 @@ uint64_t RangeHashTree::EntryHash(uint64_t token, std::string_view key, const En
     AppendBigEndian32(&buf, f.version.node_id);
     buf.push_back(static_cast<char>(f.deleted ? 1 : 0));
   }
+  // Set entries (format 5): every time in an entry, so a replica that missed a remove differs.
+  for (const SetMember& m : e.set) {
+    AppendBigEndian32(&buf, static_cast<uint32_t>(m.name.size()));
+    buf.append(m.name);
+    AppendBigEndian32(&buf, m.actor);
+    AppendLe64(&buf, m.add);
+    AppendLe64(&buf, m.removed);
+    AppendLe64(&buf, m.removed_at);
+  }
   return XXH3_64bits(buf.data(), buf.size());
 }
 

@@ -310,7 +310,7 @@ Status Storage::ValidateWrite(std::string_view key, bool tombstone, std::string_
 
 Status Storage::ValidateWrite(std::string_view key, const Envelope& e) const {
   SHARDKV_RETURN_IF_ERROR(ValidateWrite(key, e.tombstone, e.value));
-  if (!e.counter.empty() || !e.hash.empty()) return ValidateEnvelopeShape(e);
+  if (!e.counter.empty() || !e.hash.empty() || !e.set.empty()) return ValidateEnvelopeShape(e);
   return Status::OK();
 }
 

@@ -95,9 +95,10 @@ TombstoneGc::Verdict TombstoneGc::Decide(std::string_view stored_key, std::strin
   auto past_grace = [&](uint64_t ms) { return now_ms > ms && now_ms - ms > grace_ms_; };
   // A record with counter entries is kept (unless it expired, below) even where none counts over
   // its register yet: an entry can arrive before the SET whose version it counts over.
-  if ((env.tombstone || env.value_absent) && env.counter_bytes.empty() && !env.hash_live) {
-    // A tombstone, an expiry-only record, or a hash of deleted fields only: collectable once its
-    // newest register (or field) is old.
+  if ((env.tombstone || env.value_absent) && env.counter_bytes.empty() && !env.hash_live &&
+      !env.set_live) {
+    // A tombstone, an expiry-only record, a hash of deleted fields or a set of removed members
+    // only: collectable once its newest register (field, add or remove) is old.
     if (!past_grace(common::HlcClock::PhysicalMs(env.newest_version().timestamp))) {
       return Verdict::kKeep;
     }

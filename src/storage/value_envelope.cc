@@ -1,5 +1,8 @@
 #include "storage/value_envelope.h"
 
+#include <optional>
+#include <utility>
+
 namespace shardkv::storage {
 namespace {
 
@@ -140,7 +143,59 @@ size_t ReadHashFields(std::string_view in, uint32_t count, std::vector<HashField
   return pos;
 }
 
+// Parses `count` set entries from the front of `in`; the bytes consumed, or 0 if malformed
+// (truncated, out of (member, actor) order or repeated, an add of 0, a remove above the add, or
+// a remove time without a removed add or the reverse). `out` may be null; `view` (optional) gets
+// set_live and set_newest.
+size_t ReadSetMembers(std::string_view in, uint32_t count, std::vector<SetMember>* out,
+                      EnvelopeView* view) {
+  size_t pos = 0;
+  std::string_view last_name;
+  uint32_t last_actor = 0;
+  for (uint32_t i = 0; i < count; ++i) {
+    uint32_t len = 0;
+    size_t n = ReadVarint32(in.substr(pos), &len);
+    if (n == 0 || in.size() - pos - n < len) return 0;
+    pos += n;
+    const std::string_view name = in.substr(pos, len);
+    pos += len;
+    uint32_t actor = 0;
+    if ((n = ReadVarint32(in.substr(pos), &actor)) == 0) return 0;
+    pos += n;
+    if (i > 0 && !(last_name < name || (last_name == name && last_actor < actor))) return 0;
+    last_name = name;
+    last_actor = actor;
+    if (in.size() < pos + 24) return 0;
+    const uint64_t add = ReadFixed64LE(in.data() + pos);
+    const uint64_t removed = ReadFixed64LE(in.data() + pos + 8);
+    const uint64_t removed_at = ReadFixed64LE(in.data() + pos + 16);
+    pos += 24;
+    if (add == 0 || removed > add || (removed == 0) != (removed_at == 0)) return 0;
+    if (view != nullptr) {
+      if (add > removed) view->set_live = true;
+      view->set_newest = std::max({view->set_newest, Version{add, actor}, Version{removed_at, 0}});
+    }
+    if (out != nullptr)
+      out->push_back(SetMember{std::string(name), actor, add, removed, removed_at});
+  }
+  return pos;
+}
+
 }  // namespace
+
+Collection Envelope::collection() const {
+  // The newest live write of each kind; a kind with none is absent.
+  std::optional<Version> field;
+  std::optional<Version> member;
+  for (const HashField& f : hash) {
+    if (!f.deleted && (!field || *field < f.version)) field = f.version;
+  }
+  for (const SetMember& m : set) {
+    if (m.live() && (!member || *member < m.add_version())) member = m.add_version();
+  }
+  if (field && (!member || *member < *field)) return Collection::kHash;
+  return member ? Collection::kSet : Collection::kNone;
+}
 
 void EncodeEnvelope(Version version, bool tombstone, std::string_view value, std::string* out) {
   out->reserve(out->size() + kEnvelopeMinBytes + 4 + value.size());
@@ -157,7 +212,8 @@ void EncodeEnvelope(const Envelope& envelope, std::string* out) {
     return;
   }
   out->reserve(out->size() + kEnvelopeMinBytes + 8 + 5 + 8 + 4 + envelope.value.size());
-  const uint8_t format = !envelope.hash.empty()      ? kEnvelopeFormatV4
+  const uint8_t format = !envelope.set.empty()       ? kEnvelopeFormatV5
+                         : !envelope.hash.empty()    ? kEnvelopeFormatV4
                          : !envelope.counter.empty() ? kEnvelopeFormatV3
                                                      : kEnvelopeFormatV2;
   out->push_back(static_cast<char>(format));
@@ -181,7 +237,7 @@ void EncodeEnvelope(const Envelope& envelope, std::string* out) {
       AppendVarint64(out, c.dec);
     }
   }
-  if (format == kEnvelopeFormatV4) {
+  if (format >= kEnvelopeFormatV4) {
     AppendVarint32(out, static_cast<uint32_t>(envelope.hash.size()));
     for (const HashField& f : envelope.hash) {
       AppendVarint32(out, static_cast<uint32_t>(f.name.size()));
@@ -191,6 +247,17 @@ void EncodeEnvelope(const Envelope& envelope, std::string* out) {
       out->push_back(static_cast<char>(f.deleted ? 1 : 0));
       AppendVarint32(out, static_cast<uint32_t>(f.value.size()));
       out->append(f.value);
+    }
+  }
+  if (format == kEnvelopeFormatV5) {
+    AppendVarint32(out, static_cast<uint32_t>(envelope.set.size()));
+    for (const SetMember& m : envelope.set) {
+      AppendVarint32(out, static_cast<uint32_t>(m.name.size()));
+      out->append(m.name);
+      AppendVarint32(out, m.actor);
+      AppendFixed64LE(out, m.add);
+      AppendFixed64LE(out, m.removed);
+      AppendFixed64LE(out, m.removed_at);
     }
   }
   if (envelope.has_value()) out->append(envelope.value);
@@ -243,6 +310,27 @@ Status ValidateEnvelopeShape(const Envelope& envelope) {
       return Status::InvalidArgument("a hash field older than the record's value");
     }
   }
+  if (envelope.set.size() > kMaxSetEntries) {
+    return Status::InvalidArgument("a set has " + std::to_string(envelope.set.size()) +
+                                   " entries; at most " + std::to_string(kMaxSetEntries));
+  }
+  for (size_t i = 0; i < envelope.set.size(); ++i) {
+    const SetMember& m = envelope.set[i];
+    if (i > 0 && !SetMemberKeyLess(envelope.set[i - 1], m)) {
+      return Status::InvalidArgument("set entries out of (member, node) order or repeated");
+    }
+    if (m.add == 0 || m.removed > m.add || (m.removed == 0) != (m.removed_at == 0)) {
+      return Status::InvalidArgument("a set entry's add and remove times contradict each other");
+    }
+    // Merge drops such an entry (as a hash field older than the record's value), and forgets
+    // such a remove: stored as given, the record would never equal its own merge.
+    if (m.add_version() < envelope.version()) {
+      return Status::InvalidArgument("a set entry older than the record's value");
+    }
+    if (SetRemoveReset(m, envelope.version())) {
+      return Status::InvalidArgument("a set entry's remove older than the record's value");
+    }
+  }
   return Status::OK();
 }
 
@@ -258,9 +346,9 @@ Status Truncated(std::string_view encoded) {
 Status DecodeEnvelope(std::string_view encoded, EnvelopeView* view) {
   if (encoded.empty()) return Status::Corruption("empty value envelope");
   const auto format = static_cast<uint8_t>(encoded[0]);
-  if (format < kEnvelopeFormatV1 || format > kEnvelopeFormatV4) {
+  if (format < kEnvelopeFormatV1 || format > kEnvelopeFormatV5) {
     return Status::NotSupported("value envelope format " + std::to_string(format) +
-                                " is unknown to this build (it reads formats 1 to 4)");
+                                " is unknown to this build (it reads formats 1 to 5)");
   }
   if (encoded.size() < kEnvelopeMinBytes) return Truncated(encoded);
   const auto flags = static_cast<uint8_t>(encoded[1]);
@@ -301,6 +389,9 @@ Status DecodeEnvelope(std::string_view encoded, EnvelopeView* view) {
   view->hash_bytes = {};
   view->hash_live = false;
   view->hash_newest = {};
+  view->set_bytes = {};
+  view->set_live = false;
+  view->set_newest = {};
   if (format >= kEnvelopeFormatV3) {
     uint32_t count = 0;
     n = ReadVarint32(encoded.substr(pos), &count);
@@ -317,16 +408,31 @@ Status DecodeEnvelope(std::string_view encoded, EnvelopeView* view) {
     view->counter_bytes = count == 0 ? std::string_view() : encoded.substr(pos - n, n + used);
     pos += used;
   }
-  if (format == kEnvelopeFormatV4) {
+  if (format >= kEnvelopeFormatV4) {
     uint32_t count = 0;
     n = ReadVarint32(encoded.substr(pos), &count);
-    if (n == 0 || count == 0 || count > kMaxHashFields) {
+    // Format 5 always has the count, 0 when the record has no fields.
+    if (n == 0 || (count == 0 && format == kEnvelopeFormatV4) || count > kMaxHashFields) {
       return Status::Corruption("value envelope has a malformed hash field count");
     }
     pos += n;
-    const size_t used = ReadHashFields(encoded.substr(pos), count, nullptr, view);
-    if (used == 0) return Status::Corruption("value envelope has malformed hash fields");
-    view->hash_bytes = encoded.substr(pos - n, n + used);
+    const size_t used = count == 0 ? 0 : ReadHashFields(encoded.substr(pos), count, nullptr, view);
+    if (count != 0 && used == 0) {
+      return Status::Corruption("value envelope has malformed hash fields");
+    }
+    view->hash_bytes = count == 0 ? std::string_view() : encoded.substr(pos - n, n + used);
+    pos += used;
+  }
+  if (format == kEnvelopeFormatV5) {
+    uint32_t count = 0;
+    n = ReadVarint32(encoded.substr(pos), &count);
+    if (n == 0 || count == 0 || count > kMaxSetEntries) {
+      return Status::Corruption("value envelope has a malformed set entry count");
+    }
+    pos += n;
+    const size_t used = ReadSetMembers(encoded.substr(pos), count, nullptr, view);
+    if (used == 0) return Status::Corruption("value envelope has malformed set entries");
+    view->set_bytes = encoded.substr(pos - n, n + used);
     pos += used;
   }
   view->value = encoded.substr(pos);
@@ -357,6 +463,12 @@ Envelope EnvelopeView::ToEnvelope() const {
     const size_t n = ReadVarint32(hash_bytes, &count);
     e.hash.reserve(count);
     (void)ReadHashFields(hash_bytes.substr(n), count, &e.hash, nullptr);
+  }
+  if (!set_bytes.empty()) {
+    uint32_t count = 0;
+    const size_t n = ReadVarint32(set_bytes, &count);
+    e.set.reserve(count);
+    (void)ReadSetMembers(set_bytes.substr(n), count, &e.set, nullptr);
   }
   return e;
 }
@@ -431,6 +543,41 @@ std::vector<HashField> MergeHash(const std::vector<HashField>& a, const std::vec
   return out;
 }
 
+// Both entry lists (ascending by (member, actor)) joined per (member, actor): the later add, and
+// the remove that saw the later add (then the later remove), dropping the entries whose add is
+// older than `over` (a newer SET or DEL reset the set) and forgetting removes of adds older than
+// it, which count for nothing (SetRemoveReset). Forgetting them, rather than keeping them, is
+// what keeps the merge associative: an entry dropped on one merge path would otherwise carry its
+// remove into the result on another.
+std::vector<SetMember> MergeSet(const std::vector<SetMember>& a, const std::vector<SetMember>& b,
+                                Version over) {
+  std::vector<SetMember> out;
+  if (a.empty() && b.empty()) return out;
+  out.reserve(std::max(a.size(), b.size()));
+  auto keep = [&](SetMember m) {
+    if (m.add_version() < over) return;
+    if (SetRemoveReset(m, over)) m.removed = m.removed_at = 0;
+    out.push_back(std::move(m));
+  };
+  size_t i = 0;
+  size_t j = 0;
+  while (i < a.size() || j < b.size()) {
+    if (j == b.size() || (i < a.size() && SetMemberKeyLess(a[i], b[j]))) {
+      keep(a[i++]);
+    } else if (i == a.size() || SetMemberKeyLess(b[j], a[i])) {
+      keep(b[j++]);
+    } else {
+      const SetMember& x = a[i++];
+      const SetMember& y = b[j++];
+      const bool x_removes =
+          std::pair(x.removed, x.removed_at) > std::pair(y.removed, y.removed_at);
+      const SetMember& r = x_removes ? x : y;
+      keep(SetMember{x.name, x.actor, std::max(x.add, y.add), r.removed, r.removed_at});
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 Envelope Merge(const Envelope& a, const Envelope& b) {
@@ -446,6 +593,7 @@ Envelope Merge(const Envelope& a, const Envelope& b) {
   }
   out.counter = MergeCounters(a.counter, b.counter, out.version());
   out.hash = MergeHash(a.hash, b.hash, out.version());
+  out.set = MergeSet(a.set, b.set, out.version());
   return out;
 }
 

@@ -56,6 +56,18 @@
 //           1..5   value length (varint32; 0 when deleted), then the value bytes
 //   ...     rest   value bytes
 //
+//   format 5 (a record with set members, design.md "Sets"): format 4's layout, its counter and
+//   hash sections always present (either count may be 0), then the set section before the value
+//   bytes:
+//   ...     1..5   entry count s (varint32; 1..kMaxSetEntries)
+//   s times, in strictly ascending (member, actor) order (members bytewise):
+//           1..5   member length (varint32), then the member bytes
+//           1..5   actor: the adding node's id (varint32)
+//           8      add: the HLC time of the actor's latest add of the member (fixed64; > 0)
+//           8      removed: the latest add time a remove observed (fixed64; 0 = none; <= add)
+//           8      removed_at: the HLC time of that remove (fixed64; 0 exactly when removed is)
+//   ...     rest   value bytes
+//
 // EncodeEnvelope writes format 1 whenever it can, so old data directories need no rewrite and a
 // store without TTLs stays byte-identical. This build refuses any other format with NotSupported
 // rather than guess, and reserved flag bits with Corruption.
@@ -82,8 +94,12 @@ inline constexpr uint8_t kEnvelopeFormatV1 = 1;
 inline constexpr uint8_t kEnvelopeFormatV2 = 2;
 inline constexpr uint8_t kEnvelopeFormatV3 = 3;
 inline constexpr uint8_t kEnvelopeFormatV4 = 4;
+inline constexpr uint8_t kEnvelopeFormatV5 = 5;
 // Fields a hash may hold, deleted ones included (design.md "Hashes").
 inline constexpr size_t kMaxHashFields = 65536;
+// Entries a set may hold: one per member and node that added it, removed ones included (design.md
+// "Sets").
+inline constexpr size_t kMaxSetEntries = 65536;
 // Writers a counter may have: one per node and storage incarnation (a rebuilt node is a new
 // writer), so a small cluster stays far below it.
 inline constexpr size_t kMaxCounterWriters = 1024;
@@ -160,6 +176,43 @@ inline bool HashFieldLess(const HashField& a, const HashField& b) {
   return a.value < b.value;
 }
 
+// One node's adds of one member of a set, and the removes that observed them: an add-wins
+// observed-remove set (design.md "Sets"). An SADD through node A stamps the member's entry for A
+// with A's HLC time (`add`); an SREM writes, for every entry it read live, the add time it saw
+// (`removed`). The member is in the set while some entry has an add newer than the removes that
+// saw it, so an SADD that a concurrent SREM did not observe survives it. Replicas merge an entry
+// by taking the later add, and the remove that saw the later add (a join); an entry older than
+// the value register is dropped (a SET or DEL resets a set, as it resets a hash). Removed entries
+// stay, so that an older add arriving later cannot bring the member back, until the whole record
+// is collected.
+struct SetMember {
+  std::string name;
+  uint32_t actor = 0;       // the node whose adds this entry holds
+  uint64_t add = 0;         // the HLC time of its latest add (> 0)
+  uint64_t removed = 0;     // the latest of its add times a remove observed (0: none)
+  uint64_t removed_at = 0;  // the HLC time of the remove that saw `removed` (0: none): ages the
+                            // record
+  bool live() const { return add > removed; }
+  Version add_version() const { return {add, actor}; }
+  friend bool operator==(const SetMember&, const SetMember&) = default;
+};
+
+// True when `m` records a remove of an add older than the value register `over`: such an add
+// was reset by the SET or DEL that wrote `over` anyway, so Merge forgets the remove.
+inline bool SetRemoveReset(const SetMember& m, Version over) {
+  return m.removed != 0 && Version{m.removed, m.actor} < over;
+}
+
+// The order set entries are kept in (and their identity): member bytes, then actor.
+inline bool SetMemberKeyLess(const SetMember& a, const SetMember& b) {
+  return a.name != b.name ? a.name < b.name : a.actor < b.actor;
+}
+
+// What a live record holds besides a string: the newer write decides when a hash field and a set
+// member are both live (an HSET and an SADD of a new key through two nodes at once), as a SET
+// over either would.
+enum class Collection : uint8_t { kNone, kHash, kSet };
+
 // A decoded envelope that owns its value.
 //
 // Aggregate initialisation with the first four members is a plain write (format 1): the expiry
@@ -184,6 +237,9 @@ struct Envelope {
   // Hash fields, ascending by name (empty: not a hash). Merge keeps only those newer than the
   // value register.
   std::vector<HashField> hash = {};
+  // Set entries, ascending by (member, actor) (empty: not a set). Merge keeps only those whose
+  // add is newer than the value register.
+  std::vector<SetMember> set = {};
 
   Version version() const { return {timestamp, node_id}; }
   Version expiry_version() const {
@@ -201,6 +257,7 @@ struct Envelope {
   Version newest_version() const {
     Version v = std::max(version(), expiry_version());
     for (const HashField& f : hash) v = std::max(v, f.version);
+    for (const SetMember& m : set) v = std::max({v, m.add_version(), Version{m.removed_at, 0}});
     return v;
   }
   // True when the value register holds a value (not a tombstone, not absent).
@@ -232,9 +289,15 @@ struct Envelope {
   bool hash_live() const {
     return std::any_of(hash.begin(), hash.end(), [](const HashField& f) { return !f.deleted; });
   }
-  // The record reads as a live value (or counter, or hash) at wall-clock `now_ms`.
+  // True when a member of a set is live: the record is then a set (as hash_live).
+  bool set_live() const {
+    return std::any_of(set.begin(), set.end(), [](const SetMember& m) { return m.live(); });
+  }
+  // Which collection a live record holds (kNone: a string or a counter).
+  Collection collection() const;
+  // The record reads as a live value (or counter, hash or set) at wall-clock `now_ms`.
   bool LiveAt(uint64_t now_ms) const {
-    if (!ExpiredAt(now_ms)) return has_value() || counter_active() || hash_live();
+    if (!ExpiredAt(now_ms)) return has_value() || counter_active() || hash_live() || set_live();
     return std::any_of(counter.begin(), counter.end(),
                        [&](const CounterEntry& c) { return CountsAt(c, now_ms); });
   }
@@ -243,7 +306,7 @@ struct Envelope {
   // Both registers written by one plain write: the format-1 shape.
   bool IsFormat1() const {
     return !value_absent && expiry_version() == version() && expires_at_ms() == 0 &&
-           counter.empty() && hash.empty();
+           counter.empty() && hash.empty() && set.empty();
   }
 
   // A write of both registers with one version: a value (or tombstone) and its expiry.
@@ -272,7 +335,7 @@ struct Envelope {
     return a.version() == b.version() && a.tombstone == b.tombstone &&
            a.value_absent == b.value_absent && a.value == b.value &&
            a.expiry_version() == b.expiry_version() && a.expires_at_ms() == b.expires_at_ms() &&
-           a.counter == b.counter && a.hash == b.hash;
+           a.counter == b.counter && a.hash == b.hash && a.set == b.set;
   }
 };
 
@@ -297,10 +360,17 @@ struct EnvelopeView {
   std::string_view hash_bytes;
   bool hash_live = false;
   Version hash_newest;
+  // Format 5: the encoded set section (validated), whether a member is live, and the newest add
+  // or remove time in it (for the tombstone GC, as hash_newest).
+  std::string_view set_bytes;
+  bool set_live = false;
+  Version set_newest;
 
   Version version() const { return {timestamp, node_id}; }
   Version expiry_version() const { return {expiry_timestamp, expiry_node_id}; }
-  Version newest_version() const { return std::max({version(), expiry_version(), hash_newest}); }
+  Version newest_version() const {
+    return std::max({version(), expiry_version(), hash_newest, set_newest});
+  }
   // As Envelope::ExpiryDeath.
   Version ExpiryDeath() const {
     return {std::max({timestamp, expiry_timestamp, expires_at_ms << 16}) + 1, 0};
@@ -310,7 +380,7 @@ struct EnvelopeView {
   // Live as Envelope::LiveAt.
   bool LiveAt(uint64_t now_ms) const {
     if (expires_at_ms == 0 || expires_at_ms > now_ms) {
-      return (!tombstone && !value_absent) || counter_active || hash_live;
+      return (!tombstone && !value_absent) || counter_active || hash_live || set_live;
     }
     return CounterOutlivesExpiry();
   }
@@ -337,7 +407,8 @@ std::string EncodeEnvelope(const Envelope& envelope);
 // The join of two envelopes of one key: per register, the one with the higher version; for an
 // identical version (which one write never produces with different contents) the larger content;
 // counter entries per actor, the newer base or else the larger totals, keeping only those whose
-// base is not older than the merged value register. So Merge is commutative, associative and
+// base is not older than the merged value register; hash fields per name, the newer; set entries
+// per (member, actor), the later add and the later remove. So Merge is commutative, associative and
 // idempotent whatever it is given.
 Envelope Merge(const Envelope& a, const Envelope& b);
 

@@ -1,4 +1,4 @@
-// libFuzzer target: arbitrary bytes through DecodeEnvelope (value_envelope.h, formats 1 to 4).
+// libFuzzer target: arbitrary bytes through DecodeEnvelope (value_envelope.h, formats 1 to 5).
 // Besides "no crash, no sanitizer report, no exception": an envelope that decodes converts to an
 // owned Envelope, and one whose shape is valid re-encodes and decodes again to the same record,
 // and is its own merge (Merge is idempotent on what the store keeps).

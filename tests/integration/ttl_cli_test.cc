@@ -106,6 +106,25 @@ TEST_CASE("ttl: put --ttl, ttl, expire, persist across a restart and a scale-out
   CHECK(wrong_type.err.find("WRONGTYPE") != std::string::npos);
   CHECK(c.Run({"hset", "user", "odd"}).exit_code == 2);
 
+  // Sets through the CLI (design.md "Sets").
+  CHECK(c.Run({"sadd", "tags", "red", "blue", "red"}).out == "2\n");
+  CHECK(c.Run({"sadd", "tags", "blue", "green"}).out == "1\n");
+  CHECK(c.Run({"smembers", "tags"}).out == "blue\ngreen\nred\n");
+  const ProcessResult set_json = c.Run({"smembers", "tags", "--json"});
+  CHECK(set_json.exit_code == 0);
+  CHECK(set_json.out.find("\"members\":[\"blue\",\"green\",\"red\"]") != std::string::npos);
+  CHECK(c.Run({"sismember", "tags", "red"}).out == "1\n");
+  const ProcessResult not_member = c.Run({"sismember", "tags", "pink"});
+  CHECK(not_member.exit_code == 1);
+  CHECK(not_member.out == "0\n");
+  CHECK(c.Run({"srem", "tags", "red", "pink", "--json"}).out ==
+        "{\"key\":\"tags\",\"removed\":1}\n");
+  CHECK(c.Run({"smembers", "noset"}).exit_code == 1);
+  const ProcessResult set_wrong_type = c.Run({"sadd", "user", "m"});
+  CHECK(set_wrong_type.exit_code == 1);
+  CHECK(set_wrong_type.err.find("WRONGTYPE") != std::string::npos);
+  CHECK(c.Run({"sadd", "tags"}).exit_code == 2);
+
   // The short key reads until it expires, then is missing at ALL.
   CHECK(Poll(
       [&] {

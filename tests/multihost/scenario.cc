@@ -254,6 +254,41 @@ std::vector<std::string> Scenario::CheckCounters() {
                            " acknowledged HSET fields are missing");
     }
   }
+  // Every member an acknowledged SADD added and no acknowledged SREM saw is in its set; none an
+  // acknowledged SREM saw is.
+  std::map<std::string, std::vector<std::pair<std::string, std::string>>> members;
+  for (const std::string& path : tallies_) {
+    std::ifstream in(path + ".members");
+    std::string key, member, state;
+    for (int n = 0; n < 10000000 && in >> key >> member >> state; ++n) {
+      members[key].emplace_back(member, state);
+    }
+  }
+  for (const auto& [key, list] : members) {
+    StatusOr<std::vector<std::string>> set = Status::Unavailable("not read");
+    for (int round = 0; round < 2; ++round) set = (*client)->SMembers(key, Consistency::kAll);
+    size_t missing = 0, resurrected = 0, present = 0, absent = 0;
+    for (const auto& [member, state] : list) {
+      const bool in = set.ok() && std::binary_search(set->begin(), set->end(), member);
+      if (state == "present") {
+        ++present;
+        if (!in) ++missing;
+      } else if (state == "absent") {
+        ++absent;
+        if (in) ++resurrected;
+      }
+    }
+    std::printf(
+        "%s: set %s: %zu acknowledged members, %zu acknowledged removes, %zu read back, "
+        "%zu missing, %zu removed ones present%s\n",
+        name_.c_str(), key.c_str(), present, absent, set.ok() ? set->size() : 0, missing,
+        resurrected, set.ok() ? "" : (" (" + set.status().ToString() + ")").c_str());
+    if (missing != 0 || resurrected != 0 || !set.ok()) {
+      violations.push_back(key + ": " + std::to_string(missing) +
+                           " acknowledged SADD members missing, " + std::to_string(resurrected) +
+                           " acknowledged SREMs undone" + (set.ok() ? "" : ", read failed"));
+    }
+  }
   for (const auto& [key, b] : expected) {
     StatusOr<std::string> value = Status::Unavailable("not read");
     for (int round = 0; round < 2; ++round) value = (*client)->Get(key, Consistency::kAll);

@@ -66,7 +66,9 @@ class Scenario {
   // After the counter workloads ended (WaitAll): reads each counter at consistency all, twice
   // (the second read after the first's read repair), and returns a violation for any value
   // outside [acked - failed decrements, acked + failed increments] or any read that failed, and
-  // for any acknowledged HSET field its hash does not hold. Prints one line per counter and hash.
+  // for any acknowledged HSET field its hash does not hold, any acknowledged SADD member no
+  // acknowledged SREM saw that its set does not hold, or any member an acknowledged SREM saw that
+  // it does. Prints one line per counter, hash and set.
   std::vector<std::string> CheckCounters();
   // A sampler inside each given host's namespace for `duration` (nodes 1..hosts by default).
   void StartSamplers(std::chrono::milliseconds duration, std::vector<int> hosts = {});

@@ -1,9 +1,11 @@
-// The multi-host bed's counter scenario (design.md "Counters" and "Hashes", issue 31's fault
-// test): 8 clients increment and decrement the same 4 counters, and set fields of their own in 2
-// hashes, through every node while the bed isolates a node, kills another with SIGKILL and
-// restarts it, and joins a fourth node. The final value of each counter, read at consistency
-// all, must equal its acknowledged changes plus some subset of the failed ones: never below,
-// never above; every acknowledged field must be in its hash.
+// The multi-host bed's counter scenario (design.md "Counters", "Hashes" and "Sets", issue 31's
+// fault test): 8 clients increment and decrement the same 4 counters, set fields of their own in
+// 2 hashes, and add (and remove some of) members of their own in 2 sets, through every node while
+// the bed isolates a node, kills another with SIGKILL and restarts it, and joins a fourth node.
+// The final value of each counter, read at consistency all, must equal its acknowledged changes
+// plus some subset of the failed ones: never below, never above; every acknowledged field must be
+// in its hash; every acknowledged SADD no acknowledged SREM saw must be in its set, and no member
+// an acknowledged SREM saw.
 #include <catch2/catch.hpp>
 #include <thread>
 

@@ -18,6 +18,10 @@
 //           [acked - failed -1s, acked + failed +1s]). One operation in four is instead an HSET
 //           of a field of its own in hash.0 or hash.1; each acknowledged one is written as
 //           "<key> <field>" to --out.fields (design.md "Hashes": every one must be read back).
+//           One in six of the rest is an SADD of a member of its own to set.0 or set.1, or an
+//           SREM of the last one it added; each member goes to --out.members as "<key> <member>
+//           present|absent|either" (design.md "Sets": an acknowledged SADD no acknowledged SREM
+//           saw must be there, one an acknowledged SREM saw must not).
 // Exit status: 0 done, 1 failed, 2 usage error.
 #include <CLI/CLI.hpp>
 #include <atomic>
@@ -263,6 +267,13 @@ int Count(const CountFlags& f) {
   std::atomic<int> broken{0};
   std::vector<std::vector<std::pair<std::string, std::string>>> fields(
       static_cast<size_t>(f.clients));  // per thread: the acknowledged HSETs
+  // Per thread: the members it added to set.0 or set.1, and what must be true of each at the end
+  // ("present": an acknowledged SADD that no acknowledged SREM saw; "absent": an acknowledged
+  // SREM saw it; "either": an SADD or SREM that failed).
+  struct Member {
+    std::string key, name, state;
+  };
+  std::vector<std::vector<Member>> members(static_cast<size_t>(f.clients));
   std::vector<std::thread> threads;
   for (int t = 0; t < f.clients; ++t) {
     threads.emplace_back([&, t] {
@@ -287,6 +298,21 @@ int Count(const CountFlags& f) {
           if ((*client)->HSet(key, {{field, "v"}}).ok()) {
             fields[static_cast<size_t>(t)].emplace_back(key, std::move(field));
           }
+          continue;
+        }
+        if (rng() % 6 == 0) {
+          std::vector<Member>& mine = members[static_cast<size_t>(t)];
+          // One time in three, an SREM of the last member this thread added (if it is there).
+          if (!mine.empty() && mine.back().state == "present" && rng() % 3 == 0) {
+            const StatusOr<uint32_t> r = (*client)->SRem(mine.back().key, {mine.back().name});
+            // Removed nothing: the SREM did not see the add, which must then stay (add wins).
+            if (!r.ok() || *r == 1) mine.back().state = r.ok() ? "absent" : "either";
+            continue;
+          }
+          Member m{"set." + std::to_string(rng() % 2),
+                   "t" + std::to_string(t) + "." + std::to_string(n), "either"};
+          if ((*client)->SAdd(m.key, {m.name}).ok()) m.state = "present";
+          mine.push_back(std::move(m));
           continue;
         }
         const size_t i = rng() % tally.size();
@@ -314,6 +340,14 @@ int Count(const CountFlags& f) {
   if (file == nullptr) return 1;
   for (const auto& mine : fields) {
     for (const auto& [key, field] : mine) std::fprintf(file, "%s %s\n", key.c_str(), field.c_str());
+  }
+  std::fclose(file);
+  file = std::fopen((f.out + ".members").c_str(), "w");
+  if (file == nullptr) return 1;
+  for (const auto& mine : members) {
+    for (const Member& m : mine) {
+      std::fprintf(file, "%s %s %s\n", m.key.c_str(), m.name.c_str(), m.state.c_str());
+    }
   }
   std::fclose(file);
   return broken.load() == 0 ? 0 : 1;

@@ -39,7 +39,9 @@ const std::vector<std::string> kNames = {"ping",
                                          "replica_write_batch",
                                          "incr",
                                          "hash_write",
-                                         "hash_read"};
+                                         "hash_read",
+                                         "set_write",
+                                         "set_read"};
 
 size_t OpIndex(const std::string& name) {
   for (size_t op = 0; op < KvService::kOpCount; ++op) {

@@ -129,6 +129,14 @@ class HandlerOps : public net::ClientOperations {
                 net::OpDone<net::HashReadResponse> done) override {
     Call(o, std::move(r), std::move(done));
   }
+  void SetWrite(net::OpOptions o, net::SetWriteRequest r,
+                net::OpDone<net::SetWriteResponse> done) override {
+    Call(o, std::move(r), std::move(done));
+  }
+  void SetRead(net::OpOptions o, net::SetReadRequest r,
+               net::OpDone<net::SetReadResponse> done) override {
+    Call(o, std::move(r), std::move(done));
+  }
 
  private:
   template <typename Req, typename Resp>

@@ -108,6 +108,15 @@ async function testPlain(ports) {
   check(await c.set('nr:user:1', 'alice') === 'OK', 'SET');
   check(await c.get('nr:user:1') === 'alice', 'GET');
   check(await c.incr('nr:n') === 1 && await c.incrBy('nr:n', 4) === 5, 'INCR, INCRBY');
+  check(await c.hSet('nr:h:1', {name: 'ann', age: '41'}) === 2, 'HSET of a user record');
+  const user = await c.hGetAll('nr:h:1');
+  check(user.name === 'ann' && user.age === '41', 'HGETALL');
+  check(await c.sAdd('nr:tags:1', ['red', 'blue', 'red']) === 2, 'SADD of tags');
+  const tags = (await c.sMembers('nr:tags:1')).sort();
+  check(tags.length === 2 && tags[0] === 'blue' && tags[1] === 'red', 'SMEMBERS');
+  check(await c.sRem('nr:tags:1', 'red') === 1 && await c.sIsMember('nr:tags:1', 'blue'),
+        'SREM, SISMEMBER');
+  check(await c.del(['nr:h:1', 'nr:tags:1']) === 2, 'DEL of a hash and a set');
   check(await c.expire('nr:user:1', 100) === true, 'EXPIRE');
   const ttl = await c.ttl('nr:user:1');
   check(ttl > 90 && ttl <= 100, `TTL ${ttl}`);
@@ -162,6 +171,11 @@ async function testCluster(ports) {
   check(await cluster.set('nrc:a', '1') === 'OK' && await cluster.get('nrc:a') === '1',
         'SET and GET through the cluster');
   check(await cluster.incr('nrc:n') === 1 && await cluster.incr('nrc:n') === 2, 'INCR');
+  check(await cluster.hSet('nrc:h', 'f', 'v') === 1 && await cluster.hGet('nrc:h', 'f') === 'v',
+        'HSET and HGET');
+  check(await cluster.sAdd('nrc:s', ['a', 'b']) === 2 && await cluster.sCard('nrc:s') === 2,
+        'SADD and SCARD');
+  check(await cluster.del('nrc:h') === 1 && await cluster.del('nrc:s') === 1, 'DEL of both');
   check(await cluster.expire('nrc:a', 50) === true, 'EXPIRE');
   const ttl = await cluster.ttl('nrc:a');
   check(ttl > 40 && ttl <= 50, `TTL ${ttl}`);

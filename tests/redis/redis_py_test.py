@@ -157,6 +157,21 @@ def test_plain_client(ports):
     check(r1.incr("py:n") == 1 and r2.incr("py:n", 5) == 6 and r3.decr("py:n") == 5,
           "INCR, INCRBY and DECR through three nodes add up")
     check(r2.get("py:n") == b"5", "GET of a counter is its decimal value")
+    # A user record as a hash and its tags as a set, written through different nodes (design.md
+    # "Hashes", "Sets").
+    check(r1.hset("py:h:1", mapping={"name": "ann", "age": "41"}) == 2 and
+          r2.hset("py:h:1", "city", "oslo") == 1, "HSET of a user record through two nodes")
+    check(r3.hgetall("py:h:1") == {b"name": b"ann", b"age": b"41", b"city": b"oslo"}, "HGETALL")
+    check(r1.hget("py:h:1", "age") == b"41" and r2.hdel("py:h:1", "age") == 1 and
+          r3.hlen("py:h:1") == 2, "HGET, HDEL, HLEN")
+    check(r1.sadd("py:tags:1", "red", "blue") == 2 and r2.sadd("py:tags:1", "blue", "green") == 1,
+          "SADD of tags through two nodes")
+    check(r3.smembers("py:tags:1") == {b"red", b"blue", b"green"}, "SMEMBERS is a Python set")
+    check(r1.sismember("py:tags:1", "red") and r2.srem("py:tags:1", "red") == 1 and
+          r3.scard("py:tags:1") == 2, "SISMEMBER, SREM, SCARD")
+    check(r1.type("py:h:1") == b"hash" and r1.type("py:tags:1") == b"set", "TYPE hash and set")
+    check_raises(redis.ResponseError, "WRONGTYPE", lambda: r1.get("py:tags:1"),
+                 "GET of a set is WRONGTYPE")
     check_raises(redis.ResponseError, "not an integer", lambda: r1.incr("py:user:1"),
                  "INCR of a string that is no integer is refused as by Redis")
     check_raises(redis.ResponseError, "read-modify-write is not atomic",
@@ -244,6 +259,10 @@ def test_cluster_client(ports):
         p.get(f"pyc:p:{i}")
     check(p.execute() == [True] * 20 + [str(i).encode() for i in range(20)],
           "a cluster pipeline over several nodes")
+    check(c.hset("pyc:h:1", mapping={"name": "bob", "age": "7"}) == 2 and
+          c.hgetall("pyc:h:1") == {b"name": b"bob", b"age": b"7"}, "HSET and HGETALL")
+    check(c.sadd("pyc:tags:1", "a", "b", "a") == 2 and c.smembers("pyc:tags:1") == {b"a", b"b"},
+          "SADD and SMEMBERS")
     check(c.set(b"pyc:\x00\xff", b"\x00\r\n") is True and c.get(b"pyc:\x00\xff") == b"\x00\r\n",
           "binary key and value")
     check_raises(redis.ResponseError, "DB index is out of range",

@@ -1,5 +1,6 @@
 #include "hash_commands.h"
 
+#include <algorithm>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -25,8 +26,8 @@ std::string CheckHashKey(const std::string& key) {
   return "";
 }
 
-// A hash command's failure: a key holding a string (WRONGTYPE) exits 1 with the node's message,
-// as a refusal; the rest as any other failed command.
+// A hash or set command's failure: a key holding another kind (WRONGTYPE) exits 1 with the node's
+// message, as a refusal; the rest as any other failed command.
 int FailHash(const GlobalOptions& g, const std::string& key, const Status& s, bool mutation) {
   if (s.reason() == Status::Reason::kWrongType || s.code() == Status::Code::kInvalidArgument) {
     return ReportError("WRONGTYPE: " + s.message(), kExitFailed);
@@ -111,6 +112,83 @@ int DoRead(const GlobalOptions& g, const std::string& key, const std::string* fi
   return kExitOk;
 }
 
+// SADD or SREM: prints how many members were added or removed.
+int DoSetWrite(const GlobalOptions& g, const std::string& key,
+               const std::vector<std::string>& members, bool remove) {
+  if (std::string why = CheckHashKey(key); !why.empty()) return ReportError(why, kExitUsage);
+  for (const std::string& m : members) {
+    if (m.size() > limits::kMaxKeyBytes) {
+      return ReportError("a member is " + std::to_string(m.size()) + " bytes; the limit is " +
+                             std::to_string(limits::kMaxKeyBytes),
+                         kExitUsage);
+    }
+  }
+  auto client = g.Connect();
+  if (!client.ok()) return FailMutation(g, key, client.status(), false);
+  StatusOr<uint32_t> changed =
+      remove ? (*client)->SRem(key, members) : (*client)->SAdd(key, members);
+  if (!changed.ok()) return FailHash(g, key, changed.status(), true);
+  if (g.json) {
+    JsonWriter w;
+    w.Begin();
+    BytesField(w, "key", key);
+    w.Field(remove ? "removed" : "added", static_cast<uint64_t>(*changed)).End();
+    std::cout << w.str() << "\n";
+  } else {
+    std::cout << *changed << "\n";
+  }
+  return kExitOk;
+}
+
+// SMEMBERS (member null) or SISMEMBER: exit 1 for a missing key, or a member not in the set.
+int DoSetRead(const GlobalOptions& g, const std::string& key, const std::string* member) {
+  if (std::string why = CheckHashKey(key); !why.empty()) return ReportError(why, kExitUsage);
+  auto client = g.Connect();
+  if (!client.ok()) return ReportError(client.status(), ExitCodeFor(client.status()));
+  auto set = (*client)->SMembers(key);
+  if (!set.ok() && !set.status().IsNotFound()) return FailHash(g, key, set.status(), false);
+  const std::vector<std::string> members = set.ok() ? std::move(*set) : std::vector<std::string>{};
+  if (member != nullptr) {
+    const bool in = std::binary_search(members.begin(), members.end(), *member);
+    if (g.json) {
+      JsonWriter w;
+      w.Begin();
+      BytesField(w, "key", key);
+      BytesField(w, "member", *member);
+      w.Field("member_of", in).End();
+      std::cout << w.str() << "\n";
+    } else {
+      std::cout << (in ? 1 : 0) << "\n";
+    }
+    return in ? kExitOk : kExitFailed;
+  }
+  if (g.json) {
+    JsonWriter w;
+    w.Begin();
+    BytesField(w, "key", key);
+    w.Field("found", set.ok());
+    w.Key("members").BeginArray();
+    // A member that is not UTF-8 as {"base64": ...}, so the output stays valid JSON.
+    for (const std::string& m : members) {
+      if (IsValidUtf8(m)) {
+        w.Value(m);
+      } else {
+        w.Begin().Field("base64", Base64Encode(m)).End();
+      }
+    }
+    w.EndArray();
+    w.End();
+    std::cout << w.str() << "\n";
+    return set.ok() ? kExitOk : kExitFailed;
+  }
+  if (!set.ok()) {
+    std::fputs("not found\n", stderr);
+    return kExitFailed;
+  }
+  for (const std::string& m : members) std::cout << m << "\n";
+  return kExitOk;
+}
+
 }  // namespace
 
 void RegisterHashCommands(CLI::App& app, GlobalOptions* g, int* exit_code) {
@@ -151,6 +229,50 @@ void RegisterHashCommands(CLI::App& app, GlobalOptions* g, int* exit_code) {
   hgetall->add_option("KEY", *all_key, "Hash key")->required();
   hgetall->add_flag("--json", g->json, "JSON output: {\"key\",\"found\",\"fields\":{...}}");
   hgetall->callback([=] { *exit_code = DoRead(*g, *all_key, nullptr); });
+}
+
+void RegisterSetCommands(CLI::App& app, GlobalOptions* g, int* exit_code) {
+  auto* sadd = app.add_subcommand(
+      "sadd",
+      "Add members to the set KEY, as redis SADD, and print how many were new. Members added "
+      "through different nodes at once all survive, and an add wins over a remove that did not "
+      "see it; a key holding another kind of value exits 1");
+  auto add_key = std::make_shared<std::string>();
+  auto added = std::make_shared<std::vector<std::string>>();
+  sadd->add_option("KEY", *add_key, "Set key")->required();
+  sadd->add_option("MEMBER", *added, "Members")->required();
+  sadd->add_flag("--json", g->json, "JSON output: {\"key\",\"added\"}");
+  sadd->callback([=] { *exit_code = DoSetWrite(*g, *add_key, *added, false); });
+
+  auto* srem = app.add_subcommand(
+      "srem", "Remove members of the set KEY, as redis SREM, and print how many were in it");
+  auto rem_key = std::make_shared<std::string>();
+  auto removed = std::make_shared<std::vector<std::string>>();
+  srem->add_option("KEY", *rem_key, "Set key")->required();
+  srem->add_option("MEMBER", *removed, "Members")->required();
+  srem->add_flag("--json", g->json, "JSON output: {\"key\",\"removed\"}");
+  srem->callback([=] { *exit_code = DoSetWrite(*g, *rem_key, *removed, true); });
+
+  auto* smembers = app.add_subcommand(
+      "smembers",
+      "Print the members of the set KEY, one per line in byte order, as redis SMEMBERS (exit 1 "
+      "and 'not found' if absent)");
+  auto members_key = std::make_shared<std::string>();
+  smembers->add_option("KEY", *members_key, "Set key")->required();
+  smembers->add_flag(
+      "--json", g->json,
+      "JSON output: {\"key\",\"found\",\"members\":[...]} (a member that is not UTF-8 "
+      "as {\"base64\":...})");
+  smembers->callback([=] { *exit_code = DoSetRead(*g, *members_key, nullptr); });
+
+  auto* sismember = app.add_subcommand(
+      "sismember", "Print 1 if MEMBER is in the set KEY, else 0 (and exit 1), as redis SISMEMBER");
+  auto is_key = std::make_shared<std::string>();
+  auto member = std::make_shared<std::string>();
+  sismember->add_option("KEY", *is_key, "Set key")->required();
+  sismember->add_option("MEMBER", *member, "Member")->required();
+  sismember->add_flag("--json", g->json, "JSON output: {\"key\",\"member\",\"member_of\"}");
+  sismember->callback([=] { *exit_code = DoSetRead(*g, *is_key, member.get()); });
 }
 
 }  // namespace shardkv::cli

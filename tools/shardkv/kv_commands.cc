@@ -228,6 +228,7 @@ void RegisterKvCommands(CLI::App& app, GlobalOptions* g, int* exit_code) {
   RegisterTtlCommands(app, g, exit_code);
   RegisterCounterCommands(app, g, exit_code);
   RegisterHashCommands(app, g, exit_code);
+  RegisterSetCommands(app, g, exit_code);
 
   auto* stats = app.add_subcommand(
       "stats",

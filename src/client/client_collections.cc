@@ -1,4 +1,5 @@
-// Client's hash operations (shardkv/client.h HSet, HDel, HGetAll; design.md "Hashes").
+// Client's hash and set operations (shardkv/client.h HSet, HDel, HGetAll; SAdd, SRem, SMembers;
+// design.md "Hashes", "Sets").
 #include <future>
 #include <string>
 
@@ -8,10 +9,11 @@
 namespace shardkv {
 namespace {
 
-// `core` is the Client's Core (a template only so that its private type need not be named).
-template <typename Core>
-StatusOr<uint32_t> SendHashWrite(Core* core, std::string_view key, net::HashWriteRequest w,
-                                 Consistency c) {
+// Sends a hash or set write `w` (HashWriteRequest or SetWriteRequest) and returns the count it
+// answers. `core` is the Client's Core (a template only so that its private type need not be
+// named).
+template <typename Response, typename Core, typename Request>
+StatusOr<uint32_t> SendCountedWrite(Core* core, std::string_view key, Request w, Consistency c) {
   auto m = core->map();
   net::Request req;
   req.consistency = core->WireConsistency(c);
@@ -21,7 +23,7 @@ StatusOr<uint32_t> SendHashWrite(Core* core, std::string_view key, net::HashWrit
   req.body = std::move(w);
   std::promise<StatusOr<uint32_t>> p;
   core->Send(std::move(req), token, {}, [&p](StatusOr<net::Response> r) {
-    auto body = Expect<net::HashWriteResponse>(r);
+    auto body = Expect<Response>(r);
     if (!body.ok()) return p.set_value(body.status());
     p.set_value((*body)->changed);
   });
@@ -37,7 +39,7 @@ StatusOr<uint32_t> Client::HSet(std::string_view key,
   net::HashWriteRequest w;
   for (const auto& [name, value] : fields) w.set.push_back({name, value});
   w.only_new = only_new;
-  return SendHashWrite(core_.get(), key, std::move(w), c);
+  return SendCountedWrite<net::HashWriteResponse>(core_.get(), key, std::move(w), c);
 }
 
 StatusOr<uint32_t> Client::HDel(std::string_view key, const std::vector<std::string>& fields,
@@ -45,7 +47,7 @@ StatusOr<uint32_t> Client::HDel(std::string_view key, const std::vector<std::str
   if (fields.empty()) return Status::InvalidArgument("HDel needs at least one field");
   net::HashWriteRequest w;
   w.remove = fields;
-  return SendHashWrite(core_.get(), key, std::move(w), c);
+  return SendCountedWrite<net::HashWriteResponse>(core_.get(), key, std::move(w), c);
 }
 
 StatusOr<std::map<std::string, std::string>> Client::HGetAll(std::string_view key, Consistency c) {
@@ -63,6 +65,38 @@ StatusOr<std::map<std::string, std::string>> Client::HGetAll(std::string_view ke
     for (net::HashFieldValue& f : (*body)->fields)
       out.emplace(std::move(f.name), std::move(f.value));
     p.set_value(std::move(out));
+  });
+  return p.get_future().get();
+}
+
+StatusOr<uint32_t> Client::SAdd(std::string_view key, const std::vector<std::string>& members,
+                                Consistency c) {
+  if (members.empty()) return Status::InvalidArgument("SAdd needs at least one member");
+  net::SetWriteRequest w;
+  w.add = members;
+  return SendCountedWrite<net::SetWriteResponse>(core_.get(), key, std::move(w), c);
+}
+
+StatusOr<uint32_t> Client::SRem(std::string_view key, const std::vector<std::string>& members,
+                                Consistency c) {
+  if (members.empty()) return Status::InvalidArgument("SRem needs at least one member");
+  net::SetWriteRequest w;
+  w.remove = members;
+  return SendCountedWrite<net::SetWriteResponse>(core_.get(), key, std::move(w), c);
+}
+
+StatusOr<std::vector<std::string>> Client::SMembers(std::string_view key, Consistency c) {
+  auto m = core_->map();
+  net::Request req;
+  req.consistency = core_->WireConsistency(c);
+  const uint64_t token = m->TokenOf(key);
+  req.body = net::SetReadRequest{token, std::string(key)};
+  std::promise<StatusOr<std::vector<std::string>>> p;
+  core_->Send(std::move(req), token, {}, [&p](StatusOr<net::Response> r) {
+    auto body = Expect<net::SetReadResponse>(r);
+    if (!body.ok()) return p.set_value(body.status());
+    if (!(*body)->found) return p.set_value(Status::NotFound("key not found"));
+    p.set_value(std::move((*body)->members));
   });
   return p.get_future().get();
 }
