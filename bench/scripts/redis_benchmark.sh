@@ -22,8 +22,8 @@
 #                build-release
 #   --bin DIR    a directory holding the two binaries `shardkv` and `shardkv-node` instead
 #   --requests N requests per test and run (default 100000; MSET counts one per 10 keys)
-#   --tests LIST redis-benchmark tests, space separated, of set get mset incr hset (default the
-#                first four; hset writes fields of one hash, so keep --keyspace small)
+#   --tests LIST redis-benchmark tests, space separated, of set get mset incr hset sadd (default
+#                the first four; hset and sadd write one hash or set, so keep --keyspace small)
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -50,7 +50,7 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 for t in $TESTS; do
-  [[ $t =~ ^(set|get|mset|incr|hset)$ ]] || { echo "redis_benchmark.sh: unknown test: $t" >&2; exit 2; }
+  [[ $t =~ ^(set|get|mset|incr|hset|sadd)$ ]] || { echo "redis_benchmark.sh: unknown test: $t" >&2; exit 2; }
 done
 for n in "$REQUESTS" "$CLIENTS" "$KEYSPACE" "$REPEAT"; do
   [[ $n =~ ^[1-9][0-9]*$ ]] || { echo "redis_benchmark.sh: not a positive count: $n" >&2; exit 2; }
@@ -156,7 +156,7 @@ python3 - "$OUT" "$REPEAT" "$REQUESTS" "$(getconf CLK_TCK)" "$TESTS" <<'PY'
 import csv, glob, os, statistics, sys
 out, repeat, requests, hz = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 rps, errors, cpu = {}, {}, {}
-names = {"set": "SET", "get": "GET", "mset": "MSET (10 keys)", "incr": "INCR", "hset": "HSET"}
+names = {"set": "SET", "get": "GET", "mset": "MSET (10 keys)", "incr": "INCR", "hset": "HSET", "sadd": "SADD"}
 for path in sorted(glob.glob(f"{out}/*-P*-rep*-*.csv")):
     name = os.path.basename(path)[:-4]
     target, rest = name.rsplit("-P", 1)
