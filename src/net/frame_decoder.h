@@ -27,6 +27,12 @@
 
 namespace shardkv::net {
 
+// The buffer sizes of both ends of a connection (rpc_channel.cc, server_connection.cc): bytes a
+// read asks the socket for at once, and the write buffer size past which a buffer grown for one
+// big frame is released afterwards, so that idle connections do not pin large buffers.
+inline constexpr size_t kReadChunkBytes = 16 * 1024;
+inline constexpr size_t kKeepWriteBufferBytes = size_t{1} << 20;
+
 class FrameDecoder {
  public:
   explicit FrameDecoder(size_t max_frame_bytes = kDefaultMaxFrameBytes);

@@ -450,6 +450,9 @@ using ResponseBody =
                  ReplicaScanResponse, AntiEntropyResponse, ReplicaWriteBatchResponse, IncrResponse,
                  HashWriteResponse, HashReadResponse, SetWriteResponse, SetReadResponse>;
 
+// A failed request's response body (the rebalancer's and repair's services answer with it).
+inline ResponseBody ErrorBody(const Status& s) { return ErrorResponse::Of(s); }
+
 struct Response {
   uint64_t id = 0;     // the request's id; 0 if the request could not be parsed
   uint64_t epoch = 0;  // the responder's cluster map epoch

@@ -12,8 +12,6 @@
 namespace shardkv::net {
 namespace {
 
-constexpr size_t kReadChunkBytes = 16 * 1024;
-constexpr size_t kKeepWriteBufferBytes = size_t{1} << 20;
 // Why the first bytes a server sent on a connection are no shardkv frame (FrameDecoder refused
 // their length): names what answered. Any 4 printable bytes as a length exceed the frame limit,
 // so a text protocol always lands here.

@@ -12,10 +12,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // Read at least this much per syscall; a pipelining client's requests arrive in bursts.
-constexpr size_t kReadChunkBytes = 16 * 1024;
-// A write buffer that grew past this for one big response is released afterwards, so idle
-// connections do not pin large buffers.
-constexpr size_t kKeepWriteBufferBytes = size_t{1} << 20;
 // How often the watchdog re-checks a connection whose state has no deadline (busy handler).
 constexpr auto kWatchdogRecheck = std::chrono::seconds(1);
 

@@ -10,12 +10,6 @@
 #include "rebalance/change_text.h"
 
 namespace shardkv::rebalance {
-namespace {
-
-net::ResponseBody Error(const Status& s) { return net::ErrorResponse::Of(s); }
-
-}  // namespace
-
 ChangeFrontend::ChangeFrontend(RebalancerOptions options, cluster::MapStore* maps,
                                net::PeerPool* peers, cluster::Membership* membership,
                                cluster::MapCommitter* committer, ChangePlanner* planner,
@@ -44,14 +38,15 @@ void ChangeFrontend::Stop() {
   wake_.notify_all();
   for (auto& t : threads_) t.join();
   threads_.clear();
-  for (auto& [request, done] : left) done(Error(Status::Unavailable("node is shutting down")));
+  for (auto& [request, done] : left)
+    done(net::ErrorBody(Status::Unavailable("node is shutting down")));
 }
 
 void ChangeFrontend::Handle(net::AdminRequest request, Reply done) {
   common::MutexLock lock(&mu_);
   if (stopping_) {
     lock.Unlock();
-    return done(Error(Status::Unavailable("node is shutting down")));
+    return done(net::ErrorBody(Status::Unavailable("node is shutting down")));
   }
   queue_.emplace_back(std::move(request), std::move(done));
   wake_.notify_all();
@@ -91,7 +86,7 @@ std::optional<net::ResponseBody> ChangeFrontend::ForwardToLeader(const net::Admi
   }
   // A side without a majority cannot change the map: say so at once, before planning.
   if (!status && !plan) {
-    if (Status s = committer_->CheckMajority(); !s.ok()) return Error(s);
+    if (Status s = committer_->CheckMajority(); !s.ok()) return net::ErrorBody(s);
   }
   auto wait_for_leader = [&](bool other) {
     while (std::chrono::steady_clock::now() < wait_end) {
@@ -115,10 +110,11 @@ std::optional<net::ResponseBody> ChangeFrontend::ForwardToLeader(const net::Admi
     // A leaving node never drives its own removal: hand leadership on, then forward.
     Status moved = consensus->TransferLeadership(std::chrono::seconds(3));
     if (!moved.ok()) {
-      return Error(Status::Unavailable("node " + std::to_string(options_.self_id) +
-                                       " leads and is the node to remove; handing leadership "
-                                       "on failed: " +
-                                       moved.ToString()));
+      return net::ErrorBody(
+          Status::Unavailable("node " + std::to_string(options_.self_id) +
+                              " leads and is the node to remove; handing leadership "
+                              "on failed: " +
+                              moved.ToString()));
     }
     wait_for_leader(true);
     handed_on = true;
@@ -128,11 +124,11 @@ std::optional<net::ResponseBody> ChangeFrontend::ForwardToLeader(const net::Admi
   if (leader == options_.self_id) return std::nullopt;
   if ((request.forwarded && !handed_on) || leader == 0 || address.empty()) {
     if (status || plan) return std::nullopt;  // answered from this node's map
-    return Error(Status(Status::Code::kUnavailable, Status::Reason::kNotLeader,
-                        request.forwarded
-                            ? "node " + std::to_string(options_.self_id) +
-                                  " does not lead (a leader change is in progress); try again"
-                            : std::string("no leader is elected yet; try again")));
+    return net::ErrorBody(
+        Status(Status::Code::kUnavailable, Status::Reason::kNotLeader,
+               request.forwarded ? "node " + std::to_string(options_.self_id) +
+                                       " does not lead (a leader change is in progress); try again"
+                                 : std::string("no leader is elected yet; try again")));
   }
   auto map = maps_->Current();
   net::AdminRequest forwarded = request;
@@ -180,13 +176,13 @@ std::optional<net::ResponseBody> ChangeFrontend::ForwardToLeader(const net::Admi
   if (!reply.ok()) {
     if (status || plan) return std::nullopt;
     if (reply.status().code() == Status::Code::kTimeout) {
-      return Error(Status(Status::Code::kTimeout, Status::Reason::kOutcomeUnknown,
-                          "forwarded to " + who + ", which did not answer in time: " +
-                              reply.status().message() + "; outcome unknown"));
+      return net::ErrorBody(Status(Status::Code::kTimeout, Status::Reason::kOutcomeUnknown,
+                                   "forwarded to " + who + ", which did not answer in time: " +
+                                       reply.status().message() + "; outcome unknown"));
     }
     // The reason stays the transport's: a connection lost in flight leaves the outcome unknown.
-    return Error(Status(Status::Code::kUnavailable, reply.status().reason(),
-                        who + " is unreachable: " + reply.status().ToString()));
+    return net::ErrorBody(Status(Status::Code::kUnavailable, reply.status().reason(),
+                                 who + " is unreachable: " + reply.status().ToString()));
   }
   return std::move(reply->body);
 }
@@ -197,7 +193,7 @@ net::ResponseBody ChangeFrontend::Execute(const net::AdminRequest& request) {
   // Never plan or commit from a stale map: a proposal from behind is refused by everyone.
   if (!status) membership_->FetchNewestMap(options_.rpc_timeout);
   auto map = maps_->Current();
-  if (!map) return Error(Status::Unavailable("node has no cluster map"));
+  if (!map) return net::ErrorBody(Status::Unavailable("node has no cluster map"));
   if (status) return net::AdminResponse{Report()};
   if (const auto* plan = std::get_if<net::PlanChangeCommand>(&request.command)) {
     return PlanOrBegin(*map, plan->change, plan->throttle, /*begin=*/false);
@@ -211,13 +207,13 @@ net::ResponseBody ChangeFrontend::Execute(const net::AdminRequest& request) {
 net::ResponseBody ChangeFrontend::PlanOrBegin(const ClusterMap& map, const ChangeRequest& change,
                                               const ChangeThrottle& throttle, bool begin) {
   if (auto current = clustermap::RecordOf(map); map.has_pending() && current.ok()) {
-    return Error(Status::FailedPrecondition(
+    return net::ErrorBody(Status::FailedPrecondition(
         Describe(*current) +
         " is still running; only one change at a time (watch it, or cancel it while it is "
         "streaming)"));
   }
   auto plan = planner_->Plan(map, change, throttle, /*reuse=*/begin);
-  if (!plan.ok()) return Error(plan.status());
+  if (!plan.ok()) return net::ErrorBody(plan.status());
   if (!begin) return net::AdminResponse{std::move(plan->report)};
   ChangeRecord rec = plan->report.record;
   rec.state = ChangeState::kStreaming;
@@ -231,7 +227,7 @@ net::ResponseBody ChangeFrontend::PlanOrBegin(const ClusterMap& map, const Chang
     rec.from_epoch = cur.epoch();
     return clustermap::WithChange(plan->target, rec);
   });
-  if (!s.ok()) return Error(s);
+  if (!s.ok()) return net::ErrorBody(s);
   spdlog::info("{} committed: {} copies to move in {} stream tasks", Describe(rec),
                rec.planned_copies, rec.planned_ranges);
   driver_->Wake();
@@ -241,7 +237,7 @@ net::ResponseBody ChangeFrontend::PlanOrBegin(const ClusterMap& map, const Chang
 net::ResponseBody ChangeFrontend::Steer(const ClusterMap& map, const net::ChangeCommand& command) {
   auto current = clustermap::RecordOf(map);
   if (!map.has_pending() || !current.ok()) {
-    return Error(Status::FailedPrecondition("no change is running"));
+    return net::ErrorBody(Status::FailedPrecondition("no change is running"));
   }
   const ChangeRecord& rec = *current;
   const bool cancel = std::holds_alternative<net::CancelChangeCommand>(command);
@@ -250,25 +246,25 @@ net::ResponseBody ChangeFrontend::Steer(const ClusterMap& map, const net::Change
   if (cancel) {
     // Streaming or failed: joint writes, reads still from the old replicas.
     if (rec.state != ChangeState::kStreaming && rec.state != ChangeState::kFailed) {
-      return Error(Status::FailedPrecondition(
+      return net::ErrorBody(Status::FailedPrecondition(
           Describe(rec) +
           " is past streaming: the new replicas already serve reads, so cancel is refused; it "
           "will finish (watch it with `shardkv rebalance watch`)"));
     }
   } else if (resume) {
     if (rec.state != ChangeState::kFailed) {
-      return Error(
+      return net::ErrorBody(
           Status::FailedPrecondition(Describe(rec) + " has not failed; nothing to resume"));
     }
   } else if (throttle != nullptr) {
     if (!throttle->rate_bytes_per_s && !throttle->streams_per_node) {
-      return Error(Status::InvalidArgument("throttle needs a rate and/or a stream count"));
+      return net::ErrorBody(Status::InvalidArgument("throttle needs a rate and/or a stream count"));
     }
     if (throttle->streams_per_node && *throttle->streams_per_node == 0) {
-      return Error(Status::InvalidArgument("streams per node must be at least 1"));
+      return net::ErrorBody(Status::InvalidArgument("streams per node must be at least 1"));
     }
   } else {
-    return Error(Status::InvalidArgument("unknown change command"));
+    return net::ErrorBody(Status::InvalidArgument("unknown change command"));
   }
   Status s = committer_->Commit([&](const ClusterMap& cur) -> StatusOr<ClusterMap> {
     auto now_rec = clustermap::RecordOf(cur);
@@ -299,7 +295,7 @@ net::ResponseBody ChangeFrontend::Steer(const ClusterMap& map, const net::Change
     }
     return clustermap::WithChange(cur, next);
   });
-  if (!s.ok()) return Error(s);
+  if (!s.ok()) return net::ErrorBody(s);
   driver_->Wake();
   return net::AdminResponse{Report()};
 }

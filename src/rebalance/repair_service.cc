@@ -13,8 +13,6 @@
 namespace shardkv::rebalance {
 namespace {
 
-net::ResponseBody Error(const Status& s) { return net::ErrorResponse::Of(s); }
-
 bool SameSet(std::vector<uint32_t> a, std::vector<uint32_t> b) {
   std::sort(a.begin(), a.end());
   std::sort(b.begin(), b.end());
@@ -133,13 +131,13 @@ void RepairService::Enqueue(Queue queue, std::function<net::ResponseBody()> job,
   common::MutexLock lock(&mu_);
   if (stopping_ || !started_) {
     lock.Unlock();
-    return done(Error(Status::Unavailable("node " + std::to_string(d_.self_id) +
-                                          " runs no repair service (stopping)")));
+    return done(net::ErrorBody(Status::Unavailable("node " + std::to_string(d_.self_id) +
+                                                   " runs no repair service (stopping)")));
   }
   if (queue == Queue::kCommands && !commands_.empty()) {
     lock.Unlock();
-    return done(Error(Status::Aborted("node " + std::to_string(d_.self_id) +
-                                      " has a repair command queued already")));
+    return done(net::ErrorBody(Status::Aborted("node " + std::to_string(d_.self_id) +
+                                               " has a repair command queued already")));
   }
   QueueOf(queue).push_back([job = std::move(job), done = std::move(done)] { done(job()); });
   wake_.notify_all();
@@ -152,7 +150,7 @@ void RepairService::Handle(net::AntiEntropyRequest request, Done done) {
         queue,
         [this, q = std::move(*q)]() -> net::ResponseBody {
           auto nodes = trees_.Tree(q);
-          if (!nodes.ok()) return Error(nodes.status());
+          if (!nodes.ok()) return net::ErrorBody(nodes.status());
           return net::AntiEntropyResponse{net::TreeReply{std::move(*nodes)}};
         },
         std::move(done));
@@ -162,7 +160,7 @@ void RepairService::Handle(net::AntiEntropyRequest request, Done done) {
         Queue::kServes,
         [this, a = std::move(*a)]() -> net::ResponseBody {
           auto counts = trees_.Apply(a);
-          if (!counts.ok()) return Error(counts.status());
+          if (!counts.ok()) return net::ErrorBody(counts.status());
           figures_.keys_in += counts->applied;
           return net::AntiEntropyResponse{*counts};
         },

@@ -20,8 +20,6 @@
 namespace shardkv::rebalance {
 namespace {
 
-net::ResponseBody Error(const Status& s) { return net::ErrorResponse::Of(s); }
-
 // A scan request carries at most this many of a task's ranges (the window from the current one):
 // a task may have hundreds of thousands, and resending all of them with every batch would cost
 // more than the data.
@@ -86,7 +84,7 @@ void StreamSink::Enqueue(bool scan, std::function<net::ResponseBody()> job, Done
   common::MutexLock lock(&mu_);
   if (stopping_) {
     lock.Unlock();
-    return done(Error(Status::Unavailable("node is shutting down")));
+    return done(net::ErrorBody(Status::Unavailable("node is shutting down")));
   }
   (scan ? scan_queue_ : queue_).push_back([job = std::move(job), done = std::move(done)] {
     done(job());
@@ -148,17 +146,17 @@ StatusOr<net::StreamScanResponse> StreamSink::Pull(uint32_t source_id, const std
 net::ResponseBody StreamSink::Run(const net::StreamRangeRequest& r) {
   auto map = maps_->Current();
   if (!map || !map->has_pending()) {
-    return Error(Status::FailedPrecondition("no change is pending at node " +
-                                            std::to_string(options_.self_id)));
+    return net::ErrorBody(Status::FailedPrecondition("no change is pending at node " +
+                                                     std::to_string(options_.self_id)));
   }
   auto record = clustermap::RecordOf(*map);
   if (!record.ok() || record->change_id != r.change_id) {
-    return Error(Status::FailedPrecondition("change " + std::to_string(r.change_id) +
-                                            " is not the pending change at node " +
-                                            std::to_string(options_.self_id)));
+    return net::ErrorBody(Status::FailedPrecondition("change " + std::to_string(r.change_id) +
+                                                     " is not the pending change at node " +
+                                                     std::to_string(options_.self_id)));
   }
   if (r.source_ids.empty() || r.source_ids.size() != r.source_addresses.size()) {
-    return Error(Status::InvalidArgument("stream task without sources"));
+    return net::ErrorBody(Status::InvalidArgument("stream task without sources"));
   }
   std::vector<net::TokenSpan> ranges = r.ranges;
   if (ranges.empty()) ranges.push_back({r.first, r.last});
@@ -171,7 +169,8 @@ net::ResponseBody StreamSink::Run(const net::StreamRangeRequest& r) {
     // what it knows, so the task waits for this node's upgrade. A corrupt one only costs
     // re-applying batches (LWW makes that a no-op), as v0.1.0 did.
     if (decoded.status().code() == Status::Code::kNotSupported) {
-      return Error(decoded.status().WithContext("stream task " + std::to_string(r.task_id)));
+      return net::ErrorBody(
+          decoded.status().WithContext("stream task " + std::to_string(r.task_id)));
     }
     if (decoded.ok()) {
       ck = std::move(*decoded);
@@ -255,7 +254,8 @@ net::ResponseBody StreamSink::Run(const net::StreamRangeRequest& r) {
     }
     if (!batch.ok()) {
       if (ck.phase == 1) {
-        return Error(batch.status().WithContext("merging from node " + std::to_string(source)));
+        return net::ErrorBody(
+            batch.status().WithContext("merging from node " + std::to_string(source)));
       }
       // The preferred source is unreachable: merge from RF - W + 1 other old replicas.
       spdlog::warn("stream task {}: source node {} failed ({}); merging from {} old replicas",
@@ -270,9 +270,10 @@ net::ResponseBody StreamSink::Run(const net::StreamRangeRequest& r) {
         ck.merge_ids.push_back(r.source_ids[i]);
       }
       if (ck.merge_ids.size() < r.merge_count) {
-        return Error(Status::Unavailable("source node " + std::to_string(source) +
-                                         " is unreachable and too few other old replicas exist "
-                                         "to merge from"));
+        return net::ErrorBody(
+            Status::Unavailable("source node " + std::to_string(source) +
+                                " is unreachable and too few other old replicas exist "
+                                "to merge from"));
       }
       continue;
     }
@@ -290,7 +291,8 @@ net::ResponseBody StreamSink::Run(const net::StreamRangeRequest& r) {
            cluster::EnvelopeFromWire(e.ts, e.node_id, e.tombstone, std::move(e.value), e.expiry)});
     }
     auto applied = storage_->ApplyBatch(entries);
-    if (!applied.ok()) return Error(applied.status().WithContext("applying a stream batch"));
+    if (!applied.ok())
+      return net::ErrorBody(applied.status().WithContext("applying a stream batch"));
     if (ck.phase == 0) {
       ck.copies += live;
       ck.tombstones += tomb;
@@ -319,7 +321,7 @@ net::ResponseBody StreamSink::Run(const net::StreamRangeRequest& r) {
     // Not fsynced: the WAL still has it for a process crash, and a checkpoint lost to a power
     // failure only means re-applying a batch (LWW makes that a no-op).
     Status s = storage_->PutAux(storage::AuxColumn::kMeta, key, ck.Encode(), /*sync=*/false);
-    if (!s.ok()) return Error(s.WithContext("checkpointing a stream"));
+    if (!s.ok()) return net::ErrorBody(s.WithContext("checkpointing a stream"));
     limiter_.Take(batch_bytes, std::chrono::steady_clock::now());
     if (std::chrono::steady_clock::now() >= deadline) break;
   }

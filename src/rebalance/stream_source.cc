@@ -8,8 +8,6 @@
 namespace shardkv::rebalance {
 namespace {
 
-net::ResponseBody Error(const Status& s) { return net::ErrorResponse::Of(s); }
-
 constexpr auto kIdleRelease = std::chrono::seconds(60);
 constexpr uint32_t kMaxEntries = 8192;
 constexpr uint64_t kMaxBytes = uint64_t{8} << 20;
@@ -25,22 +23,22 @@ void StreamSource::Close() {
 
 net::ResponseBody StreamSource::Scan(const net::StreamScanRequest& r) {
   if (refusal_) {
-    if (Status refused = refusal_(); !refused.ok()) return Error(refused);
+    if (Status refused = refusal_(); !refused.ok()) return net::ErrorBody(refused);
   }
   std::vector<net::TokenSpan> ranges = r.ranges;
   if (ranges.empty()) ranges.push_back({r.first, r.last});
   if (r.range_index >= ranges.size()) {
-    return Error(Status::InvalidArgument("stream range index out of bounds"));
+    return net::ErrorBody(Status::InvalidArgument("stream range index out of bounds"));
   }
   auto map = maps_->Current();
   for (size_t i = r.range_index; i < ranges.size(); ++i) {
     if (!TokenRange{ranges[i].first, ranges[i].last}.Valid()) {
-      return Error(Status::InvalidArgument("stream range is empty"));
+      return net::ErrorBody(Status::InvalidArgument("stream range is empty"));
     }
     if (!map || !map->Holds(self_id_, ranges[i].first)) {
-      return Error(Status::StaleEpoch("node " + std::to_string(self_id_) +
-                                      " does not hold tokens from " +
-                                      std::to_string(ranges[i].first)));
+      return net::ErrorBody(Status::StaleEpoch("node " + std::to_string(self_id_) +
+                                               " does not hold tokens from " +
+                                               std::to_string(ranges[i].first)));
     }
   }
   const auto now = std::chrono::steady_clock::now();
@@ -59,7 +57,7 @@ net::ResponseBody StreamSource::Scan(const net::StreamScanRequest& r) {
     if (!open.snapshot || wall - open.snapshot->created_at_ms() > max_age_ms) {
       renewed = open.snapshot != nullptr;
       open.snapshot = storage_->NewSnapshot();
-      if (!open.snapshot) return Error(Status::Unavailable("storage is closed"));
+      if (!open.snapshot) return net::ErrorBody(Status::Unavailable("storage is closed"));
     }
     open.last_used = now;
     snapshot = open.snapshot;
@@ -82,7 +80,7 @@ net::ResponseBody StreamSource::Scan(const net::StreamScanRequest& r) {
     options.max_bytes = max_bytes - bytes;
     options.include_tombstones = true;
     auto batch = storage_->Scan({span.first, span.last}, options);
-    if (!batch.ok()) return Error(batch.status());
+    if (!batch.ok()) return net::ErrorBody(batch.status());
     for (storage::RangeEntry& e : batch->entries) {
       bytes += e.key.size() + e.envelope.value.size();
       net::ExpiryRegister expiry = cluster::ExpiryToWire(e.envelope);
@@ -108,16 +106,17 @@ net::ResponseBody StreamSource::Scan(const net::StreamScanRequest& r) {
 net::ResponseBody StreamSource::Count(const net::CountRangesRequest& r) {
   net::CountRangesResponse out;
   auto snapshot = storage_->NewSnapshot();
-  if (!snapshot) return Error(Status::Unavailable("storage is closed"));
+  if (!snapshot) return net::ErrorBody(Status::Unavailable("storage is closed"));
   for (const net::TokenSpan& span : r.ranges) {
     net::RangeCount count;
-    if (span.first > span.last) return Error(Status::InvalidArgument("empty range in count"));
+    if (span.first > span.last)
+      return net::ErrorBody(Status::InvalidArgument("empty range in count"));
     storage::ScanOptions options;
     options.snapshot = snapshot.get();
     options.max_entries = 4096;
     for (;;) {
       auto batch = storage_->Scan({span.first, span.last}, options);
-      if (!batch.ok()) return Error(batch.status());
+      if (!batch.ok()) return net::ErrorBody(batch.status());
       for (const storage::RangeEntry& e : batch->entries) {
         if (!e.envelope.has_value() && !e.envelope.counter_active() && !e.envelope.hash_live() &&
             !e.envelope.set_live()) {  // tombstones, expiry-only

@@ -14,12 +14,6 @@
 namespace shardkv::redis {
 namespace {
 
-std::string Err(std::string_view message) {
-  std::string out;
-  resp::RespWriter(&out, resp::Protocol::kResp2).Error(message);
-  return out;
-}
-
 std::string Int(int64_t v) { return ":" + std::to_string(v) + "\r\n"; }
 
 std::string NullReply(resp::Protocol p) {
@@ -39,9 +33,6 @@ int64_t NowMs() {
              std::chrono::system_clock::now().time_since_epoch())
       .count();
 }
-
-constexpr char kNotInteger[] = "value is not an integer or out of range";
-constexpr char kSyntax[] = "syntax error";
 
 std::string InvalidExpire(const std::string& command) {
   return Err("invalid expire time in '" + command + "' command");
@@ -137,12 +128,6 @@ void ExpireCommands::Handle(const RedisSession& session, Args args, ReplyDone do
 }
 
 namespace {
-
-net::OpOptions Options(const RedisSession& session) {
-  net::OpOptions options;
-  options.consistency = session.consistency();
-  return options;
-}
 
 // A write's answer (any typed reply) as the "" or the error reply WriteDone takes.
 auto WriteReply(std::function<void(std::string)> done) {

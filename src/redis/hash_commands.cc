@@ -12,15 +12,6 @@
 namespace shardkv::redis {
 namespace {
 
-std::string Reply(resp::Protocol p, const std::function<void(resp::RespWriter&)>& write) {
-  std::string out;
-  resp::RespWriter w(&out, p);
-  write(w);
-  return out;
-}
-
-std::string Integer(uint64_t n) { return ":" + std::to_string(n) + "\r\n"; }
-
 const net::HashFieldValue* Find(const std::vector<net::HashFieldValue>& fields,
                                 const std::string& name) {
   for (const net::HashFieldValue& f : fields) {
@@ -83,7 +74,7 @@ void HashCommands::Write(const RedisSession& session, Args args, ReplyDone done)
                      [name, done = std::move(done)](StatusOr<net::HashWriteResponse> r) {
                        if (!r.ok()) return done(ErrorReply(r.status()));
                        if (name == "hmset") return done("+OK\r\n");
-                       done(Integer(r->changed));
+                       done(IntegerReply(r->changed));
                      });
 }
 
@@ -106,10 +97,10 @@ void HashCommands::Read(const RedisSession& session, Args args, ReplyDone done) 
         const std::vector<net::HashFieldValue>& fields = r->fields;  // empty when missing
         if (name == "hget") {
           const net::HashFieldValue* f = Find(fields, args[2]);
-          return done(Reply(p, [&](resp::RespWriter& w) { f ? w.Bulk(f->value) : w.Null(); }));
+          return done(Line(p, [&](resp::RespWriter& w) { f ? w.Bulk(f->value) : w.Null(); }));
         }
         if (name == "hmget") {
-          return done(Reply(p, [&](resp::RespWriter& w) {
+          return done(Line(p, [&](resp::RespWriter& w) {
             w.ArrayHeader(args.size() - 2);
             for (size_t i = 2; i < args.size(); ++i) {
               const net::HashFieldValue* f = Find(fields, args[i]);
@@ -117,14 +108,14 @@ void HashCommands::Read(const RedisSession& session, Args args, ReplyDone done) 
             }
           }));
         }
-        if (name == "hexists") return done(Integer(Find(fields, args[2]) ? 1 : 0));
+        if (name == "hexists") return done(IntegerReply(Find(fields, args[2]) ? 1 : 0));
         if (name == "hstrlen") {
           const net::HashFieldValue* f = Find(fields, args[2]);
-          return done(Integer(f ? f->value.size() : 0));
+          return done(IntegerReply(f ? f->value.size() : 0));
         }
-        if (name == "hlen") return done(Integer(fields.size()));
+        if (name == "hlen") return done(IntegerReply(fields.size()));
         if (name == "hgetall") {
-          return done(Reply(p, [&](resp::RespWriter& w) {
+          return done(Line(p, [&](resp::RespWriter& w) {
             w.MapHeader(fields.size());
             for (const net::HashFieldValue& f : fields) {
               w.Bulk(f.name);
@@ -133,7 +124,7 @@ void HashCommands::Read(const RedisSession& session, Args args, ReplyDone done) 
           }));
         }
         if (name == "hkeys" || name == "hvals") {
-          return done(Reply(p, [&](resp::RespWriter& w) {
+          return done(Line(p, [&](resp::RespWriter& w) {
             w.ArrayHeader(fields.size());
             for (const net::HashFieldValue& f : fields) w.Bulk(name == "hkeys" ? f.name : f.value);
           }));
@@ -144,7 +135,7 @@ void HashCommands::Read(const RedisSession& session, Args args, ReplyDone done) 
         for (const net::HashFieldValue& f : fields) {
           if (match.empty() || common::GlobMatch(match, f.name)) picked.push_back(&f);
         }
-        done(Reply(p, [&](resp::RespWriter& w) {
+        done(Line(p, [&](resp::RespWriter& w) {
           w.ArrayHeader(2);
           w.Bulk("0");
           w.ArrayHeader(picked.size() * 2);

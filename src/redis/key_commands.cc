@@ -11,7 +11,6 @@
 #include "storage/counter_value.h"
 
 namespace shardkv::redis {
-namespace {
 
 std::string Line(resp::Protocol p, const std::function<void(resp::RespWriter&)>& write) {
   std::string out;
@@ -26,16 +25,13 @@ std::string Err(std::string_view message) {
   return out;
 }
 
+std::string IntegerReply(uint64_t n) { return ":" + std::to_string(n) + "\r\n"; }
+
 net::OpOptions Options(const RedisSession& session) {
   net::OpOptions options;
   options.consistency = session.consistency();
   return options;
 }
-
-constexpr char kNotInteger[] = "value is not an integer or out of range";
-constexpr char kSyntax[] = "syntax error";
-
-}  // namespace
 
 bool ParseInt(const std::string& text, int64_t* out) {
   // One implementation of Redis's string2ll: a counter's stored value is parsed by it too.

@@ -10,11 +10,15 @@
 // Thread-safety: thread-safe; replies may arrive on any thread.
 #pragma once
 
+#include <cstdint>
+#include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "redis/command_context.h"
 #include "redis/redis_session.h"
+#include "resp/resp_writer.h"
 
 namespace shardkv::redis {
 
@@ -52,5 +56,19 @@ std::string_view RedisErrorPrefix(Status::Reason reason);
 std::string ErrorReply(const Status& status);
 // Parses a Redis integer argument (redis's string2ll rules: optional '-', digits, no spaces).
 bool ParseInt(const std::string& text, int64_t* out);
+
+// The reply helpers every command group uses (one copy, so that unity builds and readers see one
+// definition). A RESP error line "-<message>" (RESP2 and RESP3 alike); `message` starts with its
+// prefix ("ERR ...", or "-WRONGTYPE ..." as ErrorReply gives it).
+std::string Err(std::string_view message);
+// What `write` writes in protocol `p`.
+std::string Line(resp::Protocol p, const std::function<void(resp::RespWriter&)>& write);
+// An integer reply ":n".
+std::string IntegerReply(uint64_t n);
+// The operation options of a session's commands: its consistency.
+net::OpOptions Options(const RedisSession& session);
+// Redis's messages for a bad integer argument and a bad option.
+inline constexpr char kNotInteger[] = "value is not an integer or out of range";
+inline constexpr char kSyntax[] = "syntax error";
 
 }  // namespace shardkv::redis

@@ -18,12 +18,6 @@
 namespace shardkv::redis {
 namespace {
 
-std::string Err(std::string_view message) {
-  std::string out;
-  resp::RespWriter(&out, resp::Protocol::kResp2).Error(message);
-  return out;
-}
-
 // Redis refuses client and library names with spaces or characters outside '!'..'~'.
 bool ValidName(const std::string& name) {
   for (char c : name) {

@@ -10,12 +10,6 @@
 namespace shardkv::redis {
 namespace {
 
-std::string Err(std::string_view message) {
-  std::string out;
-  resp::RespWriter(&out, resp::Protocol::kResp2).Error(message);
-  return out;
-}
-
 std::string BulkOrNull(resp::Protocol p, const std::optional<std::string>& v) {
   std::string out;
   resp::RespWriter w(&out, p);

@@ -16,14 +16,6 @@
 namespace shardkv::redis {
 namespace {
 
-std::string Err(std::string_view message) {
-  std::string out;
-  resp::RespWriter(&out, resp::Protocol::kResp2).Error(message);
-  return out;
-}
-
-constexpr char kSyntax[] = "syntax error";
-constexpr char kNotInteger[] = "value is not an integer or out of range";
 // Entries a batch of KEYS, RANDOMKEY or FLUSH* examines: large enough for few round trips, small
 // enough that one batch's reply stays far below the frame limit.
 constexpr uint32_t kInternalCount = 1000;

@@ -15,15 +15,6 @@
 namespace shardkv::redis {
 namespace {
 
-std::string Reply(resp::Protocol p, const std::function<void(resp::RespWriter&)>& write) {
-  std::string out;
-  resp::RespWriter w(&out, p);
-  write(w);
-  return out;
-}
-
-std::string Integer(uint64_t n) { return ":" + std::to_string(n) + "\r\n"; }
-
 bool Has(const std::vector<std::string>& members, const std::string& m) {
   return std::binary_search(members.begin(), members.end(), m);
 }
@@ -69,7 +60,7 @@ void SetCommands::Write(const RedisSession& session, Args args, ReplyDone done) 
   c_->ops->SetWrite(options, std::move(request),
                     [done = std::move(done)](StatusOr<net::SetWriteResponse> r) {
                       if (!r.ok()) return done(ErrorReply(r.status()));
-                      done(Integer(r->changed));
+                      done(IntegerReply(r->changed));
                     });
 }
 
@@ -100,24 +91,25 @@ void SetCommands::Read(const RedisSession& session, Args args, ReplyDone done) {
                      if (!r.ok()) return done(ErrorReply(r.status()));
                      const std::vector<std::string>& members =
                          r->members;  // ascending; empty when missing
-                     if (name == "sismember") return done(Integer(Has(members, args[2]) ? 1 : 0));
+                     if (name == "sismember")
+                       return done(IntegerReply(Has(members, args[2]) ? 1 : 0));
                      if (name == "smismember") {
-                       return done(Reply(p, [&](resp::RespWriter& w) {
+                       return done(Line(p, [&](resp::RespWriter& w) {
                          w.ArrayHeader(args.size() - 2);
                          for (size_t i = 2; i < args.size(); ++i)
                            w.Integer(Has(members, args[i]) ? 1 : 0);
                        }));
                      }
-                     if (name == "scard") return done(Integer(members.size()));
+                     if (name == "scard") return done(IntegerReply(members.size()));
                      if (name == "smembers") {
-                       return done(Reply(p, [&](resp::RespWriter& w) {
+                       return done(Line(p, [&](resp::RespWriter& w) {
                          w.SetHeader(members.size());
                          for (const std::string& m : members) w.Bulk(m);
                        }));
                      }
                      if (name == "srandmember") {
                        const std::vector<const std::string*> picked = RandomMembers(members, count);
-                       return done(Reply(p, [&](resp::RespWriter& w) {
+                       return done(Line(p, [&](resp::RespWriter& w) {
                          if (!with_count) {
                            picked.empty() ? w.Null() : w.Bulk(*picked[0]);
                            return;
@@ -132,7 +124,7 @@ void SetCommands::Read(const RedisSession& session, Args args, ReplyDone done) {
                      for (const std::string& m : members) {
                        if (match.empty() || common::GlobMatch(match, m)) picked.push_back(&m);
                      }
-                     done(Reply(p, [&](resp::RespWriter& w) {
+                     done(Line(p, [&](resp::RespWriter& w) {
                        w.ArrayHeader(2);
                        w.Bulk("0");
                        w.ArrayHeader(picked.size());

@@ -18,6 +18,9 @@ inline constexpr int kExitUnreachable = 3;  // cluster unreachable, or no quorum
 // (shardkv/mutation_outcome.h, kIndeterminate).
 inline constexpr int kExitIndeterminate = 4;
 
+// part / whole, 0 when whole is 0 (progress fractions).
+inline double Ratio(double part, double whole) { return whole > 0 ? part / whole : 0.0; }
+
 // Prints "error: <message>" as exactly one line on stderr (newlines in the message become
 // spaces, so a script can read the error with a single `read`). Returns `exit_code`.
 int ReportError(std::string_view message, int exit_code);

@@ -32,14 +32,6 @@ std::string Dir(const GlobalOptions& g) {
   return AbsoluteDir(g.ClusterDir());
 }
 
-std::vector<PendingNode> RunningNodes(const std::string& dir) {
-  std::vector<PendingNode> running;
-  for (uint32_t id : ListNodeIds(dir)) {
-    if (auto pid = RunningNodePid(NodeDir(dir, id))) running.push_back({id, *pid});
-  }
-  return running;
-}
-
 // The node directory of `id`, or a usage error naming the nodes that exist.
 StatusOr<std::string> ExistingNodeDir(const std::string& dir, uint32_t id) {
   const std::vector<uint32_t> ids = ListNodeIds(dir);

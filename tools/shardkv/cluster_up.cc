@@ -54,14 +54,6 @@ Status CheckTombstoneGrace(const std::string& dir, uint32_t id, int64_t referenc
 
 namespace {
 
-std::vector<PendingNode> RunningNodes(const std::string& dir) {
-  std::vector<PendingNode> running;
-  for (uint32_t id : ListNodeIds(dir)) {
-    if (auto pid = RunningNodePid(NodeDir(dir, id))) running.push_back({id, *pid});
-  }
-  return running;
-}
-
 // Stops nodes this invocation started after a failed `up`, so nothing is left half-running.
 void StopStarted(const std::string& dir, const std::vector<PendingNode>& started) {
   if (started.empty()) return;

@@ -212,6 +212,8 @@ std::optional<int> ReasonExitCode(Status::Reason reason) {
   return std::nullopt;
 }
 
+int Fail(const Status& status) { return ReportError(status, ExitCodeFor(status)); }
+
 int ExitCodeFor(const Status& status) {
   if (status.ok()) return kExitOk;
   if (auto by_reason = ReasonExitCode(status.reason())) return *by_reason;

@@ -72,6 +72,8 @@ std::optional<int> ReasonExitCode(Status::Reason reason);
 // 1 not found / failed, 2 bad input, 3 cluster unreachable (a node of another cluster answering
 // at its address included: Client reports that as Unavailable).
 int ExitCodeFor(const Status& status);
+// Reports a failed `status` (ReportError) and returns its exit code (ExitCodeFor).
+int Fail(const Status& status);
 // The exit code of a mutation (put, del, expire, a cluster change) that returned `status`: 0
 // applied, 4 indeterminate, else ExitCodeFor (1 refused, 2 bad input, 3 unreachable, no quorum
 // or no majority).

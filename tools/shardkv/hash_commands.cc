@@ -17,15 +17,6 @@
 namespace shardkv::cli {
 namespace {
 
-std::string CheckHashKey(const std::string& key) {
-  if (key.empty()) return "key is empty";
-  if (key.size() > limits::kMaxKeyBytes) {
-    return "key is " + std::to_string(key.size()) + " bytes; the limit is " +
-           std::to_string(limits::kMaxKeyBytes);
-  }
-  return "";
-}
-
 // A hash or set command's failure: a key holding another kind (WRONGTYPE) exits 1 with the node's
 // message, as a refusal; the rest as any other failed command.
 int FailHash(const GlobalOptions& g, const std::string& key, const Status& s, bool mutation) {
@@ -37,7 +28,7 @@ int FailHash(const GlobalOptions& g, const std::string& key, const Status& s, bo
 
 int DoWrite(const GlobalOptions& g, const std::string& key, const std::vector<std::string>& args,
             bool remove) {
-  if (std::string why = CheckHashKey(key); !why.empty()) return ReportError(why, kExitUsage);
+  if (std::string why = CheckKey(key); !why.empty()) return ReportError(why, kExitUsage);
   if (!remove && args.size() % 2 != 0) {
     return ReportError("hset takes FIELD VALUE pairs", kExitUsage);
   }
@@ -66,7 +57,7 @@ int DoWrite(const GlobalOptions& g, const std::string& key, const std::vector<st
 
 // HGET (field given) or HGETALL: "not found" and exit 1 for a missing key or field.
 int DoRead(const GlobalOptions& g, const std::string& key, const std::string* field) {
-  if (std::string why = CheckHashKey(key); !why.empty()) return ReportError(why, kExitUsage);
+  if (std::string why = CheckKey(key); !why.empty()) return ReportError(why, kExitUsage);
   auto client = g.Connect();
   if (!client.ok()) return ReportError(client.status(), ExitCodeFor(client.status()));
   auto hash = (*client)->HGetAll(key);
@@ -115,7 +106,7 @@ int DoRead(const GlobalOptions& g, const std::string& key, const std::string* fi
 // SADD or SREM: prints how many members were added or removed.
 int DoSetWrite(const GlobalOptions& g, const std::string& key,
                const std::vector<std::string>& members, bool remove) {
-  if (std::string why = CheckHashKey(key); !why.empty()) return ReportError(why, kExitUsage);
+  if (std::string why = CheckKey(key); !why.empty()) return ReportError(why, kExitUsage);
   for (const std::string& m : members) {
     if (m.size() > limits::kMaxKeyBytes) {
       return ReportError("a member is " + std::to_string(m.size()) + " bytes; the limit is " +
@@ -142,7 +133,7 @@ int DoSetWrite(const GlobalOptions& g, const std::string& key,
 
 // SMEMBERS (member null) or SISMEMBER: exit 1 for a missing key, or a member not in the set.
 int DoSetRead(const GlobalOptions& g, const std::string& key, const std::string* member) {
-  if (std::string why = CheckHashKey(key); !why.empty()) return ReportError(why, kExitUsage);
+  if (std::string why = CheckKey(key); !why.empty()) return ReportError(why, kExitUsage);
   auto client = g.Connect();
   if (!client.ok()) return ReportError(client.status(), ExitCodeFor(client.status()));
   auto set = (*client)->SMembers(key);

@@ -20,20 +20,8 @@
 namespace shardkv::cli {
 namespace {
 
-int Fail(const Status& s) { return ReportError(s, ExitCodeFor(s)); }
-
 // `put` without --ttl (so that --ttl 0 is refused, as redis refuses SET ... EX 0).
 constexpr int64_t kNoTtl = INT64_MIN;
-
-// The node's own wording, checked here too so a bad key costs no connection.
-std::string CheckKey(const std::string& key) {
-  if (key.empty()) return "key is empty";
-  if (key.size() > limits::kMaxKeyBytes) {
-    return "key is " + std::to_string(key.size()) + " bytes; the limit is " +
-           std::to_string(limits::kMaxKeyBytes);
-  }
-  return "";
-}
 
 }  // namespace
 

@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "kv_limits.h"
 #include "shardkv/client.h"
 
 namespace shardkv::cli {
@@ -109,6 +110,15 @@ std::string Base64Encode(std::string_view bytes) {
     out += '=';
   }
   return out;
+}
+
+std::string CheckKey(const std::string& key) {
+  if (key.empty()) return "key is empty";
+  if (key.size() > limits::kMaxKeyBytes) {
+    return "key is " + std::to_string(key.size()) + " bytes; the limit is " +
+           std::to_string(limits::kMaxKeyBytes);
+  }
+  return "";
 }
 
 void BytesField(JsonWriter& w, std::string_view name, std::string_view bytes) {

@@ -29,6 +29,9 @@ std::string CheckHostPort(const std::string& address);
 bool IsValidUtf8(std::string_view s);
 // Standard base64 (RFC 4648, with padding).
 std::string Base64Encode(std::string_view bytes);
+// "" if `key` is a key the nodes take (not empty, within the key size limit), else why not (the
+// node's own wording, checked here so that a bad key costs no connection).
+std::string CheckKey(const std::string& key);
 // Writes `name`: the bytes as a JSON string when they are valid UTF-8, else `name`_base64: their
 // base64, so that --json output is valid JSON for any key or value.
 void BytesField(JsonWriter& w, std::string_view name, std::string_view bytes);

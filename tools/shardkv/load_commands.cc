@@ -18,8 +18,6 @@
 namespace shardkv::cli {
 namespace {
 
-int Fail(const Status& s) { return ReportError(s, ExitCodeFor(s)); }
-
 struct WorkloadFlags {
   uint64_t count = 0;
   std::string prefix = "key:";

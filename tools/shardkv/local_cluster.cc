@@ -23,6 +23,7 @@
 #include <thread>
 
 #include "cli_common.h"
+#include "cluster_dir.h"
 
 namespace shardkv::cli {
 
@@ -320,6 +321,14 @@ bool MetricsPending(const std::string& node_dir) {
 }
 
 }  // namespace
+
+std::vector<PendingNode> RunningNodes(const std::string& dir) {
+  std::vector<PendingNode> running;
+  for (uint32_t id : ListNodeIds(dir)) {
+    if (auto pid = RunningNodePid(NodeDir(dir, id))) running.push_back({id, *pid});
+  }
+  return running;
+}
 
 Status WaitListening(const std::string& dir, const std::vector<PendingNode>& nodes,
                      SteadyClock::time_point deadline, NodeProber* prober,

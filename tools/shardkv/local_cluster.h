@@ -98,6 +98,8 @@ struct PendingNode {
   uint32_t id = 0;
   pid_t pid = 0;
 };
+// The nodes of cluster directory `dir` whose process runs (RunningNodePid), by id.
+std::vector<PendingNode> RunningNodes(const std::string& dir);
 
 // Waits until every node in `nodes` has written its port file (and metrics_port, if launched
 // with --metrics-listen) and answers a ping, or `deadline`.

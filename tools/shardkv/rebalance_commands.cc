@@ -37,8 +37,6 @@ std::chrono::milliseconds StatusTimeout(const GlobalOptions& g) {
   return std::chrono::milliseconds(std::min<uint32_t>(g.timeout_ms, 3000));
 }
 
-double Ratio(double part, double whole) { return whole > 0 ? part / whole : 0.0; }
-
 // Errors the nodes returned to clients since the change began: the change's own count once it
 // is done, else the reachable nodes' counters now minus their sum when it began.
 int64_t ClientErrors(Admin* admin, const ChangeReport& r, const std::vector<std::string>& addresses,

@@ -15,19 +15,8 @@
 namespace shardkv::cli {
 namespace {
 
-int Fail(const Status& s) { return ReportError(s, ExitCodeFor(s)); }
-
 // Expiry times are signed 64-bit milliseconds (as in Redis).
 constexpr int64_t kMaxTtlSeconds = INT64_MAX / 1000 / 2;
-
-std::string CheckKey(const std::string& key) {
-  if (key.empty()) return "key is empty";
-  if (key.size() > limits::kMaxKeyBytes) {
-    return "key is " + std::to_string(key.size()) + " bytes; the limit is " +
-           std::to_string(limits::kMaxKeyBytes);
-  }
-  return "";
-}
 
 // `shardkv ttl`: seconds left (rounded as redis TTL rounds), -1 with no expiry, -2 missing.
 int DoTtl(const GlobalOptions& g, const std::string& key) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "cli_common.h"
 #include "rebalance_client.h"
 
 namespace shardkv::cli {
@@ -10,8 +11,6 @@ namespace shardkv::cli {
 using Clock = std::chrono::steady_clock;
 
 namespace {
-
-double Ratio(double part, double whole) { return whole > 0 ? part / whole : 0.0; }
 
 std::string Bar(double fraction, int width) {
   fraction = std::clamp(fraction, 0.0, 1.0);
