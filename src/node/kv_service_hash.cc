@@ -105,17 +105,15 @@ void KvService::Serve(const Call& call, net::HashWriteRequest& r,
                                                 std::to_string(max_bytes)));
           }
         } else {
-          for (const std::string& name : remove) changed += fields.count(name) > 0 ? 1 : 0;
+          // Field tombstones only, even for the last fields: the hash then reads as missing (the
+          // key goes, as in Redis), and the GC collects it like a tombstone. A key tombstone
+          // instead would reset an HSET of another field running at once through another node
+          // (an older version than the tombstone's, which the read did not see).
           const storage::Version v{*ts, self};
-          if (changed != 0 && changed == fields.size()) {
-            // The last fields go: the key goes with them, as in Redis (a plain tombstone, which
-            // the GC collects; the field tombstones it supersedes go with it).
-            record = storage::Envelope::Plain(v, true, "");
-          } else {
-            for (const std::string& name : remove) {
-              if (fields.count(name) > 0)
-                record.hash.push_back(storage::HashField{name, v, true, ""});
-            }
+          for (const std::string& name : remove) {
+            if (fields.count(name) == 0) continue;
+            ++changed;
+            record.hash.push_back(storage::HashField{name, v, true, ""});
           }
         }
         if (record.hash.empty() && !record.tombstone) return done(net::HashWriteResponse{changed});

@@ -8,8 +8,11 @@
 #include <thread>
 #include <vector>
 
+#include "common/hlc.h"
 #include "redis/raw_resp_client.h"
+#include "storage/storage.h"
 #include "testing/cluster_util.h"
+#include "testing/in_process_client.h"
 #include "testing/in_process_cluster.h"
 
 using shardkv::redis::testing::RawClient;
@@ -200,4 +203,37 @@ TEST_CASE("redis hashes: concurrent HSETs of different fields through every node
       }
     }
   }
+}
+
+TEST_CASE("redis hashes: an HDEL of the last field keeps an HSET of another field it did not see",
+          "[redis][hash]") {
+  InProcessCluster c(3, shardkv::testing::ThreeReplicas());
+  REQUIRE(c.Start().ok());
+  auto client = shardkv::testing::MustConnect(c);
+  REQUIRE(client->HSet("h", {{"a", "1"}}, false, shardkv::Consistency::kAll).ok());
+  // Node 3 alone holds an HSET of field b (as a coordinator whose write reached only it would
+  // leave it), older than the HDEL below, and stays down while the HDEL of a runs through the
+  // others: the HDEL's read shows a alone, the last field.
+  c.StopNode(3);
+  {
+    auto s = shardkv::storage::Storage::Open(c.DataDir(3) + "/db", {});
+    REQUIRE(s.ok());
+    const uint64_t token = c.map().TokenOf("h");
+    auto env = (*s)->GetEnvelope(token, "h");
+    REQUIRE(env.ok());
+    using shardkv::common::HlcClock;
+    env->hash.push_back({"b", {HlcClock::Make(HlcClock::WallClockMs() - 1, 0), 3}, false, "2"});
+    REQUIRE((*s)->DebugWriteRawForTest(token, "h", &*env).ok());
+    REQUIRE((*s)->Close().ok());
+  }
+  auto removed = client->HDel("h", {"a"});
+  REQUIRE(removed.ok());
+  CHECK(*removed == 1);
+  CHECK(client->HGetAll("h").status().IsNotFound());  // the key went with its last field
+  REQUIRE(c.RestartNode(3).ok());
+  // Field tombstones, not a key tombstone: b, which the HDEL never saw, survives it (a key
+  // tombstone newer than b's version would have reset it).
+  auto all = client->HGetAll("h", shardkv::Consistency::kAll);
+  REQUIRE(all.ok());
+  CHECK(*all == std::map<std::string, std::string>{{"b", "2"}});
 }
