@@ -70,14 +70,16 @@ void KvService::Serve(const Call& call, net::SetWriteRequest& r,
         static const std::vector<storage::SetMember> kNone;
         const std::vector<storage::SetMember>& read =
             env.ok() && !env->ExpiredAt(now) ? env->set : kNone;
+        // The entries of member `name` in the read (ascending by (member, actor)).
+        auto entries_of = [&](const std::string& name) {
+          return std::equal_range(read.begin(), read.end(), storage::SetMember{name, 0, 0, 0, 0},
+                                  [](const storage::SetMember& x, const storage::SetMember& y) {
+                                    return x.name < y.name;
+                                  });
+        };
         auto live_member = [&](const std::string& name) {
-          auto it = std::lower_bound(
-              read.begin(), read.end(), name,
-              [](const storage::SetMember& m, const std::string& n) { return m.name < n; });
-          for (; it != read.end() && it->name == name; ++it) {
-            if (it->live()) return true;
-          }
-          return false;
+          const auto [first, last] = entries_of(name);
+          return std::any_of(first, last, [](const storage::SetMember& m) { return m.live(); });
         };
         StatusOr<uint64_t> ts = storage->clock().Now();
         if (!ts.ok()) return done(ts.status());
@@ -98,9 +100,9 @@ void KvService::Serve(const Call& call, net::SetWriteRequest& r,
           for (const storage::SetMember& m : read) bytes += m.name.size() + kSetEntryOverhead;
           for (std::string& name : add) {
             if (!live_member(name)) ++changed;
+            const auto [first, last] = entries_of(name);
             const bool own_entry = std::any_of(
-                read.begin(), read.end(),
-                [&](const storage::SetMember& m) { return m.name == name && m.actor == self; });
+                first, last, [&](const storage::SetMember& m) { return m.actor == self; });
             if (!own_entry) {
               ++entries;
               bytes += name.size() + kSetEntryOverhead;
@@ -124,11 +126,12 @@ void KvService::Serve(const Call& call, net::SetWriteRequest& r,
           // stay ordered: `remove` and `read` are both ascending.
           for (const std::string& name : remove) {
             bool counted = false;
-            for (const storage::SetMember& m : read) {
-              if (m.name != name || !m.live()) continue;
+            const auto [first, last] = entries_of(name);
+            for (auto m = first; m != last; ++m) {
+              if (!m->live()) continue;
               if (!counted) ++changed;
               counted = true;
-              record.set.push_back(storage::SetMember{m.name, m.actor, m.add, m.add, *ts});
+              record.set.push_back(storage::SetMember{m->name, m->actor, m->add, m->add, *ts});
             }
           }
         }
