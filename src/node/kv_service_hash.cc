@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "node/collection_write.h"
 #include "node/kv_service.h"
 
 namespace shardkv::node {
@@ -68,21 +69,13 @@ void KvService::Serve(const Call& call, net::HashWriteRequest& r,
             bytes += f.name.size() + f.value.size();
           }
         }
-        StatusOr<uint64_t> ts = storage->clock().Now();
-        if (!ts.ok()) return done(ts.status());
-        storage::Envelope record;
-        record.value_absent = true;
-        record.SetExpiry(storage::Version{}, 0);
+        StatusOr<uint64_t> clock = storage->clock().Now();
+        if (!clock.ok()) return done(clock.status());
+        uint64_t ts = *clock;
+        storage::Envelope record = CollectionBase(env, now, !set.empty(), &ts);
+        const storage::Version v{ts, self};
         uint32_t changed = 0;
         if (!set.empty()) {
-          // An expired record is first made the tombstone it amounts to (Envelope::ExpiryDeath,
-          // as an increment does), so that the new fields are not under its expiry.
-          if (env.ok() && env->ExpiredAt(now)) {
-            const storage::Version death = env->ExpiryDeath();
-            record = storage::Envelope::Plain(death, true, "");
-            if (*ts <= death.timestamp) ts = death.timestamp + 1;
-          }
-          const storage::Version v{*ts, self};
           for (auto& [name, value] : set) {
             const auto it = fields.find(name);
             if (it != fields.end()) {
@@ -109,22 +102,14 @@ void KvService::Serve(const Call& call, net::HashWriteRequest& r,
           // key goes, as in Redis), and the GC collects it like a tombstone. A key tombstone
           // instead would reset an HSET of another field running at once through another node
           // (an older version than the tombstone's, which the read did not see).
-          const storage::Version v{*ts, self};
           for (const std::string& name : remove) {
             if (fields.count(name) == 0) continue;
             ++changed;
             record.hash.push_back(storage::HashField{name, v, true, ""});
           }
         }
-        if (record.hash.empty() && !record.tombstone) return done(net::HashWriteResponse{changed});
-        cluster::WriteSpec spec;
-        spec.kind = cluster::WriteSpec::Kind::kMerge;
-        spec.record = std::move(record);
-        coordinator->Write(map, token, key, std::move(spec), c,
-                           [changed, done = std::move(done)](StatusOr<uint64_t> written) {
-                             if (!written.ok()) return done(written.status());
-                             done(net::HashWriteResponse{changed});
-                           });
+        WriteCollection(coordinator, map, token, std::move(key), std::move(record), c, changed,
+                        std::move(done));
       });
 }
 

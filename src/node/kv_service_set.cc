@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "node/collection_write.h"
 #include "node/kv_service.h"
 
 namespace shardkv::node {
@@ -81,20 +82,12 @@ void KvService::Serve(const Call& call, net::SetWriteRequest& r,
           const auto [first, last] = entries_of(name);
           return std::any_of(first, last, [](const storage::SetMember& m) { return m.live(); });
         };
-        StatusOr<uint64_t> ts = storage->clock().Now();
-        if (!ts.ok()) return done(ts.status());
-        storage::Envelope record;
-        record.value_absent = true;
-        record.SetExpiry(storage::Version{}, 0);
+        StatusOr<uint64_t> clock = storage->clock().Now();
+        if (!clock.ok()) return done(clock.status());
+        uint64_t ts = *clock;
+        storage::Envelope record = CollectionBase(env, now, !add.empty(), &ts);
         uint32_t changed = 0;
         if (!add.empty()) {
-          // An expired record is first made the tombstone it amounts to (Envelope::ExpiryDeath,
-          // as an HSET does), so that the new members are not under its expiry.
-          if (env.ok() && env->ExpiredAt(now)) {
-            const storage::Version death = env->ExpiryDeath();
-            record = storage::Envelope::Plain(death, true, "");
-            if (*ts <= death.timestamp) ts = death.timestamp + 1;
-          }
           size_t entries = read.size();
           size_t bytes = 0;
           for (const storage::SetMember& m : read) bytes += m.name.size() + kSetEntryOverhead;
@@ -108,7 +101,7 @@ void KvService::Serve(const Call& call, net::SetWriteRequest& r,
               bytes += name.size() + kSetEntryOverhead;
             }
             // The entry's removes stay as the replicas hold them: a newer add outlives them.
-            record.set.push_back(storage::SetMember{std::move(name), self, *ts, 0, 0});
+            record.set.push_back(storage::SetMember{std::move(name), self, ts, 0, 0});
           }
           if (entries > storage::kMaxSetEntries) {
             return done(Status::InvalidArgument(
@@ -131,19 +124,12 @@ void KvService::Serve(const Call& call, net::SetWriteRequest& r,
               if (!m->live()) continue;
               if (!counted) ++changed;
               counted = true;
-              record.set.push_back(storage::SetMember{m->name, m->actor, m->add, m->add, *ts});
+              record.set.push_back(storage::SetMember{m->name, m->actor, m->add, m->add, ts});
             }
           }
         }
-        if (record.set.empty() && !record.tombstone) return done(net::SetWriteResponse{changed});
-        cluster::WriteSpec spec;
-        spec.kind = cluster::WriteSpec::Kind::kMerge;
-        spec.record = std::move(record);
-        coordinator->Write(map, token, key, std::move(spec), c,
-                           [changed, done = std::move(done)](StatusOr<uint64_t> written) {
-                             if (!written.ok()) return done(written.status());
-                             done(net::SetWriteResponse{changed});
-                           });
+        WriteCollection(coordinator, map, token, std::move(key), std::move(record), c, changed,
+                        std::move(done));
       });
 }
 

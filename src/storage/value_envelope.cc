@@ -490,92 +490,77 @@ bool ExpiryRegisterLess(const Envelope& a, const Envelope& b) {
   return a.expires_at_ms() < b.expires_at_ms();
 }
 
-// Both entry lists (ascending by (actor, base)) joined per (actor, base), by maximum, dropping
-// the entries no later register can let count: a newer SET or DEL reset the counter they counted
-// in (CounterSuperseded).
+// The join the three kinds of entries share: `a` and `b` ascending by `less` (their identity),
+// an entry in one list only taken as it is, two with one identity joined by `join`; each result
+// goes through `keep`, which may rewrite it and returns false to drop it.
+template <typename T, typename Less, typename Join, typename Keep>
+std::vector<T> MergeSorted(const std::vector<T>& a, const std::vector<T>& b, Less less, Join join,
+                           Keep keep) {
+  std::vector<T> out;
+  if (a.empty() && b.empty()) return out;
+  out.reserve(std::max(a.size(), b.size()));
+  auto take = [&](T x) {
+    if (keep(x)) out.push_back(std::move(x));
+  };
+  size_t i = 0;
+  size_t j = 0;
+  while (i < a.size() || j < b.size()) {
+    if (j == b.size() || (i < a.size() && less(a[i], b[j]))) {
+      take(a[i++]);
+    } else if (i == a.size() || less(b[j], a[i])) {
+      take(b[j++]);
+    } else {
+      take(join(a[i], b[j]));
+      ++i;
+      ++j;
+    }
+  }
+  return out;
+}
+
+// Counter entries joined per (actor, base), by maximum, dropping the entries no later register
+// can let count: a newer SET or DEL reset the counter they counted in (CounterSuperseded).
 std::vector<CounterEntry> MergeCounters(const std::vector<CounterEntry>& a,
                                         const std::vector<CounterEntry>& b, Version over) {
-  std::vector<CounterEntry> out;
-  if (a.empty() && b.empty()) return out;
-  out.reserve(std::max(a.size(), b.size()));
-  auto keep = [&](const CounterEntry& c) {
-    if (!CounterSuperseded(c, over)) out.push_back(c);
-  };
-  size_t i = 0;
-  size_t j = 0;
-  while (i < a.size() || j < b.size()) {
-    if (j == b.size() || (i < a.size() && CounterKeyLess(a[i], b[j]))) {
-      keep(a[i++]);
-    } else if (i == a.size() || CounterKeyLess(b[j], a[i])) {
-      keep(b[j++]);
-    } else {
-      const CounterEntry& x = a[i++];
-      const CounterEntry& y = b[j++];
-      keep(CounterEntry{x.actor, x.base, std::max(x.inc, y.inc), std::max(x.dec, y.dec)});
-    }
-  }
-  return out;
+  return MergeSorted(
+      a, b, CounterKeyLess,
+      [](const CounterEntry& x, const CounterEntry& y) {
+        return CounterEntry{x.actor, x.base, std::max(x.inc, y.inc), std::max(x.dec, y.dec)};
+      },
+      [&](const CounterEntry& c) { return !CounterSuperseded(c, over); });
 }
 
-// Both field lists (ascending by name) joined per name, the newer write of a field each (its
-// tombstone included), dropping the fields older than `over`: a newer SET or DEL reset the hash.
+// Hash fields joined per name, the newer write of a field each (its tombstone included),
+// dropping the fields older than `over`: a newer SET or DEL reset the hash.
 std::vector<HashField> MergeHash(const std::vector<HashField>& a, const std::vector<HashField>& b,
                                  Version over) {
-  std::vector<HashField> out;
-  if (a.empty() && b.empty()) return out;
-  out.reserve(std::max(a.size(), b.size()));
-  auto keep = [&](const HashField& f) {
-    if (!(f.version < over)) out.push_back(f);
-  };
-  size_t i = 0;
-  size_t j = 0;
-  while (i < a.size() || j < b.size()) {
-    if (j == b.size() || (i < a.size() && a[i].name < b[j].name)) {
-      keep(a[i++]);
-    } else if (i == a.size() || b[j].name < a[i].name) {
-      keep(b[j++]);
-    } else {
-      const HashField& x = a[i++];
-      const HashField& y = b[j++];
-      keep(HashFieldLess(x, y) ? y : x);
-    }
-  }
-  return out;
+  return MergeSorted(
+      a, b, [](const HashField& x, const HashField& y) { return x.name < y.name; },
+      [](const HashField& x, const HashField& y) { return HashFieldLess(x, y) ? y : x; },
+      [&](const HashField& f) { return !(f.version < over); });
 }
 
-// Both entry lists (ascending by (member, actor)) joined per (member, actor): the later add, and
-// the remove that saw the later add (then the later remove), dropping the entries whose add is
-// older than `over` (a newer SET or DEL reset the set) and forgetting removes of adds older than
-// it, which count for nothing (SetRemoveReset). Forgetting them, rather than keeping them, is
-// what keeps the merge associative: an entry dropped on one merge path would otherwise carry its
-// remove into the result on another.
+// Set entries joined per (member, actor): the later add, and the remove that saw the later add
+// (then the later remove), dropping the entries whose add is older than `over` (a newer SET or
+// DEL reset the set) and forgetting removes of adds older than it, which count for nothing
+// (SetRemoveReset). Forgetting them, rather than keeping them, is what keeps the merge
+// associative: an entry dropped on one merge path would otherwise carry its remove into the
+// result on another.
 std::vector<SetMember> MergeSet(const std::vector<SetMember>& a, const std::vector<SetMember>& b,
                                 Version over) {
-  std::vector<SetMember> out;
-  if (a.empty() && b.empty()) return out;
-  out.reserve(std::max(a.size(), b.size()));
-  auto keep = [&](SetMember m) {
-    if (m.add_version() < over) return;
-    if (SetRemoveReset(m, over)) m.removed = m.removed_at = 0;
-    out.push_back(std::move(m));
-  };
-  size_t i = 0;
-  size_t j = 0;
-  while (i < a.size() || j < b.size()) {
-    if (j == b.size() || (i < a.size() && SetMemberKeyLess(a[i], b[j]))) {
-      keep(a[i++]);
-    } else if (i == a.size() || SetMemberKeyLess(b[j], a[i])) {
-      keep(b[j++]);
-    } else {
-      const SetMember& x = a[i++];
-      const SetMember& y = b[j++];
-      const bool x_removes =
-          std::pair(x.removed, x.removed_at) > std::pair(y.removed, y.removed_at);
-      const SetMember& r = x_removes ? x : y;
-      keep(SetMember{x.name, x.actor, std::max(x.add, y.add), r.removed, r.removed_at});
-    }
-  }
-  return out;
+  return MergeSorted(
+      a, b, SetMemberKeyLess,
+      [](const SetMember& x, const SetMember& y) {
+        const bool x_removes =
+            std::pair(x.removed, x.removed_at) > std::pair(y.removed, y.removed_at);
+        const SetMember& r = x_removes ? x : y;
+        return SetMember{x.name, x.actor, std::max(x.add, y.add), r.removed, r.removed_at};
+      },
+      [&](SetMember& m) {
+        if (m.add_version() < over) return false;
+        if (SetRemoveReset(m, over)) m.removed = m.removed_at = 0;
+        return true;
+      });
 }
 
 }  // namespace
