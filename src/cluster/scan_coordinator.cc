@@ -54,6 +54,18 @@ uint32_t Required(const ClusterMap& map, net::Consistency c, size_t set_size) {
 
 bool Visible(const storage::Envelope& envelope, uint64_t now_ms) { return envelope.LiveAt(now_ms); }
 
+net::ValueKind KindOf(storage::Collection c) {
+  switch (c) {
+    case storage::Collection::kHash:
+      return net::ValueKind::kHash;
+    case storage::Collection::kSet:
+      return net::ValueKind::kSet;
+    case storage::Collection::kNone:
+      break;
+  }
+  return net::ValueKind::kString;
+}
+
 bool ScanPiece(const ClusterMap& map, uint64_t token, TokenRange* piece) {
   if (map.ring() == nullptr) {
     // Jump mode: the token is shard << 32 | low hash bits, and a shard is the unit of placement.
@@ -119,7 +131,8 @@ StatusOr<net::ReplicaScanResponse> ReadReplicaRange(storage::Storage* storage,
     const storage::Version expiry = e.envelope.expiry_version();
     out.entries.push_back(net::ScanEntry{e.token, std::move(e.key), e.envelope.timestamp,
                                          e.envelope.node_id, !Visible(e.envelope, now),
-                                         expiry.timestamp, expiry.node_id});
+                                         expiry.timestamp, expiry.node_id,
+                                         KindOf(e.envelope.collection())});
   }
   return out;
 }
@@ -323,6 +336,7 @@ void ScanCoordinator::MergePiece(const std::shared_ptr<PieceRead>& read) {
   }
   for (const auto& [key, e] : newest) {
     if (e->hidden) continue;
+    if (op->request.typed && e->kind != op->request.type) continue;
     op->bytes += e->key.size();
     op->reply.keys.push_back(e->key);
   }

@@ -14,10 +14,13 @@ void FillScan(const ScanRequest& s, wire::Scan::Builder b) {
   b.setCursor(s.cursor);
   b.setCount(s.count);
   if (!s.match.empty()) b.setMatch(AsData(s.match));
+  b.setTyped(s.typed);
+  b.setType(static_cast<uint8_t>(s.type));
 }
 
 ScanRequest ReadScan(wire::Scan::Reader r) {
-  return ScanRequest{r.getCursor(), r.getCount(), ToString(r.getMatch())};
+  return ScanRequest{r.getCursor(), r.getCount(), ToString(r.getMatch()), r.getTyped(),
+                     KindFromWire(r.getType())};
 }
 
 void FillReplicaScan(const ReplicaScanRequest& s, wire::ReplicaScan::Builder b) {
@@ -59,6 +62,7 @@ void FillReplicaScan(const ReplicaScanResponse& s, wire::Response::Body::Replica
     list[i].setHidden(e.hidden);
     list[i].setExpiryTs(e.expiry_ts);
     list[i].setExpiryNodeId(e.expiry_node_id);
+    list[i].setKind(static_cast<uint8_t>(e.kind));
   }
   b.setNext(s.next);
   b.setDone(s.done);
@@ -71,7 +75,8 @@ ReplicaScanResponse ReadReplicaScan(wire::Response::Body::ReplicaScan::Reader r)
   out.entries.reserve(list.size());
   for (auto e : list) {
     out.entries.push_back(ScanEntry{e.getToken(), ToString(e.getKey()), e.getTs(), e.getNodeId(),
-                                    e.getHidden(), e.getExpiryTs(), e.getExpiryNodeId()});
+                                    e.getHidden(), e.getExpiryTs(), e.getExpiryNodeId(),
+                                    KindFromWire(e.getKind())});
   }
   out.next = r.getNext();
   out.done = r.getDone();

@@ -32,6 +32,9 @@
 
 namespace shardkv::net {
 
+// What a found key holds, for the commands of one type (Redis's TYPE and WRONGTYPE, SCAN's TYPE).
+enum class ValueKind : uint8_t { kString = 0, kHash = 1, kSet = 2 };
+
 // The public per-request consistency (shardkv/options.h), carried as is.
 using Consistency = ::shardkv::Consistency;
 
@@ -222,11 +225,14 @@ std::string_view ChangeCommandName(const ChangeCommand& command);
 
 // Client op: one batch of an unordered scan of the whole cluster (design.md "Scans"). `cursor`
 // is a token: every key with a smaller token has been returned; 0 starts a scan. `count` is a
-// hint (entries examined, as Redis's COUNT); `match` a Redis glob (empty: every key).
+// hint (entries examined, as Redis's COUNT); `match` a Redis glob (empty: every key); with
+// `typed`, only the keys holding `type` (Redis's SCAN ... TYPE).
 struct ScanRequest {
   uint64_t cursor = 0;
   uint32_t count = 0;
   std::string match;
+  bool typed = false;
+  ValueKind type = ValueKind::kString;
 };
 
 // Node to node, for a scan: the versions one replica holds in [first, last] (inclusive), at
@@ -275,9 +281,6 @@ struct ErrorResponse {
 };
 
 struct PingResponse {};
-
-// What a found key holds, for the commands of one type (Redis's TYPE and WRONGTYPE).
-enum class ValueKind : uint8_t { kString = 0, kHash = 1, kSet = 2 };
 
 // A command on a key of the other kind: FailedPrecondition, reason kWrongType, with Redis's
 // WRONGTYPE message (the node's hash and counter ops, the Redis front end and the client).
@@ -431,6 +434,7 @@ struct ScanEntry {
   bool hidden = false;
   uint64_t expiry_ts = 0;  // the expiry register's version
   uint32_t expiry_node_id = 0;
+  ValueKind kind = ValueKind::kString;  // what the key holds on this replica, when not hidden
 };
 
 struct ReplicaScanResponse {

@@ -300,6 +300,8 @@ struct Scan {
   cursor @0 :UInt64;
   count @1 :UInt32;
   match @2 :Data;
+  typed @3 :Bool;  # only the keys holding `type` (SCAN ... TYPE)
+  type @4 :UInt8;  # as ItemResult.kind: 0 a string, 1 a hash, 2 a set
 }
 
 # A scan's read of one replica: its versions in the inclusive range [first, last], ending at a
@@ -323,6 +325,7 @@ struct ScanEntry {
   # hold the same value version but differ in expiry are ordered by it.
   expiryTs @5 :UInt64;
   expiryNodeId @6 :UInt32;
+  kind @7 :UInt8;  # as ItemResult.kind
 }
 
 struct Request {

@@ -120,6 +120,8 @@ struct ScanCommands::Walk {
   uint64_t next_token = 0;      // where the next batch reads from
   uint32_t count = 0;
   std::string match;
+  bool typed = false;  // SCAN ... TYPE
+  net::ValueKind type = net::ValueKind::kString;
   net::Consistency consistency = net::Consistency::kDefault;
   resp::Protocol protocol = resp::Protocol::kResp2;
   std::vector<std::pair<uint64_t, std::string>> keys;  // by token, as the batches found them
@@ -172,13 +174,23 @@ void ScanCommands::Scan(const RedisSession& session, const Args& args, ReplyDone
       // "*" matches every key: leave the filter out, as redis-server does.
       scan.match = args[i + 1] == "*" ? "" : args[i + 1];
     } else if (opt == "TYPE") {
-      other_type = Lower(args[i + 1]) != "string";
+      // Redis's type names; one shardkv has no keys of (list, zset, stream) finds nothing.
+      const std::string type = Lower(args[i + 1]);
+      scan.typed = true;
+      if (type == "string") {
+        scan.type = net::ValueKind::kString;
+      } else if (type == "hash") {
+        scan.type = net::ValueKind::kHash;
+      } else if (type == "set") {
+        scan.type = net::ValueKind::kSet;
+      } else {
+        other_type = true;
+      }
     } else {
       return done(Err(kSyntax));
     }
   }
   const resp::Protocol p = session.protocol();
-  // Every key is a string: a scan for another type has nothing to find.
   if (other_type) return done(ScanReply(p, 0, {}));
   auto map = c_->view->Map();
   if (map == nullptr) {
@@ -194,6 +206,8 @@ void ScanCommands::Scan(const RedisSession& session, const Args& args, ReplyDone
   walk->map = map;
   walk->count = scan.count;
   walk->match = std::move(scan.match);
+  walk->typed = scan.typed;
+  walk->type = scan.type;
   walk->consistency = session.consistency();
   walk->protocol = p;
   walk->done = std::move(done);
@@ -241,7 +255,7 @@ void ScanCommands::WalkBatch(const std::shared_ptr<Walk>& walk, std::function<vo
     return walk->done(Err("SCAN read " + std::to_string(kMaxWalkBatches) +
                           " batches without passing one cursor position; use a larger COUNT"));
   }
-  net::ScanRequest scan{walk->next_token, walk->count, walk->match};
+  net::ScanRequest scan{walk->next_token, walk->count, walk->match, walk->typed, walk->type};
   CallScan(c_, walk->consistency, std::move(scan),
            [walk, finish, more](StatusOr<net::ScanResponse> r) {
              if (!r.ok()) return walk->done(ErrorReply(r.status()));

@@ -127,6 +127,28 @@ TEST_CASE("redis sets: SADD, SREM, SMEMBERS and the rest as Redis answers them",
   CHECK(three.Call({"HGETALL", "tags"}) == kSetWrongType);
   CHECK(three.Call({"GETSET", "tags", "v"}) == kSetWrongType);
   CHECK(ElementsOf(three, {"MGET", "tags"}) == std::vector<std::string>{"$-1\r\n"});
+  // SCAN's TYPE filter: one key of each type, each found under its own type only.
+  CHECK(three.Call({"HSET", "scan:h", "f", "v"}) == ":1\r\n");
+  CHECK(three.Call({"SET", "scan:s", "v"}) == "+OK\r\n");
+  CHECK(three.Call({"SADD", "scan:t", "m"}) == ":1\r\n");
+  const std::pair<const char*, const char*> by_type[] = {
+      {"string", "scan:s"}, {"hash", "scan:h"}, {"set", "scan:t"}, {"list", nullptr}};
+  for (const auto& [type, key] : by_type) {
+    INFO("TYPE " << type);
+    std::vector<std::string> found;
+    std::string cursor = "0";
+    for (int calls = 0; calls < 1000; ++calls) {
+      REQUIRE(three.Call({"SCAN", cursor, "MATCH", "scan:*", "TYPE", type, "COUNT", "100"}) ==
+              "*2\r\n");
+      const std::string next = three.ReadReply();
+      cursor = next.substr(next.find("\r\n") + 2);
+      cursor = cursor.substr(0, cursor.find("\r\n"));
+      const std::string header = three.ReadReply();
+      for (int k = 0; k < std::stoi(header.substr(1)); ++k) found.push_back(three.ReadReply());
+      if (cursor == "0") break;
+    }
+    CHECK(found == (key == nullptr ? std::vector<std::string>{} : Bulks({key})));
+  }
   CHECK(three.Call({"SET", "s", "v"}) == "+OK\r\n");
   CHECK(three.Call({"SADD", "s", "m"}) == kSetWrongType);
   CHECK(three.Call({"SMEMBERS", "s"}) == kSetWrongType);
