@@ -26,6 +26,21 @@ int FailHash(const GlobalOptions& g, const std::string& key, const Status& s, bo
   return mutation ? FailMutation(g, key, s, true) : ReportError(s, ExitCodeFor(s));
 }
 
+// A hash or set write's answer: how many fields or members it added or removed, as a line or as
+// {"key","added"|"removed"} with --json.
+int PrintChanged(const GlobalOptions& g, const std::string& key, bool remove, uint32_t changed) {
+  if (g.json) {
+    JsonWriter w;
+    w.Begin();
+    BytesField(w, "key", key);
+    w.Field(remove ? "removed" : "added", static_cast<uint64_t>(changed)).End();
+    std::cout << w.str() << "\n";
+  } else {
+    std::cout << changed << "\n";
+  }
+  return kExitOk;
+}
+
 int DoWrite(const GlobalOptions& g, const std::string& key, const std::vector<std::string>& args,
             bool remove) {
   if (std::string why = CheckKey(key); !why.empty()) return ReportError(why, kExitUsage);
@@ -43,16 +58,7 @@ int DoWrite(const GlobalOptions& g, const std::string& key, const std::vector<st
     changed = (*client)->HSet(key, fields);
   }
   if (!changed.ok()) return FailHash(g, key, changed.status(), true);
-  if (g.json) {
-    JsonWriter w;
-    w.Begin();
-    BytesField(w, "key", key);
-    w.Field(remove ? "removed" : "added", static_cast<uint64_t>(*changed)).End();
-    std::cout << w.str() << "\n";
-  } else {
-    std::cout << *changed << "\n";
-  }
-  return kExitOk;
+  return PrintChanged(g, key, remove, *changed);
 }
 
 // HGET (field given) or HGETALL: "not found" and exit 1 for a missing key or field.
@@ -119,16 +125,7 @@ int DoSetWrite(const GlobalOptions& g, const std::string& key,
   StatusOr<uint32_t> changed =
       remove ? (*client)->SRem(key, members) : (*client)->SAdd(key, members);
   if (!changed.ok()) return FailHash(g, key, changed.status(), true);
-  if (g.json) {
-    JsonWriter w;
-    w.Begin();
-    BytesField(w, "key", key);
-    w.Field(remove ? "removed" : "added", static_cast<uint64_t>(*changed)).End();
-    std::cout << w.str() << "\n";
-  } else {
-    std::cout << *changed << "\n";
-  }
-  return kExitOk;
+  return PrintChanged(g, key, remove, *changed);
 }
 
 // SMEMBERS (member null) or SISMEMBER: exit 1 for a missing key, or a member not in the set.
